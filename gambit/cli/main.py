@@ -1,0 +1,22 @@
+"""The `gambit` command."""
+
+from __future__ import annotations
+
+import click
+
+from gambit import __version__
+
+from ._check import check_command
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="gambit")
+def cli() -> None:
+    """Gambit: write LLM agents as decks, run them, test them with scenarios and grade them."""
+
+
+cli.add_command(check_command)
+
+
+def main() -> None:
+    cli()

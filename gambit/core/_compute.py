@@ -1,0 +1,59 @@
+"""Python compute decks: `define_deck(run=...)` is the public way to write one.
+
+A compute module is a Python file with a module-level `deck = define_deck(...)`. It can be a
+root deck (`gambit run path/to/deck.py`) or an `[[actions]].execute` target. `run(ctx)` may be
+sync or async; `ctx` offers `input`, `log`, `spawn_and_wait`, `get_session_meta`,
+`set_session_meta`, `append_message`, `emit_output_item` and `fail` (see the runtime).
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+SchemaSpec = Any  # a pydantic model class, a JSON Schema dict, or a schema reference string
+
+
+@dataclass(frozen=True)
+class DeckDefinition:
+    """What `define_deck` returns. `kind` mirrors the TypeScript tag `gambit.deck`."""
+
+    run: Callable[..., Any]
+    context_schema: SchemaSpec | None = None
+    response_schema: SchemaSpec | None = None
+    label: str | None = None
+    description: str | None = None
+    kind: str = "gambit.deck"
+
+    @property
+    def is_async(self) -> bool:
+        return inspect.iscoroutinefunction(self.run)
+
+
+def define_deck(
+    *,
+    run: Callable[..., Any],
+    context_schema: SchemaSpec | None = None,
+    response_schema: SchemaSpec | None = None,
+    label: str | None = None,
+    description: str | None = None,
+) -> DeckDefinition:
+    """Define a compute deck.
+
+    `run(ctx)` receives the validated input as `ctx.input` and returns the deck's result
+    (a bare value, or an envelope `{payload, status?, message?, code?, meta?}`).
+    Schemas may be pydantic model classes, JSON Schema dicts, or references such as
+    `"gambit://schemas/scenarios/plain_chat_output.zod.ts"` or `"./schemas/input.json"`
+    (relative to the module file).
+    """
+    if not callable(run):
+        raise TypeError("define_deck(run=...) needs a callable run(ctx)")
+    return DeckDefinition(
+        run=run,
+        context_schema=context_schema,
+        response_schema=response_schema,
+        label=label,
+        description=description,
+    )

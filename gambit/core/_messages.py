@@ -1,0 +1,254 @@
+"""Chat messages and the chat <-> Open Responses mapping (seed 000 "Mapping rules").
+
+Chat message -> items (`messages_to_items`):
+
+- `system` / `user` with non-empty text -> `message` item with one `input_text` part.
+- `assistant` with non-empty text -> `message` item with one `output_text` part.
+- `assistant.tool_calls[]` -> one `function_call` item per call, after the text item.
+- `tool` -> `function_call_output` with `call_id = tool_call_id` and `output = content`.
+- Empty text produces no message item (an empty system prompt is simply absent); a `tool`
+  message without `tool_call_id` or with `content: null` produces nothing (reference §3.4).
+
+Items -> chat messages (`items_to_messages`):
+
+- `message` -> `{role, content}` where content is the concatenation of its part texts
+  (`join_text_parts`), or None when that is empty.
+- `function_call` -> a tool call on an assistant message. Consecutive `function_call` items
+  fold into one assistant message's `tool_calls`. By default the first of them starts a new
+  assistant message with `content: None`, so an assistant text and the calls that follow it
+  are separate messages: reference item 80 (assistant "hello", a `gambit_context` call, its
+  output -> 3 messages) and item 119 (the runtime stores the text before the tool-call
+  message). With `fold_into_text=True` calls that directly follow an assistant message with
+  text fold into that message instead (the chat-completions habit of text plus `tool_calls`
+  in one message).
+- `function_call_output` -> a `tool` message `{tool_call_id, content: output}` whose `name` is
+  the name of the matching earlier call, when there is one (reference §3.4).
+- Item types outside the subset (reasoning, extension items) have no chat form and are
+  skipped; items stay the canonical record, chat is a compatibility view.
+
+Synthetic tools (`gambit_context`, `gambit_init`, `gambit_respond`, `gambit_complete`,
+`gambit_end`) need no special case: they are ordinary calls and outputs whose `arguments` and
+`output` strings are carried byte for byte in both directions.
+
+Item ids. Chat has no place for item ids, so they ride on non-standard keys:
+a `message` item's `id` <-> `ChatMessage.id`; a `function_call_output` item's `id` <-> the
+tool message's `id`; a `function_call` item's `id` <-> `ToolCall.item_id` (the chat tool
+call `id` is the item's `call_id`). `ChatMessage.to_api_dict()` drops these keys for chat
+completion APIs. An id on an assistant message without text has no item to go to and is lost.
+
+Round trips:
+
+- items -> messages -> items is the identity for lists of subset items whose messages hold
+  exactly one part of their role's type (`input_text` for system/user, `output_text` for
+  assistant) with non-empty text; provider-specific extra fields are not carried through chat.
+- messages -> items -> messages is the identity for well-formed conversations: system, user
+  and assistant messages carry non-empty text, except that an assistant message with tool
+  calls has `content: None` (by default), or has text or follows no assistant message (with
+  `fold_into_text=True`), and two assistant messages with tool calls are never adjacent;
+  tool messages have a `tool_call_id`, non-null content and, as `name`, the name of the call
+  they answer (or no name when no earlier call has that id); only `id`/`item_id` are used
+  as extra keys; `name` appears on tool messages only.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any, ClassVar, Literal
+
+from pydantic import field_validator
+
+from gambit.core._openresponses import (
+    CreateResponseResponse,
+    FunctionCallItem,
+    FunctionCallOutputItem,
+    InputTextContent,
+    MessageItem,
+    OutputTextContent,
+    _JsonModel,
+    item_from_dict,
+)
+
+__all__ = [
+    "SYNTHETIC_TOOL_NAMES",
+    "ChatMessage",
+    "ChatRole",
+    "ToolCall",
+    "ToolCallFunction",
+    "is_synthetic_tool",
+    "items_to_messages",
+    "join_text_parts",
+    "message_from_dict",
+    "messages_from_json",
+    "messages_to_items",
+    "messages_to_json",
+    "stringify_response_output",
+]
+
+SYNTHETIC_TOOL_NAMES = frozenset(
+    {"gambit_context", "gambit_init", "gambit_respond", "gambit_complete", "gambit_end"}
+)
+"""Gambit's synthetic tools (seed 000); `gambit_init` is the deprecated alias of `gambit_context`."""
+
+ChatRole = Literal["system", "user", "assistant", "tool"]
+
+
+def is_synthetic_tool(name: str) -> bool:
+    return name in SYNTHETIC_TOOL_NAMES
+
+
+class ToolCallFunction(_JsonModel):
+    name: str
+    arguments: str
+
+
+class ToolCall(_JsonModel):
+    """A chat tool call. `item_id` (non-standard) keeps the `function_call` item's `id`."""
+
+    id: str
+    type: Literal["function"] = "function"
+    function: ToolCallFunction
+    item_id: str | None = None
+
+
+class ChatMessage(_JsonModel):
+    """A chat message (`ModelMessage`). `content` is always serialised, null included.
+
+    `id` (non-standard) keeps the id of the item the message maps to; other extra keys are
+    allowed and kept. An empty `tool_calls` list is normalised to None.
+    """
+
+    _keep_none: ClassVar[frozenset[str]] = frozenset({"content"})
+
+    role: ChatRole
+    content: str | None = None
+    name: str | None = None
+    tool_calls: list[ToolCall] | None = None
+    tool_call_id: str | None = None
+    id: str | None = None
+
+    @field_validator("tool_calls")
+    @classmethod
+    def _drop_empty_tool_calls(cls, value: list[ToolCall] | None) -> list[ToolCall] | None:
+        return value or None
+
+    def to_api_dict(self) -> dict[str, Any]:
+        """The message as a chat-completions API expects it: standard keys only."""
+        out: dict[str, Any] = {"role": self.role, "content": self.content}
+        if self.name is not None:
+            out["name"] = self.name
+        if self.tool_calls:
+            out["tool_calls"] = [
+                {
+                    "id": call.id,
+                    "type": "function",
+                    "function": {"name": call.function.name, "arguments": call.function.arguments},
+                }
+                for call in self.tool_calls
+            ]
+        if self.tool_call_id is not None:
+            out["tool_call_id"] = self.tool_call_id
+        return out
+
+
+def message_from_dict(data: Mapping[str, Any] | ChatMessage) -> ChatMessage:
+    return data if isinstance(data, ChatMessage) else ChatMessage.model_validate(data)
+
+
+def messages_from_json(data: Iterable[Mapping[str, Any] | ChatMessage]) -> list[ChatMessage]:
+    return [message_from_dict(m) for m in data]
+
+
+def messages_to_json(messages: Iterable[ChatMessage]) -> list[dict[str, Any]]:
+    return [m.to_dict() for m in messages]
+
+
+def join_text_parts(parts: Iterable[str | None]) -> str:
+    """Concatenate the non-empty parts with no separator (reference §3.4 `joinTextParts`)."""
+    return "".join(part for part in parts if part)
+
+
+def stringify_response_output(items: CreateResponseResponse | Iterable[Any]) -> str:
+    """Concatenate the `output_text` parts of assistant message items, with no separator."""
+    if isinstance(items, CreateResponseResponse):
+        items = items.output
+    texts: list[str] = []
+    for raw in items:
+        item = raw if not isinstance(raw, Mapping) else item_from_dict(raw)
+        if isinstance(item, MessageItem) and item.role == "assistant":
+            texts.extend(p.text for p in item.content if isinstance(p, OutputTextContent))
+    return join_text_parts(texts)
+
+
+def messages_to_items(messages: Iterable[ChatMessage | Mapping[str, Any]]) -> list[Any]:
+    """Chat messages -> `list[ResponseItem]` (see the module docstring)."""
+    items: list[Any] = []
+    for raw in messages:
+        msg = message_from_dict(raw)
+        if msg.role == "tool":
+            if msg.tool_call_id is None or msg.content is None:
+                continue
+            items.append(
+                FunctionCallOutputItem(call_id=msg.tool_call_id, output=msg.content, id=msg.id)
+            )
+            continue
+        if msg.content:
+            part: InputTextContent | OutputTextContent
+            if msg.role == "assistant":
+                part = OutputTextContent(text=msg.content)
+            else:
+                part = InputTextContent(text=msg.content)
+            items.append(MessageItem(role=msg.role, content=[part], id=msg.id))
+        if msg.role == "assistant" and msg.tool_calls:
+            for call in msg.tool_calls:
+                items.append(
+                    FunctionCallItem(
+                        call_id=call.id,
+                        name=call.function.name,
+                        arguments=call.function.arguments,
+                        id=call.item_id,
+                    )
+                )
+    return items
+
+
+def items_to_messages(items: Iterable[Any], *, fold_into_text: bool = False) -> list[ChatMessage]:
+    """`list[ResponseItem]` (models or dicts) -> chat messages (see the module docstring).
+
+    `fold_into_text=True` puts calls that directly follow an assistant text message on that
+    message's `tool_calls` instead of on a new `content: None` assistant message.
+    """
+    messages: list[ChatMessage] = []
+    call_names: dict[str, str] = {}
+    # The assistant message that function_call items may still fold into.
+    open_assistant: ChatMessage | None = None
+    for raw in items:
+        item = item_from_dict(raw) if isinstance(raw, Mapping) else raw
+        if isinstance(item, MessageItem):
+            text = join_text_parts(part.text for part in item.content if isinstance(part.text, str))
+            msg = ChatMessage(role=item.role, content=text or None, id=item.id)
+            messages.append(msg)
+            open_assistant = msg if fold_into_text and item.role == "assistant" else None
+        elif isinstance(item, FunctionCallItem):
+            call_names[item.call_id] = item.name
+            call = ToolCall(
+                id=item.call_id,
+                function=ToolCallFunction(name=item.name, arguments=item.arguments),
+                item_id=item.id,
+            )
+            if open_assistant is None:
+                open_assistant = ChatMessage(role="assistant", content=None)
+                messages.append(open_assistant)
+            open_assistant.tool_calls = [*(open_assistant.tool_calls or []), call]
+        elif isinstance(item, FunctionCallOutputItem):
+            messages.append(
+                ChatMessage(
+                    role="tool",
+                    content=item.output,
+                    tool_call_id=item.call_id,
+                    name=call_names.get(item.call_id),
+                    id=item.id,
+                )
+            )
+            open_assistant = None
+        # Other item types have no chat form; they do not break a run of calls either.
+    return messages

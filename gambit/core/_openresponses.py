@@ -1,0 +1,540 @@
+"""Open Responses types: the subset Gambit implements (seed 000), as pydantic v2 models.
+
+Scope (seed 000): text content parts (`input_text`, `output_text`), three item types
+(`message`, `function_call`, `function_call_output`), function tools, a minimal request and
+response, and the streaming events Gambit relies on.
+
+Fidelity rules, because nothing a model produced may be silently dropped:
+
+- Every model allows extra fields and keeps them (`model_extra`), so provider fields outside
+  the subset (`status`, `annotations`, `logprobs`, `sequence_number`, ...) survive a round
+  trip.
+- Item, content-part and event types outside the subset are not rejected: they parse into
+  `UnknownItem`, `UnknownContent` and `UnknownResponseEvent`, which keep every field. This is
+  how reasoning items and namespaced `ns:type` extension items travel through state and traces.
+- `arguments` and `output` are raw strings, carried byte for byte.
+
+Serialisation: `to_dict()` on every model (and `item_to_dict`) gives JSON-ready dicts that
+omit declared optional fields whose value is None. Extra fields are kept as they are, even
+when null, and nothing nested inside a raw JSON value (`parameters`, `metadata`, ...) is
+touched.
+
+Lenient input, canonical output: a message item may omit `type` or give `content` as a plain
+string; a request may give `input` as a string; tools and tool choice may use the flat
+OpenAI Responses form (`{"type": "function", "name": ...}`). All are normalised to the
+seed's shapes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Annotated, Any, ClassVar, Literal
+
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Discriminator,
+    Field,
+    Tag,
+    TypeAdapter,
+    model_serializer,
+    model_validator,
+)
+from pydantic.alias_generators import to_camel
+
+__all__ = [
+    "CreateResponseRequest",
+    "CreateResponseResponse",
+    "FunctionCallItem",
+    "FunctionCallOutputItem",
+    "InputTextContent",
+    "MessageItem",
+    "OutputItemAddedEvent",
+    "OutputItemDoneEvent",
+    "OutputTextContent",
+    "OutputTextDeltaEvent",
+    "OutputTextDoneEvent",
+    "ResponseCompletedEvent",
+    "ResponseContent",
+    "ResponseCreatedEvent",
+    "ResponseError",
+    "ResponseEvent",
+    "ResponseFailedEvent",
+    "ResponseFunctionDefinition",
+    "ResponseItem",
+    "ResponseStatus",
+    "ResponseTextConfig",
+    "ResponseTextFormat",
+    "ResponseToolChoice",
+    "ResponseToolDefinition",
+    "ResponseUsage",
+    "ToolChoiceFunction",
+    "ToolChoiceFunctionName",
+    "UnknownContent",
+    "UnknownItem",
+    "UnknownResponseEvent",
+    "event_from_dict",
+    "event_to_dict",
+    "function_call_item",
+    "function_call_output_item",
+    "item_from_dict",
+    "item_text",
+    "item_to_dict",
+    "items_from_json",
+    "items_to_json",
+    "json_schema_text_format",
+    "message_item",
+    "output_text",
+]
+
+
+class _JsonModel(BaseModel):
+    """Base of every wire model: extra fields kept, None-valued optional fields omitted."""
+
+    model_config = ConfigDict(extra="allow")
+
+    # Declared fields that are serialised even when None (for example chat `content: null`).
+    _keep_none: ClassVar[frozenset[str]] = frozenset()
+
+    @model_serializer(mode="wrap")
+    def _omit_none(self, handler: Any) -> Any:
+        data = handler(self)
+        if isinstance(data, dict):
+            fields = type(self).model_fields
+            for name, info in fields.items():
+                if name in self._keep_none or getattr(self, name, None) is not None:
+                    continue
+                data.pop(name, None)
+                if info.alias:
+                    data.pop(info.alias, None)
+                if info.serialization_alias:
+                    data.pop(info.serialization_alias, None)
+        return data
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict in the wire shape (aliases, None-valued optional fields omitted)."""
+        return self.model_dump(mode="json", by_alias=True)
+
+
+class _CamelModel(_JsonModel):
+    """A wire model whose JSON keys are camelCase (Gambit's own records: usage, state, traces)."""
+
+    model_config = ConfigDict(
+        extra="allow",
+        alias_generator=to_camel,
+        validate_by_name=True,
+        validate_by_alias=True,
+        serialize_by_alias=True,
+    )
+
+
+# --------------------------------------------------------------------------- content parts
+
+
+class InputTextContent(_JsonModel):
+    type: Literal["input_text"] = "input_text"
+    text: str
+
+
+class OutputTextContent(_JsonModel):
+    type: Literal["output_text"] = "output_text"
+    text: str
+
+
+class UnknownContent(_JsonModel):
+    """A content part outside the subset (refusal, summary_text, ...), kept verbatim."""
+
+    type: str
+    text: str | None = None
+
+
+_KNOWN_CONTENT = frozenset({"input_text", "output_text"})
+
+
+def _content_tag(value: Any) -> str:
+    kind = value.get("type") if isinstance(value, Mapping) else getattr(value, "type", None)
+    return kind if kind in _KNOWN_CONTENT else "other"
+
+
+ResponseContent = Annotated[
+    Annotated[InputTextContent, Tag("input_text")]
+    | Annotated[OutputTextContent, Tag("output_text")]
+    | Annotated[UnknownContent, Tag("other")],
+    Discriminator(_content_tag),
+]
+"""A content part: `InputTextContent | OutputTextContent | UnknownContent`, by `type`."""
+
+
+# --------------------------------------------------------------------------- items
+
+
+class MessageItem(_JsonModel):
+    type: Literal["message"] = "message"
+    role: Literal["system", "user", "assistant"]
+    content: list[ResponseContent]
+    id: str | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _string_content(cls, data: Any) -> Any:
+        # Open Responses "easy" input message: `content` may be a plain string.
+        if isinstance(data, Mapping) and isinstance(data.get("content"), str):
+            part = "output_text" if data.get("role") == "assistant" else "input_text"
+            data = {**data, "content": [{"type": part, "text": data["content"]}]}
+        return data
+
+
+class FunctionCallItem(_JsonModel):
+    type: Literal["function_call"] = "function_call"
+    call_id: str
+    name: str
+    arguments: str
+    id: str | None = None
+
+
+class FunctionCallOutputItem(_JsonModel):
+    type: Literal["function_call_output"] = "function_call_output"
+    call_id: str
+    output: str
+    id: str | None = None
+
+
+class UnknownItem(_JsonModel):
+    """An item outside the subset (reasoning, `ns:type` extension items, ...), kept verbatim."""
+
+    type: str
+    id: str | None = None
+
+
+_KNOWN_ITEMS = frozenset({"message", "function_call", "function_call_output"})
+
+
+def _item_tag(value: Any) -> str:
+    if isinstance(value, Mapping):
+        kind = value.get("type")
+        if kind is None and "role" in value:
+            return "message"  # Open Responses allows a message without `type`
+    else:
+        kind = getattr(value, "type", None)
+    return kind if kind in _KNOWN_ITEMS else "other"
+
+
+ResponseItem = Annotated[
+    Annotated[MessageItem, Tag("message")]
+    | Annotated[FunctionCallItem, Tag("function_call")]
+    | Annotated[FunctionCallOutputItem, Tag("function_call_output")]
+    | Annotated[UnknownItem, Tag("other")],
+    Discriminator(_item_tag),
+]
+"""An item: `MessageItem | FunctionCallItem | FunctionCallOutputItem | UnknownItem`, by `type`."""
+
+_ITEM_ADAPTER: TypeAdapter[Any] = TypeAdapter(ResponseItem)
+_ITEMS_ADAPTER: TypeAdapter[list[Any]] = TypeAdapter(list[ResponseItem])
+
+
+# --------------------------------------------------------------------------- tools
+
+
+class ResponseFunctionDefinition(_JsonModel):
+    name: str
+    description: str | None = None
+    parameters: dict[str, Any]
+
+
+class ResponseToolDefinition(_JsonModel):
+    """`{type: "function", function: {name, description?, parameters}}` (seed 000)."""
+
+    type: Literal["function"] = "function"
+    function: ResponseFunctionDefinition
+
+    @model_validator(mode="before")
+    @classmethod
+    def _flat_form(cls, data: Any) -> Any:
+        # OpenAI Responses puts name/description/parameters at the top level.
+        if isinstance(data, Mapping) and "function" not in data and "name" in data:
+            data = dict(data)
+            fn = {k: data.pop(k) for k in ("name", "description", "parameters") if k in data}
+            fn.setdefault("parameters", {"type": "object", "properties": {}})
+            if "strict" in data:
+                fn["strict"] = data.pop("strict")
+            data["function"] = fn
+        return data
+
+
+class ToolChoiceFunctionName(_JsonModel):
+    name: str
+
+
+class ToolChoiceFunction(_JsonModel):
+    """`{type: "function", function: {name}}`: force one named tool."""
+
+    type: Literal["function"] = "function"
+    function: ToolChoiceFunctionName
+
+    @model_validator(mode="before")
+    @classmethod
+    def _flat_form(cls, data: Any) -> Any:
+        if isinstance(data, Mapping) and "function" not in data and "name" in data:
+            data = dict(data)
+            data["function"] = {"name": data.pop("name")}
+        return data
+
+
+ResponseToolChoice = Literal["auto", "required", "none"] | ToolChoiceFunction
+"""`"auto" | "required" | {type:"function", function:{name}}`; `"none"` is also accepted."""
+
+
+# --------------------------------------------------------------------------- request
+
+
+class ResponseTextFormat(_JsonModel):
+    """`text.format`, for structured output: `{type:"json_schema", name, strict, schema}`."""
+
+    type: Literal["json_schema", "json_object", "text"] | str = "json_schema"
+    name: str | None = None
+    description: str | None = None
+    strict: bool | None = None
+    schema_: dict[str, Any] | None = Field(default=None, alias="schema")
+
+    model_config = ConfigDict(
+        extra="allow", validate_by_name=True, validate_by_alias=True, serialize_by_alias=True
+    )
+
+
+class ResponseTextConfig(_JsonModel):
+    format: ResponseTextFormat | None = None
+
+
+def json_schema_text_format(
+    name: str, schema: Mapping[str, Any], *, strict: bool = True
+) -> ResponseTextConfig:
+    """`{"format": {"type": "json_schema", "name": name, "strict": strict, "schema": schema}}`."""
+    return ResponseTextConfig(
+        format=ResponseTextFormat(type="json_schema", name=name, strict=strict, schema=dict(schema))
+    )
+
+
+class CreateResponseRequest(_JsonModel):
+    model: str
+    input: list[ResponseItem]
+    instructions: str | None = None
+    tools: list[ResponseToolDefinition] | None = None
+    tool_choice: ResponseToolChoice | None = None
+    stream: bool | None = None
+    max_output_tokens: int | None = None
+    metadata: dict[str, Any] | None = None
+    params: dict[str, Any] | None = None
+    text: ResponseTextConfig | None = None
+    previous_response_id: str | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _string_input(cls, data: Any) -> Any:
+        if isinstance(data, Mapping) and isinstance(data.get("input"), str):
+            data = {**data, "input": [message_item("user", data["input"])]}
+        return data
+
+
+# --------------------------------------------------------------------------- response
+
+
+class ResponseUsage(_CamelModel):
+    """Token usage; JSON keys are camelCase: `promptTokens`, `completionTokens`, ..."""
+
+    prompt_tokens: int
+    completion_tokens: int
+    total_tokens: int
+    reasoning_tokens: int | None = None
+    cached_tokens: int | None = None
+
+
+class ResponseError(_JsonModel):
+    code: str | None = None
+    message: str | None = None
+
+
+ResponseStatus = Literal["completed", "in_progress", "failed", "incomplete"]
+
+
+class CreateResponseResponse(_JsonModel):
+    id: str
+    object: Literal["response"] = "response"
+    model: str | None = None
+    created: int | float | None = None
+    status: ResponseStatus | None = None
+    output: list[ResponseItem] = Field(default_factory=list)
+    usage: ResponseUsage | None = None
+    error: ResponseError | None = None
+
+
+# --------------------------------------------------------------------------- stream events
+
+
+class _EventModel(_JsonModel):
+    sequence_number: int | None = None
+
+
+class ResponseCreatedEvent(_EventModel):
+    type: Literal["response.created"] = "response.created"
+    response: CreateResponseResponse
+
+
+class OutputTextDeltaEvent(_EventModel):
+    type: Literal["response.output_text.delta"] = "response.output_text.delta"
+    output_index: int
+    delta: str
+    item_id: str | None = None
+    content_index: int | None = None
+
+
+class OutputTextDoneEvent(_EventModel):
+    type: Literal["response.output_text.done"] = "response.output_text.done"
+    output_index: int
+    text: str
+    item_id: str | None = None
+    content_index: int | None = None
+
+
+class OutputItemAddedEvent(_EventModel):
+    type: Literal["response.output_item.added"] = "response.output_item.added"
+    output_index: int
+    item: ResponseItem
+
+
+class OutputItemDoneEvent(_EventModel):
+    type: Literal["response.output_item.done"] = "response.output_item.done"
+    output_index: int
+    item: ResponseItem
+
+
+class ResponseCompletedEvent(_EventModel):
+    type: Literal["response.completed"] = "response.completed"
+    response: CreateResponseResponse
+
+
+class ResponseFailedEvent(_EventModel):
+    """`{type: "response.failed", error}`; an OpenAI-style `response.error` fills `error`."""
+
+    type: Literal["response.failed"] = "response.failed"
+    error: ResponseError | None = None
+    response: CreateResponseResponse | None = None
+
+    @model_validator(mode="after")
+    def _error_from_response(self) -> ResponseFailedEvent:
+        if self.error is None:
+            self.error = (self.response.error if self.response else None) or ResponseError()
+        return self
+
+
+class UnknownResponseEvent(_EventModel):
+    """Any other event (reasoning deltas, `tool.call`, `codex.event`, ...), kept verbatim."""
+
+    type: str
+
+
+_EVENT_MODELS: dict[str, type[_EventModel]] = {
+    "response.created": ResponseCreatedEvent,
+    "response.output_text.delta": OutputTextDeltaEvent,
+    "response.output_text.done": OutputTextDoneEvent,
+    "response.output_item.added": OutputItemAddedEvent,
+    "response.output_item.done": OutputItemDoneEvent,
+    "response.completed": ResponseCompletedEvent,
+    "response.failed": ResponseFailedEvent,
+}
+
+
+def _event_tag(value: Any) -> str:
+    kind = value.get("type") if isinstance(value, Mapping) else getattr(value, "type", None)
+    return kind if kind in _EVENT_MODELS else "other"
+
+
+ResponseEvent = Annotated[
+    Annotated[ResponseCreatedEvent, Tag("response.created")]
+    | Annotated[OutputTextDeltaEvent, Tag("response.output_text.delta")]
+    | Annotated[OutputTextDoneEvent, Tag("response.output_text.done")]
+    | Annotated[OutputItemAddedEvent, Tag("response.output_item.added")]
+    | Annotated[OutputItemDoneEvent, Tag("response.output_item.done")]
+    | Annotated[ResponseCompletedEvent, Tag("response.completed")]
+    | Annotated[ResponseFailedEvent, Tag("response.failed")]
+    | Annotated[UnknownResponseEvent, Tag("other")],
+    Discriminator(_event_tag),
+]
+"""A stream event, by `type`; types outside the minimal set parse as `UnknownResponseEvent`."""
+
+_EVENT_ADAPTER: TypeAdapter[Any] = TypeAdapter(ResponseEvent)
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+def item_to_dict(item: BaseModel | Mapping[str, Any]) -> dict[str, Any]:
+    """An item (or any wire model) as a JSON-ready dict, None-valued optional fields omitted."""
+    if isinstance(item, Mapping):
+        item = item_from_dict(item)
+    if isinstance(item, _JsonModel):
+        return item.to_dict()
+    return item.model_dump(mode="json", by_alias=True, exclude_none=True)
+
+
+def item_from_dict(data: Mapping[str, Any] | BaseModel) -> Any:
+    """Validate one item dict into its `ResponseItem` model."""
+    return _ITEM_ADAPTER.validate_python(data)
+
+
+def items_from_json(data: Iterable[Mapping[str, Any] | BaseModel]) -> list[Any]:
+    """Validate a list of item dicts (or models) into `list[ResponseItem]`."""
+    return _ITEMS_ADAPTER.validate_python(list(data))
+
+
+def items_to_json(items: Iterable[BaseModel | Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """The inverse of `items_from_json`."""
+    return [item_to_dict(item) for item in items]
+
+
+def event_from_dict(data: Mapping[str, Any] | BaseModel) -> Any:
+    """Validate one stream event dict into its `ResponseEvent` model."""
+    return _EVENT_ADAPTER.validate_python(data)
+
+
+def event_to_dict(event: BaseModel) -> dict[str, Any]:
+    return item_to_dict(event)
+
+
+def message_item(
+    role: Literal["system", "user", "assistant"], text: str, *, id: str | None = None
+) -> MessageItem:
+    """A one-part message: `output_text` for the assistant, `input_text` for system and user."""
+    part: InputTextContent | OutputTextContent
+    part = OutputTextContent(text=text) if role == "assistant" else InputTextContent(text=text)
+    return MessageItem(role=role, content=[part], id=id)
+
+
+def function_call_item(
+    call_id: str, name: str, arguments: str, *, id: str | None = None
+) -> FunctionCallItem:
+    return FunctionCallItem(call_id=call_id, name=name, arguments=arguments, id=id)
+
+
+def function_call_output_item(
+    call_id: str, output: str, *, id: str | None = None
+) -> FunctionCallOutputItem:
+    return FunctionCallOutputItem(call_id=call_id, output=output, id=id)
+
+
+def item_text(item: Any) -> str:
+    """The concatenated text of a message's parts (any part with a string `text`); else ""."""
+    if not isinstance(item, MessageItem):
+        return ""
+    return "".join(part.text for part in item.content if isinstance(part.text, str))
+
+
+def output_text(response: CreateResponseResponse | Iterable[Any]) -> str:
+    """The concatenated `output_text` parts of the assistant messages in a response's output."""
+    items = response.output if isinstance(response, CreateResponseResponse) else response
+    return "".join(
+        part.text
+        for item in items
+        if isinstance(item, MessageItem) and item.role == "assistant"
+        for part in item.content
+        if isinstance(part, OutputTextContent)
+    )

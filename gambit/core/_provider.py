@@ -1,0 +1,138 @@
+"""The model provider contract (seed 000 "Provider interface"), and the errors providers raise.
+
+`responses` is canonical. `chat` is optional, for chat mode (`GAMBIT_CHAT_FALLBACK=1`); a
+provider without it is driven in chat mode through the mapping rules of seed 000.
+Cancellation is asyncio cancellation: a provider must let `CancelledError` propagate and
+close what it opened.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol, runtime_checkable
+
+from ._errors import GambitError
+from ._messages import ChatMessage
+from ._openresponses import (
+    CreateResponseRequest,
+    CreateResponseResponse,
+    ResponseToolDefinition,
+    ResponseUsage,
+)
+from ._state import SavedState
+
+# Events are the provider's JSON objects (a `type` key plus fields), passed through as
+# received so that nothing a provider sends is lost.
+StreamEventCallback = Callable[[dict[str, Any]], None]
+StreamTextCallback = Callable[[str], None]
+
+
+@dataclass
+class ProviderResponse:
+    """What `responses` returns: the aggregated response, and optionally a new state.
+
+    `updated_state` lets a provider keep its own bookkeeping (a thread id in `meta`, say)
+    across passes (reference §3.3).
+    """
+
+    response: CreateResponseResponse
+    updated_state: SavedState | None = None
+
+
+@dataclass
+class ToolCallRequest:
+    id: str
+    name: str
+    args: dict[str, Any]
+    arguments: str = "{}"  # the raw JSON string, kept for fidelity
+
+
+@dataclass
+class ChatResult:
+    message: ChatMessage
+    finish_reason: Literal["stop", "tool_calls", "length"]
+    tool_calls: list[ToolCallRequest] = field(default_factory=list)
+    updated_state: SavedState | None = None
+    usage: ResponseUsage | None = None
+
+
+@runtime_checkable
+class ModelProvider(Protocol):
+    """A model provider. `name` appears in traces and errors; `offline` labels fakes."""
+
+    name: str
+    offline: bool
+
+    async def responses(
+        self,
+        request: CreateResponseRequest,
+        *,
+        state: SavedState | None = None,
+        deck_path: str | None = None,
+        on_stream_event: StreamEventCallback | None = None,
+    ) -> ProviderResponse: ...
+
+
+@runtime_checkable
+class ChatProvider(Protocol):
+    """Optional chat-mode method (seed 000 "keeps chat for compatibility")."""
+
+    async def chat(
+        self,
+        *,
+        model: str,
+        messages: list[ChatMessage],
+        tools: list[ResponseToolDefinition] | None = None,
+        stream: bool = False,
+        state: SavedState | None = None,
+        deck_path: str | None = None,
+        on_stream_text: StreamTextCallback | None = None,
+        params: dict[str, Any] | None = None,
+    ) -> ChatResult: ...
+
+
+@dataclass
+class ResolvedModel:
+    model: str
+    params: dict[str, Any] | None = None
+    provider: ModelProvider | None = None  # None: use the run's provider
+
+
+class ModelResolver(Protocol):
+    """Chooses a model from a deck's fallback list (aliases, availability)."""
+
+    def resolve_model(
+        self, model: str | list[str], *, params: dict[str, Any] | None, deck_path: str | None
+    ) -> ResolvedModel: ...
+
+
+class ProviderError(GambitError):
+    """A provider call failed. The message says what happened and which provider.
+
+    `partial_text` holds text that streamed before the failure (it is also in the trace),
+    so callers can keep it. `retryable` says whether a retry could help.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        provider: str,
+        status: int | None = None,
+        code: str | None = None,
+        param: str | None = None,
+        retryable: bool = False,
+        partial_text: str = "",
+    ):
+        self.provider = provider
+        self.status = status
+        self.code = code
+        self.param = param
+        self.retryable = retryable
+        self.partial_text = partial_text
+        super().__init__(f"{provider}: {message}")
+
+
+class ModelNotAvailableError(GambitError):
+    """No candidate in a model list can be served; the message lists why each was skipped."""

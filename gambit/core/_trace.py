@@ -1,0 +1,475 @@
+"""Trace events (reference §4.1 plus seed 000's `mode`) and JSON Lines trace files.
+
+Every event is a pydantic model whose JSON keys are camelCase (`runId`, `actionCallId`, ...);
+Python attributes are snake_case. Each model allows and keeps extra fields. `TraceEvent` is a
+union discriminated on `type`:
+
+| type | model |
+|---|---|
+| `run.start` / `run.end` | `RunStartEvent` / `RunEndEvent` |
+| `deck.start` / `deck.end` | `DeckStartEvent` / `DeckEndEvent` |
+| `message.user` | `MessageUserEvent` |
+| `model.call` / `model.result` | `ModelCallEvent` / `ModelResultEvent` |
+| `model.stream.event` | `ModelStreamEvent` |
+| `action.start` / `action.end` | `ActionStartEvent` / `ActionEndEvent` |
+| `tool.call` / `tool.result` | `ToolCallEvent` / `ToolResultEvent` |
+| `log` | `LogEvent` |
+| `monolog` | `MonologEvent` |
+| `response.*` | `ResponseTraceEvent` (provider event fields + `_gambit`) |
+| anything else | `UnknownTraceEvent` (kept verbatim) |
+
+`model.call` and `model.result` carry seed 000's `mode` (`"chat"` | `"responses"`) and the
+items: `items` (the request input) on `model.call` and `output` on `model.result`, as the
+seed names them, and `responseItems` as the reference names them on both. Writers should set
+both spellings; readers use `ModelCallEvent.input_items` / `ModelResultEvent.output_items`,
+which accept either. `model.result.message` is the derived assistant chat message.
+
+Timestamps: `ts` is an integer, milliseconds since the Unix epoch (JavaScript's `Date.now()`),
+and every event has one: a model built without `ts` is stamped with `now_ms()` at
+construction, including an event read from a dict or file that has none. `seq` is optional;
+storage (the simulator's TraceEvent table) assigns it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+import time
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import IO, Annotated, Any, Literal
+
+from pydantic import (
+    BaseModel,
+    Discriminator,
+    Field,
+    Tag,
+    TypeAdapter,
+    ValidationError,
+    field_validator,
+)
+
+from gambit.core._errors import GambitError
+from gambit.core._messages import ChatMessage
+from gambit.core._openresponses import (
+    ResponseItem,
+    ResponseToolDefinition,
+    ResponseUsage,
+    _CamelModel,
+    _JsonModel,
+    event_from_dict,
+)
+
+__all__ = [
+    "ActionEndEvent",
+    "ActionStartEvent",
+    "DeckEndEvent",
+    "DeckStartEvent",
+    "GambitEventMeta",
+    "LogEvent",
+    "MessageUserEvent",
+    "ModelCallEvent",
+    "ModelResultEvent",
+    "ModelStreamEvent",
+    "MonologEvent",
+    "ResponseTraceEvent",
+    "RunEndEvent",
+    "RunStartEvent",
+    "ToolCallEvent",
+    "ToolKind",
+    "ToolResultEvent",
+    "TraceError",
+    "TraceEvent",
+    "TraceToolCall",
+    "TraceWriter",
+    "UnknownTraceEvent",
+    "now_ms",
+    "read_trace",
+    "trace_event_from_dict",
+    "trace_event_to_dict",
+    "trace_event_to_json",
+]
+
+
+class TraceError(GambitError):
+    """A trace file cannot be read; `file` and (for a bad line) `line` say where."""
+
+    def __init__(self, message: str, *, file: str, line: int | None = None):
+        self.file = file
+        self.line = line
+        where = f"{file}:{line}" if line is not None else file
+        super().__init__(f"{where}: {message}")
+
+
+def now_ms() -> int:
+    """Milliseconds since the Unix epoch, as trace `ts` values are."""
+    return time.time_ns() // 1_000_000
+
+
+ToolKind = Literal["action", "external", "mcp_bridge", "internal"]
+
+
+class _TraceBase(_CamelModel):
+    type: str
+    ts: int = Field(default_factory=now_ms)
+    seq: int | None = None
+
+    @field_validator("ts", mode="before")
+    @classmethod
+    def _whole_ms(cls, value: Any) -> Any:
+        if isinstance(value, float) and value == value and abs(value) != float("inf"):
+            return int(value)
+        return value
+
+
+class _RunScoped(_TraceBase):
+    run_id: str
+    parent_action_call_id: str | None = None
+
+
+class RunStartEvent(_RunScoped):
+    type: Literal["run.start"] = "run.start"
+    deck_path: str | None = None
+    input: Any = None
+    initial_user_message: Any = None
+    permissions: Any = None
+
+
+class RunEndEvent(_RunScoped):
+    type: Literal["run.end"] = "run.end"
+
+
+class DeckStartEvent(_RunScoped):
+    type: Literal["deck.start"] = "deck.start"
+    deck_path: str | None = None
+    action_call_id: str | None = None
+    permissions: Any = None
+
+
+class DeckEndEvent(_RunScoped):
+    type: Literal["deck.end"] = "deck.end"
+    deck_path: str | None = None
+    action_call_id: str | None = None
+
+
+class MessageUserEvent(_RunScoped):
+    type: Literal["message.user"] = "message.user"
+    action_call_id: str | None = None
+    deck_path: str | None = None
+    message: ChatMessage
+
+
+class ModelCallEvent(_RunScoped):
+    type: Literal["model.call"] = "model.call"
+    action_call_id: str | None = None
+    deck_path: str | None = None
+    model: str | None = None
+    stream: bool | None = None
+    message_count: int | None = None
+    tool_count: int | None = None
+    messages: list[ChatMessage] | None = None
+    tools: list[ResponseToolDefinition] | None = None
+    state_messages: int | None = None
+    mode: Literal["chat", "responses"] | None = None
+    items: list[ResponseItem] | None = None
+    response_items: list[ResponseItem] | None = None
+
+    @property
+    def input_items(self) -> list[Any] | None:
+        """The request input items, whichever spelling (`items`, `responseItems`) was set."""
+        return self.items if self.items is not None else self.response_items
+
+
+class TraceToolCall(_CamelModel):
+    """A parsed tool call on `model.result`: `{id, name, args}`."""
+
+    id: str
+    name: str
+    args: Any = None
+
+
+class ModelResultEvent(_RunScoped):
+    type: Literal["model.result"] = "model.result"
+    action_call_id: str | None = None
+    deck_path: str | None = None
+    model: str | None = None
+    finish_reason: Literal["stop", "tool_calls", "length"] | str | None = None
+    message: ChatMessage | None = None
+    tool_calls: list[TraceToolCall] | None = None
+    state_messages: int | None = None
+    usage: ResponseUsage | None = None
+    mode: Literal["chat", "responses"] | None = None
+    output: list[ResponseItem] | None = None
+    response_items: list[ResponseItem] | None = None
+
+    @property
+    def output_items(self) -> list[Any] | None:
+        """The response output items, whichever spelling (`output`, `responseItems`) was set."""
+        return self.output if self.output is not None else self.response_items
+
+
+class ModelStreamEvent(_RunScoped):
+    """A provider stream event whose type does not start with `response.`."""
+
+    type: Literal["model.stream.event"] = "model.stream.event"
+    action_call_id: str | None = None
+    deck_path: str | None = None
+    model: str | None = None
+    event: dict[str, Any]
+
+
+class ActionStartEvent(_RunScoped):
+    type: Literal["action.start"] = "action.start"
+    action_call_id: str
+    name: str
+    path: str | None = None
+    permissions: Any = None
+
+
+class ActionEndEvent(_RunScoped):
+    type: Literal["action.end"] = "action.end"
+    action_call_id: str
+    name: str
+    path: str | None = None
+
+
+class ToolCallEvent(_RunScoped):
+    type: Literal["tool.call"] = "tool.call"
+    action_call_id: str
+    name: str
+    args: Any = None
+    tool_kind: ToolKind | str | None = None
+
+
+class ToolResultEvent(_RunScoped):
+    type: Literal["tool.result"] = "tool.result"
+    action_call_id: str
+    name: str
+    result: Any = None
+    tool_kind: ToolKind | str | None = None
+
+
+class LogEvent(_RunScoped):
+    type: Literal["log"] = "log"
+    deck_path: str | None = None
+    action_call_id: str | None = None
+    level: Literal["debug", "info", "warn", "error"] = "info"
+    title: str | None = None
+    message: Any = None
+    body: Any = None
+    meta: Any = None
+
+
+class MonologEvent(_RunScoped):
+    """The final assistant text of a child LLM deck."""
+
+    type: Literal["monolog"] = "monolog"
+    deck_path: str | None = None
+    action_call_id: str | None = None
+    content: Any = None
+
+
+class GambitEventMeta(_JsonModel):
+    """`_gambit` on traced `response.*` events. Its keys are snake_case, as in the reference."""
+
+    run_id: str | None = None
+    action_call_id: str | None = None
+    parent_action_call_id: str | None = None
+    deck_path: str | None = None
+    model: str | None = None
+
+
+class ResponseTraceEvent(_TraceBase):
+    """A provider `response.*` stream event passed through: its fields plus `_gambit`."""
+
+    type: str
+    sequence_number: int | None = Field(default=None, alias="sequence_number")
+    gambit: GambitEventMeta | None = Field(default=None, alias="_gambit")
+
+    @field_validator("type")
+    @classmethod
+    def _response_type(cls, value: str) -> str:
+        if not value.startswith("response."):
+            raise ValueError(f"a response trace event type starts with 'response.', got {value!r}")
+        return value
+
+    def to_response_event(self) -> Any:
+        """The provider event (a `ResponseEvent`), without `_gambit`, `ts` and `seq`."""
+        data = self.to_dict()
+        for key in ("_gambit", "ts", "seq"):
+            data.pop(key, None)
+        return event_from_dict(data)
+
+
+class UnknownTraceEvent(_TraceBase):
+    """An event type outside the catalogue, kept verbatim."""
+
+
+_TRACE_MODELS: dict[str, type[_TraceBase]] = {
+    "run.start": RunStartEvent,
+    "run.end": RunEndEvent,
+    "deck.start": DeckStartEvent,
+    "deck.end": DeckEndEvent,
+    "message.user": MessageUserEvent,
+    "model.call": ModelCallEvent,
+    "model.result": ModelResultEvent,
+    "model.stream.event": ModelStreamEvent,
+    "action.start": ActionStartEvent,
+    "action.end": ActionEndEvent,
+    "tool.call": ToolCallEvent,
+    "tool.result": ToolResultEvent,
+    "log": LogEvent,
+    "monolog": MonologEvent,
+}
+
+
+def _trace_tag(value: Any) -> str:
+    kind = value.get("type") if isinstance(value, Mapping) else getattr(value, "type", None)
+    if isinstance(kind, str):
+        if kind in _TRACE_MODELS:
+            return kind
+        if kind.startswith("response."):
+            return "response.*"
+    return "other"
+
+
+TraceEvent = Annotated[
+    Annotated[RunStartEvent, Tag("run.start")]
+    | Annotated[RunEndEvent, Tag("run.end")]
+    | Annotated[DeckStartEvent, Tag("deck.start")]
+    | Annotated[DeckEndEvent, Tag("deck.end")]
+    | Annotated[MessageUserEvent, Tag("message.user")]
+    | Annotated[ModelCallEvent, Tag("model.call")]
+    | Annotated[ModelResultEvent, Tag("model.result")]
+    | Annotated[ModelStreamEvent, Tag("model.stream.event")]
+    | Annotated[ActionStartEvent, Tag("action.start")]
+    | Annotated[ActionEndEvent, Tag("action.end")]
+    | Annotated[ToolCallEvent, Tag("tool.call")]
+    | Annotated[ToolResultEvent, Tag("tool.result")]
+    | Annotated[LogEvent, Tag("log")]
+    | Annotated[MonologEvent, Tag("monolog")]
+    | Annotated[ResponseTraceEvent, Tag("response.*")]
+    | Annotated[UnknownTraceEvent, Tag("other")],
+    Discriminator(_trace_tag),
+]
+"""A trace event, discriminated on `type` (see the module docstring)."""
+
+_TRACE_ADAPTER: TypeAdapter[Any] = TypeAdapter(TraceEvent)
+
+
+def trace_event_from_dict(data: Mapping[str, Any] | BaseModel) -> Any:
+    """Validate one event dict into its `TraceEvent` model (raises pydantic ValidationError)."""
+    return _TRACE_ADAPTER.validate_python(data)
+
+
+def trace_event_to_dict(event: BaseModel | Mapping[str, Any]) -> dict[str, Any]:
+    """A JSON-ready dict with camelCase keys; None-valued optional fields are omitted."""
+    if isinstance(event, Mapping):
+        event = trace_event_from_dict(event)
+    if isinstance(event, _JsonModel):
+        return event.to_dict()
+    return event.model_dump(mode="json", by_alias=True, exclude_none=True)
+
+
+def trace_event_to_json(event: BaseModel | Mapping[str, Any]) -> str:
+    """One compact JSON line (no newline), UTF-8 text kept as is (`ensure_ascii=False`)."""
+    return json.dumps(trace_event_to_dict(event), ensure_ascii=False, separators=(",", ":"))
+
+
+class TraceWriter:
+    """Appends one JSON object per line to a trace file, flushing after every event.
+
+    The parent directory is created; the file is opened for appending, never truncated, so
+    several runs may share one file. Events may be models or dicts (dicts are validated). A
+    writer is a callable, so it can be passed wherever a `trace(event)` callback is expected,
+    and a context manager. Writes are serialised with a lock.
+    """
+
+    def __init__(self, path: str | os.PathLike[str]):
+        self.path = Path(path)
+        self._lock = threading.Lock()
+        self._fh: IO[str] | None = None
+
+    def _open(self) -> IO[str]:
+        if self._fh is None:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._fh = open(self.path, "a", encoding="utf-8", newline="\n")  # noqa: SIM115
+        return self._fh
+
+    def write(self, event: BaseModel | Mapping[str, Any]) -> None:
+        line = trace_event_to_json(event)
+        with self._lock:
+            fh = self._open()
+            fh.write(line + "\n")
+            fh.flush()
+
+    __call__ = write
+
+    def write_all(self, events: Iterable[BaseModel | Mapping[str, Any]]) -> None:
+        for event in events:
+            self.write(event)
+
+    def close(self) -> None:
+        with self._lock:
+            if self._fh is not None:
+                self._fh.close()
+                self._fh = None
+
+    def __enter__(self) -> TraceWriter:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _describe(error: ValidationError) -> str:
+    parts = []
+    for err in error.errors(include_url=False)[:5]:
+        # loc[0] is the union tag (the event type), which the message already names.
+        loc = ".".join(str(p) for p in err["loc"][1:]) or "(root)"
+        parts.append(f"{loc}: {err['msg']}")
+    more = error.error_count() - len(parts)
+    if more > 0:
+        parts.append(f"... and {more} more")
+    return "; ".join(parts)
+
+
+def read_trace(path: str | os.PathLike[str]) -> list[Any]:
+    """Read a JSON Lines trace file into `list[TraceEvent]`; blank lines are skipped.
+
+    Raises `TraceError` naming the file, and the 1-based line number of a malformed line.
+    """
+    name = str(path)
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise TraceError("trace file not found", file=name) from None
+    except UnicodeDecodeError as exc:
+        raise TraceError(f"not UTF-8 text ({exc.reason})", file=name) from None
+    except OSError as exc:
+        raise TraceError(f"cannot read trace file ({exc.strerror or exc})", file=name) from None
+    events: list[Any] = []
+    # Split on "\n" only: str.splitlines() would also split on U+2028 and friends, which
+    # ensure_ascii=False leaves unescaped inside JSON strings.
+    for lineno, line in enumerate(text.split("\n"), start=1):
+        line = line.removesuffix("\r")
+        if not line.strip():
+            continue
+        try:
+            data = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise TraceError(
+                f"invalid JSON ({exc.msg} at column {exc.colno})", file=name, line=lineno
+            ) from None
+        if not isinstance(data, dict):
+            raise TraceError(
+                f"expected a JSON object, got {type(data).__name__}", file=name, line=lineno
+            )
+        try:
+            events.append(trace_event_from_dict(data))
+        except ValidationError as exc:
+            kind = data.get("type")
+            label = f"{kind!r} event" if isinstance(kind, str) else "event"
+            raise TraceError(f"invalid {label}: {_describe(exc)}", file=name, line=lineno) from None
+    return events

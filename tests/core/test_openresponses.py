@@ -1,0 +1,427 @@
+"""Open Responses models (seed 000): construction, round trips, extras kept, helpers."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from pydantic import ValidationError
+
+from gambit.core._openresponses import (
+    CreateResponseRequest,
+    CreateResponseResponse,
+    FunctionCallItem,
+    FunctionCallOutputItem,
+    InputTextContent,
+    MessageItem,
+    OutputItemAddedEvent,
+    OutputItemDoneEvent,
+    OutputTextContent,
+    OutputTextDeltaEvent,
+    OutputTextDoneEvent,
+    ResponseCompletedEvent,
+    ResponseCreatedEvent,
+    ResponseError,
+    ResponseFailedEvent,
+    ResponseTextConfig,
+    ResponseToolDefinition,
+    ResponseUsage,
+    ToolChoiceFunction,
+    UnknownContent,
+    UnknownItem,
+    UnknownResponseEvent,
+    event_from_dict,
+    event_to_dict,
+    function_call_item,
+    function_call_output_item,
+    item_from_dict,
+    item_text,
+    item_to_dict,
+    items_from_json,
+    items_to_json,
+    json_schema_text_format,
+    message_item,
+    output_text,
+)
+
+SEED_REQUEST = {
+    "model": "openai/gpt-4.1-mini",
+    "input": [
+        {
+            "type": "message",
+            "role": "system",
+            "content": [{"type": "input_text", "text": "Be helpful."}],
+        },
+        {
+            "type": "message",
+            "role": "user",
+            "content": [{"type": "input_text", "text": "Summarize this."}],
+        },
+    ],
+    "tools": [
+        {
+            "type": "function",
+            "function": {
+                "name": "gambit_respond",
+                "parameters": {"type": "object", "properties": {}},
+            },
+        }
+    ],
+}
+
+SEED_RESPONSE = {
+    "id": "resp_123",
+    "object": "response",
+    "status": "completed",
+    "output": [
+        {
+            "type": "message",
+            "role": "assistant",
+            "content": [{"type": "output_text", "text": "Here is the summary."}],
+        }
+    ],
+}
+
+
+def test_seed_request_example_round_trips():
+    req = CreateResponseRequest.model_validate(SEED_REQUEST)
+    assert isinstance(req.input[0], MessageItem)
+    assert req.input[0].role == "system"
+    assert isinstance(req.input[0].content[0], InputTextContent)
+    assert isinstance(req.tools[0], ResponseToolDefinition)
+    assert req.tools[0].function.name == "gambit_respond"
+    assert req.to_dict() == SEED_REQUEST
+
+
+def test_seed_response_example_round_trips():
+    resp = CreateResponseResponse.model_validate(SEED_RESPONSE)
+    assert resp.object == "response"
+    assert output_text(resp) == "Here is the summary."
+    assert resp.to_dict() == SEED_RESPONSE
+
+
+@pytest.mark.parametrize(
+    "item",
+    [
+        {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "hi"}]},
+        {
+            "type": "message",
+            "role": "assistant",
+            "content": [{"type": "output_text", "text": "yo"}],
+            "id": "msg_1",
+        },
+        {"type": "function_call", "call_id": "c1", "name": "lookup", "arguments": '{"q": 1}'},
+        {
+            "type": "function_call",
+            "call_id": "c1",
+            "name": "lookup",
+            "arguments": "{}",
+            "id": "fc_1",
+        },
+        {"type": "function_call_output", "call_id": "c1", "output": '{"ok":true}'},
+        {"type": "function_call_output", "call_id": "c1", "output": "", "id": "fco_1"},
+    ],
+)
+def test_each_item_type_round_trips(item):
+    model = item_from_dict(item)
+    assert item_to_dict(model) == item
+    assert items_to_json(items_from_json([item])) == [item]
+
+
+def test_item_models_are_discriminated_on_type():
+    items = items_from_json(
+        [
+            {"type": "message", "role": "system", "content": [{"type": "input_text", "text": "s"}]},
+            {"type": "function_call", "call_id": "c", "name": "n", "arguments": "{}"},
+            {"type": "function_call_output", "call_id": "c", "output": "x"},
+        ]
+    )
+    assert [type(i) for i in items] == [MessageItem, FunctionCallItem, FunctionCallOutputItem]
+
+
+def test_unknown_fields_are_preserved_on_items_and_parts():
+    raw = {
+        "type": "message",
+        "role": "assistant",
+        "status": "completed",
+        "content": [
+            {"type": "output_text", "text": "hi", "annotations": [], "logprobs": None},
+        ],
+        "id": "msg_9",
+    }
+    item = item_from_dict(raw)
+    assert item.model_extra == {"status": "completed"}
+    assert item.content[0].model_extra == {"annotations": [], "logprobs": None}
+    # Extra fields are written back even when null; declared optional fields are omitted.
+    assert item_to_dict(item) == raw
+
+
+def test_unknown_item_and_content_types_are_kept_verbatim():
+    reasoning = {
+        "type": "reasoning",
+        "id": "rs_1",
+        "summary": [{"type": "summary_text", "text": "t"}],
+    }
+    extension = {"type": "gambit:followups", "data": {"zeta": 7, "alpha": {"b": 2, "a": 1}}}
+    refusal = {
+        "type": "message",
+        "role": "assistant",
+        "content": [{"type": "refusal", "refusal": "no"}],
+    }
+    items = items_from_json([reasoning, extension, refusal])
+    assert isinstance(items[0], UnknownItem) and items[0].id == "rs_1"
+    assert isinstance(items[1], UnknownItem) and items[1].type == "gambit:followups"
+    assert isinstance(items[2].content[0], UnknownContent)
+    assert items_to_json(items) == [reasoning, extension, refusal]
+
+
+def test_nested_raw_json_values_are_untouched():
+    params = {"type": "object", "properties": {"x": {"default": None}}, "required": []}
+    tool = ResponseToolDefinition.model_validate(
+        {"type": "function", "function": {"name": "f", "parameters": params}}
+    )
+    assert tool.to_dict()["function"]["parameters"] == params
+    req = CreateResponseRequest(model="m", input=[], metadata={"a": None, "b": [None]})
+    assert req.to_dict()["metadata"] == {"a": None, "b": [None]}
+
+
+def test_wrong_shapes_are_rejected():
+    with pytest.raises(ValidationError):
+        item_from_dict({"type": "message", "role": "tool", "content": []})
+    with pytest.raises(ValidationError):
+        item_from_dict({"type": "function_call", "call_id": "c", "name": "n", "arguments": {}})
+    with pytest.raises(ValidationError):
+        item_from_dict({"type": "function_call_output", "call_id": "c"})
+    with pytest.raises(ValidationError):
+        item_from_dict({"no_type": True})
+
+
+def test_lenient_inputs_are_normalised():
+    easy = item_from_dict({"role": "user", "content": "hello"})
+    assert isinstance(easy, MessageItem)
+    assert easy.content == [InputTextContent(text="hello")]
+    assistant = item_from_dict({"type": "message", "role": "assistant", "content": "hi"})
+    assert assistant.content == [OutputTextContent(text="hi")]
+    req = CreateResponseRequest.model_validate({"model": "m", "input": "ping"})
+    assert req.input == [message_item("user", "ping")]
+    flat = ResponseToolDefinition.model_validate(
+        {"type": "function", "name": "f", "description": "d", "parameters": {"type": "object"}}
+    )
+    assert flat.to_dict() == {
+        "type": "function",
+        "function": {"name": "f", "description": "d", "parameters": {"type": "object"}},
+    }
+    choice = CreateResponseRequest.model_validate(
+        {"model": "m", "input": [], "tool_choice": {"type": "function", "name": "f"}}
+    ).tool_choice
+    assert isinstance(choice, ToolChoiceFunction) and choice.function.name == "f"
+
+
+def test_request_with_every_field_round_trips():
+    data = {
+        "model": "openrouter/openai/gpt-4o-mini",
+        "input": [
+            {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "x"}]}
+        ],
+        "instructions": "be brief",
+        "tools": [
+            {
+                "type": "function",
+                "function": {
+                    "name": "f",
+                    "description": "does f",
+                    "parameters": {"type": "object"},
+                },
+            }
+        ],
+        "tool_choice": {"type": "function", "function": {"name": "f"}},
+        "stream": True,
+        "max_output_tokens": 256,
+        "metadata": {"k": "v"},
+        "params": {"temperature": 0.2, "reasoning": {"effort": "high"}},
+        "text": {
+            "format": {
+                "type": "json_schema",
+                "name": "answer",
+                "strict": True,
+                "schema": {"type": "object", "properties": {"a": {"type": "string"}}},
+            }
+        },
+        "previous_response_id": "resp_1",
+        "store": False,
+    }
+    req = CreateResponseRequest.model_validate(data)
+    assert req.text.format.schema_["type"] == "object"
+    assert req.model_extra == {"store": False}
+    assert req.to_dict() == data
+    for choice in ("auto", "required"):
+        assert CreateResponseRequest(model="m", input=[], tool_choice=choice).tool_choice == choice
+
+
+def test_json_schema_text_format_helper():
+    config = json_schema_text_format("out", {"type": "object"})
+    assert isinstance(config, ResponseTextConfig)
+    assert config.to_dict() == {
+        "format": {
+            "type": "json_schema",
+            "name": "out",
+            "strict": True,
+            "schema": {"type": "object"},
+        }
+    }
+
+
+def test_usage_uses_camel_case_keys():
+    usage = ResponseUsage(
+        prompt_tokens=11, completion_tokens=7, total_tokens=18, reasoning_tokens=4
+    )
+    assert usage.to_dict() == {
+        "promptTokens": 11,
+        "completionTokens": 7,
+        "totalTokens": 18,
+        "reasoningTokens": 4,
+    }
+    parsed = ResponseUsage.model_validate(
+        {"promptTokens": 1, "completionTokens": 2, "totalTokens": 3, "cachedTokens": 1}
+    )
+    assert parsed.cached_tokens == 1
+    assert parsed.to_dict()["cachedTokens"] == 1
+
+
+def test_response_with_every_field_round_trips():
+    data = {
+        "id": "resp_1",
+        "object": "response",
+        "model": "m",
+        "created": 1700000000,
+        "status": "incomplete",
+        "output": [
+            {"type": "function_call", "call_id": "c", "name": "gambit_respond", "arguments": "{}"}
+        ],
+        "usage": {"promptTokens": 1, "completionTokens": 2, "totalTokens": 3},
+        "error": {"code": "max_tokens", "message": "cut"},
+        "updatedState": {"runId": "run-1"},
+    }
+    resp = CreateResponseResponse.model_validate(data)
+    assert resp.status == "incomplete"
+    assert resp.to_dict() == data
+    with pytest.raises(ValidationError):
+        CreateResponseResponse.model_validate({**data, "status": "exploded"})
+
+
+EVENTS = [
+    (
+        ResponseCreatedEvent,
+        {"type": "response.created", "response": {"id": "r", "object": "response", "output": []}},
+    ),
+    (
+        OutputTextDeltaEvent,
+        {"type": "response.output_text.delta", "output_index": 0, "delta": "hé", "item_id": "m1"},
+    ),
+    (
+        OutputTextDoneEvent,
+        {"type": "response.output_text.done", "output_index": 0, "text": "héllo"},
+    ),
+    (
+        OutputItemAddedEvent,
+        {
+            "type": "response.output_item.added",
+            "output_index": 1,
+            "item": {"type": "function_call", "call_id": "c", "name": "n", "arguments": ""},
+        },
+    ),
+    (
+        OutputItemDoneEvent,
+        {
+            "type": "response.output_item.done",
+            "output_index": 1,
+            "item": {"type": "function_call", "call_id": "c", "name": "n", "arguments": "{}"},
+            "sequence_number": 5,
+        },
+    ),
+    (
+        ResponseCompletedEvent,
+        {"type": "response.completed", "response": {"id": "r", "object": "response", "output": []}},
+    ),
+    (ResponseFailedEvent, {"type": "response.failed", "error": {"code": "x", "message": "boom"}}),
+    (
+        UnknownResponseEvent,
+        {"type": "response.reasoning.delta", "delta": "think", "output_index": 0},
+    ),
+    (UnknownResponseEvent, {"type": "codex.event", "payload": {"a": 1}}),
+]
+
+
+@pytest.mark.parametrize(("model", "data"), EVENTS)
+def test_stream_events_round_trip(model, data):
+    event = event_from_dict(data)
+    assert type(event) is model
+    assert event_to_dict(event) == data
+
+
+def test_stream_event_extras_are_kept():
+    data = {
+        "type": "response.output_text.delta",
+        "output_index": 0,
+        "content_index": 0,
+        "delta": "a",
+        "logprobs": [],
+        "obfuscation": "zz",
+    }
+    event = event_from_dict(data)
+    assert event.model_extra == {"logprobs": [], "obfuscation": "zz"}
+    assert event_to_dict(event) == data
+
+
+def test_failed_event_takes_error_from_response():
+    event = event_from_dict(
+        {"type": "response.failed", "response": {"id": "r", "error": {"message": "quota"}}}
+    )
+    assert event.error == ResponseError(message="quota")
+
+
+def test_item_constructors_and_text_helpers():
+    assert message_item("system", "s").content == [InputTextContent(text="s")]
+    assert message_item("user", "u").content == [InputTextContent(text="u")]
+    assert message_item("assistant", "a", id="msg_1").to_dict() == {
+        "type": "message",
+        "role": "assistant",
+        "content": [{"type": "output_text", "text": "a"}],
+        "id": "msg_1",
+    }
+    assert function_call_item("c", "n", "{}").to_dict() == {
+        "type": "function_call",
+        "call_id": "c",
+        "name": "n",
+        "arguments": "{}",
+    }
+    assert function_call_output_item("c", "o").output == "o"
+    multi = MessageItem(
+        role="assistant",
+        content=[
+            OutputTextContent(text="The new coworker lives at "),
+            OutputTextContent(text="INTENT.md"),
+        ],
+    )
+    assert item_text(multi) == "The new coworker lives at INTENT.md"
+    assert item_text(function_call_item("c", "n", "{}")) == ""
+
+
+def test_output_text_concatenates_assistant_messages_only():
+    resp = CreateResponseResponse(
+        id="r",
+        output=[
+            message_item("assistant", "a"),
+            message_item("user", "x"),
+            function_call_item("c", "n", "{}"),
+            message_item("assistant", "b"),
+        ],
+    )
+    assert output_text(resp) == "ab"
+    assert output_text(resp.output) == "ab"
+
+
+def test_serialised_json_is_plain_json():
+    item = function_call_item("call-1", "gambit_context", '{"q": "日本語",  "n": 1 }')
+    text = json.dumps(item_to_dict(item), ensure_ascii=False)
+    assert json.loads(text)["arguments"] == '{"q": "日本語",  "n": 1 }'
