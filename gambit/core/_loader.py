@@ -158,6 +158,16 @@ class _Loader:
         self._seen_roles: set[tuple[str, DeckRole]] = set()
         self._modules: dict[str, Any] = {}
 
+    def _local(self, raw: str, file: str, key: str | None) -> Path | None:
+        """`raw` resolved against the declaring file's folder; None (with an error) if impossible."""
+        try:
+            if "\x00" in raw:
+                raise ValueError("it contains a NUL character")
+            return (Path(file).parent / raw).resolve()
+        except (ValueError, OSError) as exc:
+            self.diag.error(f"{raw!r} is not a usable path: {exc}", file=file, key=key)
+            return None
+
     # ---- tree -------------------------------------------------------------------------------
 
     def load_tree(self, path: str | Path) -> DeckTree | None:
@@ -731,7 +741,13 @@ class _Loader:
             entry = entry.strip()
             if not entry:
                 continue
-            out.add(str((base / entry).resolve()) if base is not None else entry)
+            if base is None:
+                out.add(entry)
+                continue
+            resolved = self._local(entry, str(base / "PROMPT.md"), f"{key}.{kind}")
+            if resolved is None:
+                return None
+            out.add(str(resolved))
         return sorted(out)
 
     def _parse_handlers(self, value: Any, file: str) -> dict[str, HandlerDecl]:
@@ -1018,7 +1034,9 @@ class _Loader:
         raw = raw.strip()
         if raw.startswith("gambit://"):
             return self._resolve_stdlib_deck(raw, file, key)
-        target = (Path(file).parent / raw).resolve()
+        target = self._local(raw, file, key)
+        if target is None:
+            return None
         if target.is_dir():
             inner = target / "PROMPT.md"
             hint = f'point at the deck file: "{raw.rstrip("/")}/PROMPT.md"'
@@ -1087,7 +1105,9 @@ class _Loader:
 
     def _resolve_execute_path(self, raw: str, file: str, key: str) -> str | None:
         raw = raw.strip()
-        target = (Path(file).parent / raw).resolve()
+        target = self._local(raw, file, key)
+        if target is None:
+            return None
         if target.suffix in CODE_SUFFIXES:
             self.diag.error(
                 f"{raw!r} is a TypeScript/JavaScript module, which Gambit for Python cannot run",
@@ -1249,7 +1269,9 @@ class _Loader:
             if resolved.deprecated_reason:
                 self.diag.deprecated(resolved.deprecated_reason, file=file, key=key)
             return builtin_schema(resolved.canonical_uri)
-        target = (Path(file).parent / ref).resolve()
+        target = self._local(ref, file, key)
+        if target is None:
+            return None
         if not target.is_file():
             self.diag.error(
                 f"schema file {ref!r} does not exist ({target})",
@@ -1386,7 +1408,10 @@ class _Loader:
                 hint=f"the built-in snippets are {', '.join(_snippet_uris())}",
             )
             return ""
-        path = str((Path(file).parent / target.split("#", 1)[0]).resolve())
+        local = self._local(target.split("#", 1)[0], file, f"![]({target})")
+        if local is None:
+            return ""
+        path = str(local)
         if path in stack:
             chain = " -> ".join([*stack[stack.index(path) :], path])
             self.diag.error(

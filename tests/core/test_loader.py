@@ -803,3 +803,8 @@ def test_a_module_that_raises_names_the_line(decks: DeckFolder):
 def test_a_folder_loads_its_prompt(decks: DeckFolder):
     decks.deck("d/PROMPT.md", 'label = "folder"')
     assert load_deck(decks.root / "d").label == "folder"
+
+
+def test_a_path_with_a_nul_character_is_an_error(decks: DeckFolder):
+    (error,) = errors_of(decks.deck("d/PROMPT.md", 'contextSchema = "bad\\u0000.json"'))
+    assert "NUL" in error and "contextSchema" in error
