@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from ._compute import DeckDefinition
-from ._deck import ActionDecl, Deck, Guardrails, HandlerDecl
+from ._deck import ActionDecl, Deck, DeckTree, Guardrails, HandlerDecl
 from ._errors import GambitError
 from ._ids import new_id
 from ._loader import load_deck_tree
@@ -235,7 +235,7 @@ class _RootState:
 
 
 async def run_deck(
-    deck: str | Path | Deck,
+    deck: str | Path | Deck | DeckTree,
     *,
     provider: ModelProvider,
     context: Any = _MISSING,
@@ -262,7 +262,9 @@ async def run_deck(
     (seed 000): "responses" (canonical) or "chat". Raises `RunError` (guardrails,
     validation), `ProviderError`, `DeckError`; cancellation raises `CancelledError`.
     """
-    if isinstance(deck, Deck):
+    if isinstance(deck, DeckTree):
+        root, decks = deck.root, dict(deck.decks)
+    elif isinstance(deck, Deck):
         root, decks = deck, {deck.path: deck}
     else:
         tree = load_deck_tree(deck, strict=strict)
@@ -338,7 +340,7 @@ async def run_deck(
         )
 
 
-def run_deck_sync(deck: str | Path | Deck, **options: Any) -> RunResult:
+def run_deck_sync(deck: str | Path | Deck | DeckTree, **options: Any) -> RunResult:
     """`run_deck` for synchronous callers (it starts and closes its own event loop)."""
     return asyncio.run(run_deck(deck, **options))
 
@@ -459,22 +461,23 @@ def _validate_output(schema: Schema | None, value: Any, *, deck_path: str, is_ro
         return value
     try:
         return schema.validate(value)
-    except SchemaValidationError:
-        if isinstance(value, str):
+    except SchemaValidationError as exc:
+        error = exc
+    if isinstance(value, str):
+        try:
+            parsed = json.loads(value)
+        except ValueError:
+            parsed = _MISSING
+        if parsed is not _MISSING:
             try:
-                parsed = json.loads(value)
-            except ValueError:
-                parsed = _MISSING
-            if parsed is not _MISSING:
-                try:
-                    return schema.validate(parsed)
-                except SchemaValidationError as second:
-                    first = second
-        raise RunError(
-            f"output of {deck_path} does not match its responseSchema: {first}",
-            code="invalid_output",
-            deck_path=deck_path,
-        ) from None
+                return schema.validate(parsed)
+            except SchemaValidationError as exc:
+                error = exc
+    raise RunError(
+        f"output of {deck_path} does not match its responseSchema: {error}",
+        code="invalid_output",
+        deck_path=deck_path,
+    )
 
 
 def _json(value: Any) -> str:
@@ -554,7 +557,7 @@ async def _execute(
             emitted,
         )
     execution = _LlmExecution(run, deck, depth, parent_action_call_id, limits, root_state)
-    return await execution.run(context, message, resumed)
+    return await execution.start(context, message, resumed)
 
 
 # ---- compute decks ----------------------------------------------------------------------------
@@ -845,7 +848,7 @@ class _LlmExecution:
         if self.root_state is not None:
             self.root_state.publish(self.items)
 
-    async def run(self, context: Any, message: Any, resumed: bool) -> Any:
+    async def start(self, context: Any, message: Any, resumed: bool) -> Any:
         deck = self.deck
         if resumed and self.root_state is not None:
             self.items = list(state_items(self.root_state.state))
@@ -1012,9 +1015,7 @@ class _LlmExecution:
         schema = self.deck.response_schema
         if self.deck.respond or schema is None or not _is_structured(schema.to_json_schema()):
             return None
-        return ResponseTextConfig(
-            format=json_schema_text_format(_format_name(self.deck), schema.to_json_schema())
-        )
+        return json_schema_text_format(_format_name(self.deck), schema.to_json_schema())
 
     def _resolve_model(self) -> ResolvedModel:
         deck = self.deck
