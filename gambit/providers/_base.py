@@ -1,0 +1,368 @@
+"""The base of the HTTP adapters: one class per provider derives from `HttpProvider`."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Mapping
+from contextlib import aclosing
+from typing import Any, ClassVar
+
+import httpx
+
+from gambit.core._messages import ChatMessage, messages_to_items
+from gambit.core._openresponses import (
+    CreateResponseRequest,
+    CreateResponseResponse,
+    ResponseToolDefinition,
+)
+from gambit.core._provider import (
+    ChatResult,
+    ProviderError,
+    ProviderResponse,
+    StreamEventCallback,
+    StreamTextCallback,
+)
+from gambit.core._state import SavedState
+
+from ._chat_wire import (
+    ChatStreamConverter,
+    ChatStreamError,
+    chat_body,
+    chat_result_from_response,
+    parse_chat_completion,
+)
+from ._http import HttpClient, JsonBody, RetryPolicy, Sleep, StreamBroken
+from ._pricing import ModelPricing, apply_cost, lookup_pricing
+from ._responses_wire import ResponsesAccumulator, WireOptions, parse_response, responses_body
+
+__all__ = ["HttpProvider", "settings_http_options"]
+
+# After the terminal event, how long to wait for `[DONE]` / the end of the body before
+# closing the connection (reading to the end lets the connection be reused).
+_DRAIN_SECONDS = 0.2
+
+
+def settings_http_options(settings: Mapping[str, Any] | None) -> dict[str, Any]:
+    """Constructor options from a `[providers.<name>]` table of gambit.toml.
+
+    Keys: `base_url`, `connect_timeout`, `read_timeout` (seconds), `max_retries`,
+    `retry_base_delay`, `max_retry_after`.
+    """
+    settings = settings or {}
+    options: dict[str, Any] = {}
+    connect = settings.get("connect_timeout")
+    read = settings.get("read_timeout")
+    if connect is not None or read is not None:
+        options["timeout"] = httpx.Timeout(
+            connect=float(connect) if connect is not None else 10.0,
+            read=float(read) if read is not None else 300.0,
+            write=30.0,
+            pool=10.0,
+        )
+    retry_keys = {"max_retries", "retry_base_delay", "max_retry_after"}
+    if retry_keys & settings.keys():
+        defaults = RetryPolicy()
+        options["retry"] = RetryPolicy(
+            max_retries=int(settings.get("max_retries", defaults.max_retries)),
+            base_delay=float(settings.get("retry_base_delay", defaults.base_delay)),
+            max_delay=defaults.max_delay,
+            max_retry_after=float(settings.get("max_retry_after", defaults.max_retry_after)),
+        )
+    return options
+
+
+class HttpProvider:
+    """Common machinery: HTTP client, Responses and Chat Completions calls, chat mode, cost.
+
+    Constructor (every adapter): `base_url`, `api_key`, `client` (an `httpx.AsyncClient`)
+    or `transport`, `timeout` (`httpx.Timeout` or seconds), `retry` (`RetryPolicy`),
+    `headers` (extra), `pricing` (model -> `ModelPricing`), `name`. Use `async with` or
+    `aclose()` to release an owned client.
+    """
+
+    name: str = "http"
+    prefix: ClassVar[str] = ""
+    offline: bool = False
+    default_base_url: ClassVar[str | None] = None
+    wire_options: ClassVar[WireOptions] = WireOptions()
+    chat_reasoning_object: ClassVar[bool] = False
+
+    def __init__(
+        self,
+        *,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        client: httpx.AsyncClient | None = None,
+        transport: httpx.AsyncBaseTransport | None = None,
+        timeout: httpx.Timeout | float | None = None,
+        retry: RetryPolicy | None = None,
+        headers: Mapping[str, str] | None = None,
+        pricing: Mapping[str, ModelPricing] | None = None,
+        name: str | None = None,
+        sleep: Sleep | None = None,
+    ):
+        self.name = name or type(self).name
+        base = base_url or self.default_base_url
+        if not base:
+            raise ValueError(f"{self.name}: a base_url is required")
+        self.api_key = api_key
+        all_headers: dict[str, str] = {}
+        if api_key:
+            all_headers["Authorization"] = f"Bearer {api_key}"
+        all_headers.update(headers or {})
+        self.http = HttpClient(
+            self.name,
+            base,
+            headers=all_headers,
+            client=client,
+            transport=transport,
+            timeout=timeout,
+            retry=retry,
+            sleep=sleep,
+        )
+        self.pricing: dict[str, ModelPricing] = dict(pricing or {})
+        # Set by `from_env` when required configuration is missing; calls then fail fast.
+        self.missing_config: str | None = None
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(name={self.name!r}, base_url={self.base_url!r})"
+
+    @property
+    def base_url(self) -> str:
+        return self.http.base_url
+
+    def provider_model(self, model: str) -> str:
+        """The model name the server expects: this provider's routing prefix stripped."""
+        if self.prefix and model.startswith(self.prefix + "/"):
+            return model[len(self.prefix) + 1 :]
+        return model
+
+    async def aclose(self) -> None:
+        await self.http.aclose()
+
+    async def __aenter__(self) -> HttpProvider:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    def _check_configured(self) -> None:
+        if self.missing_config:
+            raise ProviderError(self.missing_config, provider=self.name)
+
+    def _error(self, message: str, **kwargs: Any) -> ProviderError:
+        return ProviderError(message, provider=self.name, **kwargs)
+
+    # ------------------------------------------------------------------ protocol
+
+    async def responses(
+        self,
+        request: CreateResponseRequest,
+        *,
+        state: SavedState | None = None,
+        deck_path: str | None = None,
+        on_stream_event: StreamEventCallback | None = None,
+    ) -> ProviderResponse:
+        self._check_configured()
+        model = self.provider_model(request.model)
+        body = self.responses_body(request, model)
+        response = await self._call_responses(body, on_event=on_stream_event)
+        self._apply_cost(response, request.model, model)
+        return ProviderResponse(response=response)
+
+    async def chat(
+        self,
+        *,
+        model: str,
+        messages: list[ChatMessage],
+        tools: list[ResponseToolDefinition] | None = None,
+        stream: bool = False,
+        state: SavedState | None = None,
+        deck_path: str | None = None,
+        on_stream_text: StreamTextCallback | None = None,
+        params: dict[str, Any] | None = None,
+    ) -> ChatResult:
+        """Chat mode: the messages go through `responses` (seed 000 mapping rules)."""
+        request = CreateResponseRequest(
+            model=model,
+            input=messages_to_items(messages),
+            tools=tools or None,
+            stream=stream or None,
+            params=params or None,
+        )
+        result = await self.responses(
+            request,
+            state=state,
+            deck_path=deck_path,
+            on_stream_event=_text_forwarder(on_stream_text) if stream else None,
+        )
+        return chat_result_from_response(result.response, result.updated_state)
+
+    # ------------------------------------------------------------------ building blocks
+
+    def responses_body(self, request: CreateResponseRequest, model: str) -> dict[str, Any]:
+        return responses_body(request, model=model, options=self.wire_options)
+
+    def chat_body(self, request: CreateResponseRequest, model: str) -> dict[str, Any]:
+        return chat_body(
+            request,
+            model=model,
+            reasoning_object=self.chat_reasoning_object,
+            stub_context_tools=self.wire_options.stub_context_tools,
+        )
+
+    def _apply_cost(self, response: CreateResponseResponse, *names: str) -> None:
+        if self.pricing:
+            apply_cost(response.usage, lookup_pricing(self.pricing, *names))
+
+    async def _call_responses(
+        self,
+        body: dict[str, Any],
+        *,
+        on_event: StreamEventCallback | None,
+        path: str = "responses",
+    ) -> CreateResponseResponse:
+        """POST a Responses body; stream when `body["stream"]`; raise on failure."""
+        if not body.get("stream"):
+            data = await self.http.request_json("POST", path, body)
+            return self._completed(parse_response(data))
+        acc = ResponsesAccumulator()
+        try:
+            async with aclosing(self.http.events(path, body)) as events:
+                async for sse in events:
+                    if isinstance(sse, JsonBody):  # the server does not stream
+                        return self._completed(parse_response(sse.data))
+                    data = sse.data
+                    if data == "[DONE]":
+                        break
+                    if not data:
+                        continue
+                    event = self._decode(data, acc.partial_text)
+                    if not isinstance(event, dict):
+                        continue
+                    if "type" not in event and sse.event and sse.event != "message":
+                        event["type"] = sse.event
+                    acc.feed(event)
+                    if on_event is not None:
+                        on_event(event)
+                    if acc.terminal is not None:
+                        await _drain(events)
+                        break
+        except StreamBroken as exc:
+            if acc.terminal is None:
+                raise self._error(
+                    f"the stream broke after {acc.events} events: {exc.reason}",
+                    partial_text=acc.partial_text,
+                    retryable=True,
+                ) from exc
+        if acc.terminal is None:
+            raise self._error(
+                f"the stream ended without a terminal event (response.completed) "
+                f"after {acc.events} events",
+                partial_text=acc.partial_text,
+                retryable=True,
+            )
+        if acc.terminal in ("response.failed", "error"):
+            err = acc.error or {}
+            what = "the response failed" if acc.terminal == "response.failed" else "stream error"
+            message = err.get("message") or "no error message"
+            raise self._error(
+                f"{what}: {message}",
+                code=_str_or_none(err.get("code")),
+                param=_str_or_none(err.get("param")),
+                partial_text=acc.partial_text,
+                retryable=_str_or_none(err.get("type")) in ("server_error", "too_many_requests"),
+            )
+        return acc.result()
+
+    def _completed(self, response: CreateResponseResponse) -> CreateResponseResponse:
+        if response.status == "failed":
+            err = response.error
+            message = (err.message if err else None) or "no error message"
+            raise self._error(f"the response failed: {message}", code=err.code if err else None)
+        return response
+
+    def _decode(self, data: str, partial: str) -> Any:
+        try:
+            return json.loads(data)
+        except ValueError:
+            raise self._error(
+                f"invalid JSON in a stream event: {data[:200]!r}", partial_text=partial
+            ) from None
+
+    async def _call_chat(
+        self,
+        body: dict[str, Any],
+        *,
+        on_event: StreamEventCallback | None,
+        path: str = "chat/completions",
+    ) -> CreateResponseResponse:
+        """POST a Chat Completions body; streams are converted to Open Responses events."""
+        if not body.get("stream"):
+            data = await self.http.request_json("POST", path, body)
+            return parse_chat_completion(data)
+        converter = ChatStreamConverter(on_event)
+        done = False
+        try:
+            async with aclosing(self.http.events(path, body)) as events:
+                async for sse in events:
+                    if isinstance(sse, JsonBody):
+                        return parse_chat_completion(sse.data)
+                    data = sse.data
+                    if data == "[DONE]":
+                        done = True
+                        await _drain(events)
+                        break
+                    if not data.strip():
+                        continue
+                    chunk = self._decode(data, converter.partial_text)
+                    if isinstance(chunk, dict):
+                        converter.feed(chunk)
+        except ChatStreamError as exc:
+            err = exc.error
+            raise self._error(
+                f"stream error: {err.get('message') or err}",
+                code=_str_or_none(err.get("code")),
+                partial_text=converter.partial_text,
+            ) from None
+        except StreamBroken as exc:
+            raise self._error(
+                f"the stream broke after {converter.chunks} chunks: {exc.reason}",
+                partial_text=converter.partial_text,
+                retryable=True,
+            ) from exc
+        if not done and not converter.saw_finish:
+            raise self._error(
+                f"the stream ended without [DONE] or a finish_reason after {converter.chunks} chunks",
+                partial_text=converter.partial_text,
+                retryable=True,
+            )
+        return converter.finish()
+
+
+def _str_or_none(value: Any) -> str | None:
+    return None if value is None else str(value)
+
+
+async def _drain(events: Any) -> None:
+    """Read what is left of a finished stream (`[DONE]`), briefly, ignoring errors."""
+    try:
+        async with asyncio.timeout(_DRAIN_SECONDS):
+            async for _ in events:
+                pass
+    except (TimeoutError, StreamBroken, httpx.HTTPError):
+        pass
+
+
+def _text_forwarder(callback: StreamTextCallback | None) -> StreamEventCallback | None:
+    if callback is None:
+        return None
+
+    def forward(event: dict[str, Any]) -> None:
+        if event.get("type") == "response.output_text.delta" and isinstance(
+            event.get("delta"), str
+        ):
+            callback(event["delta"])
+
+    return forward

@@ -1,0 +1,491 @@
+"""`gambit.toml` (providers, model aliases, pricing) and the `ProviderRouter`.
+
+```toml
+[providers]
+default = "openrouter"            # provider for unprefixed models; "none" disables it
+                                  # (`fallback` is the reference's older name for it)
+[providers.openai-api]            # per-provider settings (all optional)
+prompt_cache_key = "my-project"
+prompt_cache_retention = "24h"
+read_timeout = 120                # seconds; also connect_timeout, max_retries,
+                                  # retry_base_delay, max_retry_after, base_url
+
+[models.aliases]
+fast = "openai-api/gpt-4.1-mini"
+smart = ["openai-api/gpt-4.1", "openrouter/openai/gpt-4.1"]   # ordered fallback
+
+[models.aliases.local]            # the reference's table form
+model = ["ollama/llama3", "openrouter/meta-llama/llama-3-8b-instruct"]
+description = "local first"
+params = { temperature = 0.2 }    # merged under the deck's own params
+
+[pricing."openai-api/gpt-4.1"]    # USD per 1M tokens; also [pricing."gpt-4.1"]
+input = 2.0
+cached_input = 0.5
+output = 8.0
+```
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import tomllib
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from gambit.core._errors import GambitError
+from gambit.core._messages import ChatMessage, messages_to_items
+from gambit.core._openresponses import CreateResponseRequest, ResponseToolDefinition
+from gambit.core._provider import (
+    ChatProvider,
+    ChatResult,
+    ModelNotAvailableError,
+    ModelProvider,
+    ProviderError,
+    ProviderResponse,
+    ResolvedModel,
+    StreamEventCallback,
+    StreamTextCallback,
+)
+from gambit.core._state import SavedState
+
+from ._chat_wire import chat_result_from_response
+from ._pricing import ModelPricing
+from ._registry import PROVIDERS, ProviderSpec, split_model
+
+__all__ = [
+    "CONFIG_FILENAME",
+    "ConfigError",
+    "GambitConfig",
+    "ModelAlias",
+    "ProviderRouter",
+    "describe_providers",
+    "find_config",
+    "load_config",
+]
+
+log = logging.getLogger("gambit.providers")
+
+CONFIG_FILENAME = "gambit.toml"
+DEFAULT_PROVIDER = "openrouter"
+
+
+class ConfigError(GambitError):
+    """`gambit.toml` cannot be read or has a wrong shape; the message names the file."""
+
+
+@dataclass
+class ModelAlias:
+    name: str
+    models: list[str]
+    params: dict[str, Any] = field(default_factory=dict)
+    description: str | None = None
+
+
+@dataclass
+class GambitConfig:
+    path: Path | None = None
+    default_provider: str | None = DEFAULT_PROVIDER
+    aliases: dict[str, ModelAlias] = field(default_factory=dict)
+    pricing: dict[str, ModelPricing] = field(default_factory=dict)
+    provider_settings: dict[str, dict[str, Any]] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+
+
+def find_config(start: str | os.PathLike[str] | None = None) -> Path | None:
+    """The nearest `gambit.toml` in `start` (a directory or a file's directory) or above."""
+    here = Path(start if start is not None else Path.cwd()).resolve()
+    if here.is_file():
+        here = here.parent
+    for folder in (here, *here.parents):
+        candidate = folder / CONFIG_FILENAME
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+_CACHE: dict[Path, tuple[float, GambitConfig]] = {}
+
+
+def load_config(where: str | os.PathLike[str] | None = None) -> GambitConfig:
+    """Load `gambit.toml`: `where` is the file, or a directory to search upwards from.
+
+    No file gives the defaults. Cached per file (and modification time).
+    """
+    path = Path(where) if where is not None else None
+    if path is None or path.is_dir() or not path.exists():
+        path = find_config(path)
+        if path is None:
+            return GambitConfig()
+    path = path.resolve()
+    mtime = path.stat().st_mtime
+    cached = _CACHE.get(path)
+    if cached and cached[0] == mtime:
+        return cached[1]
+    config = parse_config(path.read_bytes(), path=path)
+    _CACHE[path] = (mtime, config)
+    return config
+
+
+def parse_config(data: bytes | str, *, path: Path | None = None) -> GambitConfig:
+    where = str(path) if path else CONFIG_FILENAME
+    try:
+        text = data.decode("utf-8") if isinstance(data, bytes) else data
+        raw = tomllib.loads(text)
+    except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        raise ConfigError(f"{where}: {exc}") from None
+    config = GambitConfig(path=path)
+
+    providers = raw.get("providers", {})
+    if not isinstance(providers, Mapping):
+        raise ConfigError(f"{where}: [providers] must be a table")
+    default = providers.get("default", providers.get("fallback", DEFAULT_PROVIDER))
+    if not isinstance(default, str):
+        raise ConfigError(f"{where}: providers.default must be a string")
+    if default == "none":
+        config.default_provider = None
+    elif default in PROVIDERS:
+        config.default_provider = default
+    else:
+        known = ", ".join(sorted(PROVIDERS))
+        config.warnings.append(
+            f"{where}: unknown providers.default {default!r} (known: {known}, none); "
+            f"using {DEFAULT_PROVIDER}"
+        )
+    for key, value in providers.items():
+        if isinstance(value, Mapping):
+            if key not in PROVIDERS:
+                config.warnings.append(f"{where}: [providers.{key}] names no known provider")
+            config.provider_settings[key] = dict(value)
+
+    models = raw.get("models", {})
+    aliases = models.get("aliases", {}) if isinstance(models, Mapping) else {}
+    if not isinstance(aliases, Mapping):
+        raise ConfigError(f"{where}: [models.aliases] must be a table")
+    for name, value in aliases.items():
+        config.aliases[name] = _alias(name, value, where)
+
+    pricing = raw.get("pricing", {})
+    if not isinstance(pricing, Mapping):
+        raise ConfigError(f"{where}: [pricing] must be a table")
+    for model, value in pricing.items():
+        if not isinstance(value, Mapping):
+            raise ConfigError(f'{where}: [pricing."{model}"] must be a table')
+        try:
+            config.pricing[model] = ModelPricing.from_mapping(value)
+        except ValueError as exc:
+            raise ConfigError(f'{where}: [pricing."{model}"]: {exc}') from None
+    return config
+
+
+def _model_list(value: Any, where: str, name: str) -> list[str]:
+    models = [value] if isinstance(value, str) else value
+    if (
+        not isinstance(models, list)
+        or not models
+        or not all(isinstance(m, str) and m.strip() for m in models)
+    ):
+        raise ConfigError(
+            f"{where}: models.aliases.{name} must be a model name or a non-empty list of them"
+        )
+    return [m.strip() for m in models]
+
+
+def _alias(name: str, value: Any, where: str) -> ModelAlias:
+    if isinstance(value, Mapping):
+        params = value.get("params", {})
+        if not isinstance(params, Mapping):
+            raise ConfigError(f"{where}: models.aliases.{name}.params must be a table")
+        desc = value.get("description")
+        return ModelAlias(
+            name=name,
+            models=_model_list(value.get("model"), where, name),
+            params=dict(params),
+            description=str(desc) if desc is not None else None,
+        )
+    return ModelAlias(name=name, models=_model_list(value, where, name))
+
+
+# --------------------------------------------------------------------------- routing
+
+
+@dataclass
+class _Route:
+    candidate: str  # as written (prefix included)
+    provider: str | None  # provider name, None when no default provider is configured
+    provider_model: str
+
+
+class ProviderRouter:
+    """Routes models to providers by prefix; resolves aliases and fallback lists.
+
+    It is both a `ModelResolver` (`resolve_model`) and a `ModelProvider` (`responses`,
+    `chat`) that dispatches on the request's model prefix; an unprefixed model goes to the
+    default provider, with its whole name. Providers are built lazily from `env` (a mapping,
+    never read from `os.environ` here) and the config's `[providers.<name>]` settings;
+    `providers` injects ready instances by name (tests, the offline provider).
+    """
+
+    name = "router"
+    offline = False
+
+    def __init__(
+        self,
+        *,
+        config: GambitConfig | None = None,
+        env: Mapping[str, str] | None = None,
+        providers: Mapping[str, ModelProvider] | None = None,
+        probe_ollama: bool = True,
+    ):
+        self.config = config or GambitConfig()
+        self.env: Mapping[str, str] = dict(env or {})
+        self._providers: dict[str, ModelProvider] = dict(providers or {})
+        self.probe_ollama = probe_ollama
+        self.warnings: list[str] = list(self.config.warnings)
+
+    @classmethod
+    def from_env(
+        cls,
+        env: Mapping[str, str] | None = None,
+        *,
+        start: str | os.PathLike[str] | None = None,
+        **kwargs: Any,
+    ) -> ProviderRouter:
+        """Config from the `gambit.toml` found from `start` (default: cwd), env from `env`
+        (default: `os.environ`)."""
+        return cls(
+            config=load_config(start),
+            env=os.environ if env is None else env,
+            **kwargs,
+        )
+
+    # ------------------------------------------------------------------ providers
+
+    def route(self, model: str) -> _Route:
+        name, rest = split_model(model)
+        if name is not None:
+            return _Route(model, name, rest)
+        return _Route(model, self.config.default_provider, model)
+
+    def provider(self, name: str) -> ModelProvider:
+        """The provider called `name` (built on first use)."""
+        if name not in self._providers:
+            spec = PROVIDERS.get(name)
+            if spec is None:
+                raise ProviderError(f"unknown provider {name!r}", provider=name)
+            settings = self.config.provider_settings.get(name, {})
+            kwargs: dict[str, Any] = {"settings": settings}
+            if self.config.pricing and not spec.offline:
+                kwargs["pricing"] = dict(self.config.pricing)
+            self._providers[name] = spec.factory(self.env, **kwargs)
+        return self._providers[name]
+
+    def provider_for(self, model: str) -> ModelProvider:
+        route = self.route(model)
+        if route.provider is None:
+            raise ProviderError(
+                f"no default provider is configured for the unprefixed model {model!r} "
+                '([providers] default = "none" in gambit.toml); use a prefix such as '
+                + ", ".join(spec.prefix for spec in PROVIDERS.values()),
+                provider=self.name,
+            )
+        return self.provider(route.provider)
+
+    async def aclose(self) -> None:
+        for provider in self._providers.values():
+            close = getattr(provider, "aclose", None)
+            if close is not None:
+                await close()
+
+    # ------------------------------------------------------------------ resolver
+
+    def expand(self, model: str | Sequence[str]) -> tuple[list[str], dict[str, Any], bool]:
+        """(candidates, alias params, whether an alias or a list was involved)."""
+        names = [model] if isinstance(model, str) else list(model)
+        out: list[str] = []
+        params: dict[str, Any] = {}
+        expanded = not isinstance(model, str)
+        for name in names:
+            name = name.strip()
+            if not name:
+                continue
+            alias = self.config.aliases.get(name)
+            if alias is not None:
+                expanded = True
+                if not params:
+                    params = dict(alias.params)
+                for target in alias.models:
+                    inner = self.config.aliases.get(target)
+                    out.extend(inner.models if inner is not None and target != name else [target])
+                continue
+            if self.config.aliases and "/" not in name:
+                message = f"Model alias {name!r} is not defined in gambit.toml; using literal value"
+                if message not in self.warnings:
+                    self.warnings.append(message)
+                    log.warning(message)
+            out.append(name)
+        return out, params, expanded
+
+    def unavailable_reason(self, model: str, *, probe: bool) -> str | None:
+        """Why `model` cannot be served now, or None. `probe` asks Ollama for its models."""
+        route = self.route(model)
+        if route.provider is None:
+            return 'no default provider ([providers] default = "none")'
+        spec = PROVIDERS[route.provider]
+        if route.provider in self._providers:
+            missing = getattr(self._providers[route.provider], "missing_config", None)
+            if missing:
+                return missing
+        else:
+            reason = spec.unconfigured_reason(self.env)
+            if reason:
+                return reason
+        if probe and route.provider == "ollama" and self.probe_ollama:
+            provider = self.provider("ollama")
+            has_model = getattr(provider, "has_model_sync", None)
+            if has_model is not None:
+                try:
+                    if not has_model(route.provider_model):
+                        return f"model {route.provider_model!r} is not pulled (ollama pull {route.provider_model})"
+                except ProviderError as exc:
+                    return str(exc).removeprefix("ollama: ")
+        return None
+
+    def resolve_model(
+        self,
+        model: str | list[str],
+        *,
+        params: dict[str, Any] | None = None,
+        deck_path: str | None = None,
+    ) -> ResolvedModel:
+        candidates, alias_params, expanded = self.expand(model)
+        merged = {**alias_params, **(params or {})} or None
+        if not candidates:
+            raise ModelNotAvailableError(f"No model configured for deck {deck_path or '(unknown)'}")
+        tried: list[str] = []
+        for candidate in candidates:
+            reason = self.unavailable_reason(candidate, probe=expanded and len(candidates) > 1)
+            if reason is None:
+                return ResolvedModel(
+                    model=candidate, params=merged, provider=self.provider_for(candidate)
+                )
+            route = self.route(candidate)
+            tried.append(f"{candidate} ({route.provider or 'default'}: {reason})")
+        deck = f" for deck {deck_path}" if deck_path else ""
+        raise ModelNotAvailableError(f"No available model found{deck}. Tried: " + ", ".join(tried))
+
+    # ------------------------------------------------------------------ provider
+
+    async def responses(
+        self,
+        request: CreateResponseRequest,
+        *,
+        state: SavedState | None = None,
+        deck_path: str | None = None,
+        on_stream_event: StreamEventCallback | None = None,
+    ) -> ProviderResponse:
+        provider = self.provider_for(request.model)
+        return await provider.responses(
+            request, state=state, deck_path=deck_path, on_stream_event=on_stream_event
+        )
+
+    async def chat(
+        self,
+        *,
+        model: str,
+        messages: list[ChatMessage],
+        tools: list[ResponseToolDefinition] | None = None,
+        stream: bool = False,
+        state: SavedState | None = None,
+        deck_path: str | None = None,
+        on_stream_text: StreamTextCallback | None = None,
+        params: dict[str, Any] | None = None,
+    ) -> ChatResult:
+        provider = self.provider_for(model)
+        if isinstance(provider, ChatProvider):
+            return await provider.chat(
+                model=model,
+                messages=messages,
+                tools=tools,
+                stream=stream,
+                state=state,
+                deck_path=deck_path,
+                on_stream_text=on_stream_text,
+                params=params,
+            )
+        request = CreateResponseRequest(
+            model=model,
+            input=messages_to_items(messages),
+            tools=tools or None,
+            stream=stream or None,
+            params=params or None,
+        )
+
+        def forward(event: dict[str, Any]) -> None:
+            if on_stream_text and event.get("type") == "response.output_text.delta":
+                on_stream_text(str(event.get("delta", "")))
+
+        result = await provider.responses(
+            request, state=state, deck_path=deck_path, on_stream_event=forward if stream else None
+        )
+        return chat_result_from_response(result.response, result.updated_state)
+
+
+# --------------------------------------------------------------------------- check
+
+
+def _spec_info(spec: ProviderSpec, env: Mapping[str, str], config: GambitConfig) -> dict[str, Any]:
+    settings = config.provider_settings.get(spec.name, {})
+    reason = spec.unconfigured_reason(env)
+    return {
+        "provider": spec.name,
+        "configured": reason is None,
+        "reason": reason,
+        "offline": spec.offline,
+        "baseUrl": spec.base_url(env, settings),
+        "env": {var: ("set" if env.get(var) else "unset") for var in spec.env_vars},
+    }
+
+
+def describe_providers(
+    models: Sequence[str],
+    env: Mapping[str, str],
+    config: GambitConfig | None = None,
+) -> list[dict[str, Any]]:
+    """For `gambit check --providers`: which provider serves each model, and whether it is
+    configured. No network access. Aliases expand to one entry per candidate; values of
+    environment variables are never included (only "set"/"unset").
+
+    Entry: `{model, alias, provider, providerModel, configured, reason, offline, baseUrl, env}`.
+    """
+    config = config or GambitConfig()
+    router = ProviderRouter(config=config, env=env)
+    out: list[dict[str, Any]] = []
+    for model in models:
+        alias = config.aliases.get(model)
+        candidates = alias.models if alias else [model]
+        for candidate in candidates:
+            route = router.route(candidate)
+            entry: dict[str, Any] = {
+                "model": candidate,
+                "alias": model if alias else None,
+                "providerModel": route.provider_model,
+            }
+            if route.provider is None:
+                entry.update(
+                    {
+                        "provider": None,
+                        "configured": False,
+                        "reason": 'no default provider ([providers] default = "none")',
+                        "offline": False,
+                        "baseUrl": None,
+                        "env": {},
+                    }
+                )
+            else:
+                entry.update(_spec_info(PROVIDERS[route.provider], env, config))
+            out.append(entry)
+    return out

@@ -1,0 +1,424 @@
+"""Shared HTTP plumbing for the provider adapters: timeouts, retries with backoff, SSE.
+
+Retry rules (docs/providers.md "Reliability"):
+
+- A request is retried, up to `RetryPolicy.max_retries` times, when the server answers 408,
+  429 or a 5xx other than 501/505, or when the connection fails (connect error, timeout,
+  connection closed) before anything reached the caller.
+- The wait is exponential backoff with jitter (`base_delay * 2**attempt`, capped at
+  `max_delay`, times a random factor in [0.5, 1]), unless the server sent `Retry-After`
+  (seconds or an HTTP date) or `retry-after-ms`, which is honoured up to `max_retry_after`.
+- Once one event of a stream has been handed to the caller nothing is retried: a broken
+  stream raises `StreamBroken`, which the adapter turns into a `ProviderError` that keeps
+  the partial text.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import random
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from dataclasses import dataclass
+from email.utils import parsedate_to_datetime
+from typing import Any, NamedTuple
+
+import httpx
+
+from gambit.core._provider import ProviderError
+
+__all__ = [
+    "DEFAULT_TIMEOUT",
+    "HttpClient",
+    "JsonBody",
+    "RetryPolicy",
+    "SSEDecoder",
+    "ServerSentEvent",
+    "StreamBroken",
+    "describe_transport_error",
+    "error_from_body",
+    "parse_retry_after",
+]
+
+DEFAULT_TIMEOUT = httpx.Timeout(connect=10.0, read=300.0, write=30.0, pool=10.0)
+"""Connect 10 s; read 300 s (the longest silence tolerated between two stream chunks)."""
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    max_retries: int = 2
+    base_delay: float = 0.5
+    max_delay: float = 8.0
+    max_retry_after: float = 60.0
+
+    def should_retry_status(self, status: int) -> bool:
+        return status in (408, 429) or (status >= 500 and status not in (501, 505))
+
+    def backoff(self, attempt: int) -> float:
+        delay = min(self.max_delay, self.base_delay * (2**attempt))
+        return delay * (0.5 + random.random() / 2)
+
+    def delay_for(self, attempt: int, headers: Mapping[str, str] | None) -> float:
+        hinted = parse_retry_after(headers) if headers is not None else None
+        if hinted is None:
+            return self.backoff(attempt)
+        return min(hinted, self.max_retry_after)
+
+
+def parse_retry_after(headers: Mapping[str, str], *, now: float | None = None) -> float | None:
+    """Seconds to wait from `retry-after-ms` or `Retry-After` (seconds or an HTTP date)."""
+    ms = headers.get("retry-after-ms")
+    if ms:
+        try:
+            return max(0.0, float(ms) / 1000.0)
+        except ValueError:
+            pass
+    value = headers.get("retry-after")
+    if not value:
+        return None
+    value = value.strip()
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        when = parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    if when is None:
+        return None
+    return max(0.0, when.timestamp() - (time.time() if now is None else now))
+
+
+class ServerSentEvent(NamedTuple):
+    event: str
+    data: str
+
+
+class SSEDecoder:
+    """An incremental `text/event-stream` decoder over raw bytes.
+
+    Bytes may be split anywhere (inside a UTF-8 character, inside `\r\n\r\n`): events are
+    cut at blank lines first and decoded whole. Lines end with `\n`, `\r\n` or `\r`;
+    comment lines (`: ping`) are skipped; `data` lines are joined with `\n`; an event
+    without an `event:` field is `"message"`; `id` and `retry` are ignored. (A byte-level
+    decoder rather than httpx-sse's line iterator: it costs a third as much per event.)
+    """
+
+    __slots__ = ("_buf",)
+
+    def __init__(self) -> None:
+        self._buf = b""
+
+    def feed(self, chunk: bytes) -> list[ServerSentEvent]:
+        data = self._buf + chunk if self._buf else chunk
+        hold = b""
+        if data.endswith(b"\r"):  # maybe the first half of \r\n
+            data, hold = data[:-1], b"\r"
+        if b"\r" in data:
+            data = data.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
+        if b"\n\n" not in data:
+            self._buf = data + hold
+            return []
+        blocks = data.split(b"\n\n")
+        self._buf = blocks.pop() + hold
+        events = []
+        for block in blocks:
+            event = _parse_block(block)
+            if event is not None:
+                events.append(event)
+        return events
+
+    def flush(self) -> list[ServerSentEvent]:
+        """The last event when the body ended without a blank line (lenient)."""
+        block, self._buf = self._buf.replace(b"\r", b""), b""
+        event = _parse_block(block) if block.strip() else None
+        return [event] if event is not None else []
+
+
+def _parse_block(block: bytes) -> ServerSentEvent | None:
+    text = block.decode("utf-8", "replace")
+    event = ""
+    data: list[str] = []
+    for line in text.split("\n"):
+        if not line or line[0] == ":":
+            continue
+        name, _, value = line.partition(":")
+        if value[:1] == " ":
+            value = value[1:]
+        if name == "data":
+            data.append(value)
+        elif name == "event":
+            event = value
+    if not data and not event:
+        return None
+    return ServerSentEvent(event or "message", "\n".join(data))
+
+
+class StreamBroken(Exception):
+    """The stream failed after part of it reached the caller (or retries ran out)."""
+
+    def __init__(self, reason: str, *, cause: BaseException | None = None):
+        super().__init__(reason)
+        self.reason = reason
+        self.cause = cause
+
+
+@dataclass
+class JsonBody:
+    """A server answered a streaming request with a plain JSON body (it cannot stream)."""
+
+    data: Any
+
+
+def describe_transport_error(exc: BaseException, url: str) -> str:
+    detail = str(exc) or type(exc).__name__
+    if isinstance(exc, httpx.ConnectTimeout):
+        return f"timed out connecting to {url}"
+    if isinstance(exc, httpx.ConnectError):
+        return f"cannot connect to {url}: {detail}"
+    if isinstance(exc, httpx.ReadTimeout):
+        return f"timed out waiting for data from {url} (read timeout)"
+    if isinstance(exc, httpx.WriteTimeout | httpx.PoolTimeout):
+        return f"timed out sending the request to {url}"
+    if isinstance(exc, httpx.RemoteProtocolError):
+        return f"the server closed the connection ({detail})"
+    if isinstance(exc, httpx.ReadError):
+        return f"the connection was lost ({detail})"
+    return f"{type(exc).__name__}: {detail}"
+
+
+def _short(text: str, limit: int = 500) -> str:
+    text = text.strip()
+    return text if len(text) <= limit else text[:limit] + "..."
+
+
+def error_from_body(
+    provider: str, status: int, body: bytes | str | Any, url: str, *, retryable: bool = False
+) -> ProviderError:
+    """A `ProviderError` for an HTTP error answer, with the structured fields when present.
+
+    Understands `{"error": {type, code, param, message}}` (Open Responses / OpenAI),
+    `{"error": "text"}` (Ollama), `{"detail": ...}` (FastAPI) and `{"message": ...}`.
+    The error `type` is kept on the exception as `error_type`.
+    """
+    data: Any = body
+    if isinstance(body, bytes | str):
+        text = body.decode("utf-8", "replace") if isinstance(body, bytes) else body
+        try:
+            data = json.loads(text) if text.strip() else None
+        except ValueError:
+            data = _short(text)
+    message = None
+    code = param = err_type = None
+    err = data.get("error") if isinstance(data, dict) else None
+    if isinstance(err, dict):
+        message = err.get("message")
+        code, param, err_type = err.get("code"), err.get("param"), err.get("type")
+    elif isinstance(err, str):
+        message = err
+    elif isinstance(data, dict):
+        detail = data.get("detail") or data.get("message")
+        message = detail if isinstance(detail, str) else (json.dumps(detail) if detail else None)
+    elif isinstance(data, str) and data:
+        message = data
+    text = f"HTTP {status} from {url}"
+    if message:
+        text += f": {message}"
+    if code:
+        text += f" (code {code})"
+    error = ProviderError(
+        text,
+        provider=provider,
+        status=status,
+        code=str(code) if code is not None else None,
+        param=str(param) if param is not None else None,
+        retryable=retryable,
+    )
+    error.error_type = err_type  # type: ignore[attr-defined]
+    return error
+
+
+Sleep = Callable[[float], Awaitable[Any]]
+
+
+class HttpClient:
+    """One provider's HTTP access: base URL, headers, timeouts, retries, SSE.
+
+    `client` (an `httpx.AsyncClient`) or `transport` is the test seam; without them an
+    `AsyncClient` is created on first use (and re-created if the event loop changed) and
+    closed by `aclose()`.
+    """
+
+    def __init__(
+        self,
+        provider: str,
+        base_url: str,
+        *,
+        headers: Mapping[str, str] | None = None,
+        client: httpx.AsyncClient | None = None,
+        transport: httpx.AsyncBaseTransport | None = None,
+        timeout: httpx.Timeout | float | None = None,
+        retry: RetryPolicy | None = None,
+        sleep: Sleep | None = None,
+    ):
+        self.provider = provider
+        self.base_url = base_url.rstrip("/")
+        self.headers = {k: v for k, v in (headers or {}).items() if v is not None}
+        # An injected client keeps its own timeouts unless `timeout` is given.
+        self._send_timeout = timeout is not None or client is None
+        if timeout is None:
+            self.timeout = DEFAULT_TIMEOUT
+        elif isinstance(timeout, httpx.Timeout):
+            self.timeout = timeout
+        else:
+            self.timeout = httpx.Timeout(timeout)
+        self.retry = retry or RetryPolicy()
+        self._sleep: Sleep = sleep or asyncio.sleep
+        self._injected = client
+        self._transport = transport
+        self._owned: httpx.AsyncClient | None = None
+        self._owned_loop: asyncio.AbstractEventLoop | None = None
+
+    def url(self, path: str) -> str:
+        if path.startswith(("http://", "https://")):
+            return path
+        return f"{self.base_url}/{path.lstrip('/')}"
+
+    def _client(self) -> httpx.AsyncClient:
+        if self._injected is not None:
+            return self._injected
+        loop = asyncio.get_running_loop()
+        if self._owned is None or self._owned_loop is not loop or self._owned.is_closed:
+            # A pooled connection belongs to the loop that opened it.
+            self._owned = httpx.AsyncClient(transport=self._transport, timeout=self.timeout)
+            self._owned_loop = loop
+        return self._owned
+
+    async def aclose(self) -> None:
+        if self._owned is not None and not self._owned.is_closed:
+            await self._owned.aclose()
+        self._owned = None
+
+    # ------------------------------------------------------------------ requests
+
+    async def _send(self, method: str, path: str, body: Any, *, accept: str) -> httpx.Response:
+        """Send with retries; return an open (streaming) 2xx response, or raise ProviderError."""
+        url = self.url(path)
+        client = self._client()
+        headers = {**self.headers, "Accept": accept}
+        attempt = 0
+        while True:
+            extra: dict[str, Any] = {"timeout": self.timeout} if self._send_timeout else {}
+            request = client.build_request(method, url, json=body, headers=headers, **extra)
+            try:
+                response = await client.send(request, stream=True)
+            except httpx.TransportError as exc:
+                if attempt < self.retry.max_retries:
+                    await self._sleep(self.retry.backoff(attempt))
+                    attempt += 1
+                    continue
+                raise ProviderError(
+                    describe_transport_error(exc, url) + _attempts(attempt),
+                    provider=self.provider,
+                    retryable=True,
+                ) from exc
+            if response.status_code < 400:
+                return response
+            try:
+                raw = await response.aread()
+            except httpx.TransportError:
+                raw = b""
+            finally:
+                await response.aclose()
+            retryable = self.retry.should_retry_status(response.status_code)
+            if retryable and attempt < self.retry.max_retries:
+                await self._sleep(self.retry.delay_for(attempt, response.headers))
+                attempt += 1
+                continue
+            error = error_from_body(
+                self.provider, response.status_code, raw, url, retryable=retryable
+            )
+            if attempt:
+                error.args = (error.args[0] + _attempts(attempt),)
+            raise error
+
+    async def request_json(self, method: str, path: str, body: Any = None) -> Any:
+        """A JSON request/answer, with retries (a body that fails mid-read is retried too)."""
+        attempt = 0
+        while True:
+            response = await self._send(method, path, body, accept="application/json")
+            try:
+                raw = await response.aread()
+            except httpx.TransportError as exc:
+                if attempt < self.retry.max_retries:
+                    await self._sleep(self.retry.backoff(attempt))
+                    attempt += 1
+                    continue
+                raise ProviderError(
+                    describe_transport_error(exc, self.url(path)),
+                    provider=self.provider,
+                    retryable=True,
+                ) from exc
+            finally:
+                await response.aclose()
+            try:
+                return json.loads(raw) if raw else None
+            except ValueError:
+                raise ProviderError(
+                    f"invalid JSON from {self.url(path)}: {_short(raw.decode('utf-8', 'replace'), 200)}",
+                    provider=self.provider,
+                    status=response.status_code,
+                ) from None
+
+    async def events(self, path: str, body: Any) -> AsyncIterator[ServerSentEvent | JsonBody]:
+        """POST and yield the server-sent events as they arrive.
+
+        Retries (see the module docstring) happen only while nothing has been yielded. A
+        server that answers with JSON instead of a stream yields one `JsonBody`. A transport
+        failure after the first event raises `StreamBroken`. Use with
+        `contextlib.aclosing` so the connection is released when the caller stops early.
+        """
+        url = self.url(path)
+        attempt = 0
+        while True:
+            response = await self._send("POST", path, body, accept="text/event-stream")
+            delivered = False
+            try:
+                ctype = response.headers.get("content-type", "")
+                if "text/event-stream" not in ctype:
+                    raw = await response.aread()
+                    try:
+                        data = json.loads(raw) if raw else None
+                    except ValueError:
+                        raise ProviderError(
+                            f"expected an event stream from {url}, got {ctype or 'no content type'}: "
+                            f"{_short(raw.decode('utf-8', 'replace'), 200)}",
+                            provider=self.provider,
+                            status=response.status_code,
+                        ) from None
+                    delivered = True
+                    yield JsonBody(data)
+                    return
+                decoder = SSEDecoder()
+                async for chunk in response.aiter_bytes():
+                    for sse in decoder.feed(chunk):
+                        delivered = True
+                        yield sse
+                for sse in decoder.flush():
+                    delivered = True
+                    yield sse
+                return
+            except httpx.TransportError as exc:
+                if not delivered and attempt < self.retry.max_retries:
+                    await self._sleep(self.retry.backoff(attempt))
+                    attempt += 1
+                    continue
+                raise StreamBroken(describe_transport_error(exc, url), cause=exc) from exc
+            finally:
+                await response.aclose()
+
+
+def _attempts(retries: int) -> str:
+    return f" (after {retries + 1} attempts)" if retries else ""

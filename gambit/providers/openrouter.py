@@ -1,0 +1,128 @@
+"""`openrouter/`: OpenRouter, over Chat Completions and the Responses API.
+
+How the adapter learns the mode: the runtime calls `responses()` in responses mode and
+`chat()` in chat mode (`GAMBIT_CHAT_FALLBACK=1`).
+
+- `responses()` always posts to `/responses`.
+- `chat()` posts to `/chat/completions`, unless the provider was built with
+  `responses_api=True` (`from_env` sets it from `GAMBIT_OPENROUTER_RESPONSES=1`); then chat
+  messages are mapped to items and sent to `/responses` (seed 000, phase 2 flag).
+
+Requests carry `HTTP-Referer` and `X-Title`. A replayed `gambit_context`/`gambit_init` call
+in the input gets a stub tool definition when the tools list lacks it (OpenRouter's
+upstreams reject calls to undeclared tools), and a `json_schema` text format is sent with
+`strict: false` on the Responses endpoint (reference §5.5). OpenRouter's own `usage.cost`
+is reported as `usage.costUsd`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from gambit.core._messages import ChatMessage, messages_to_items
+from gambit.core._openresponses import CreateResponseRequest, ResponseToolDefinition
+from gambit.core._provider import ChatResult, StreamTextCallback
+from gambit.core._state import SavedState
+
+from ._base import HttpProvider, _text_forwarder, settings_http_options
+from ._chat_wire import chat_result_from_response
+from ._responses_wire import WireOptions
+
+__all__ = ["OPENROUTER_DEFAULT_BASE_URL", "OpenRouterProvider"]
+
+OPENROUTER_DEFAULT_BASE_URL = "https://openrouter.ai/api/v1"
+
+
+def _truthy(value: str | None) -> bool:
+    return (value or "").strip().lower() in ("1", "true", "yes", "on")
+
+
+class OpenRouterProvider(HttpProvider):
+    """`OpenRouterProvider(api_key=..., base_url="https://openrouter.ai/api/v1",
+    responses_api=False, referer="https://gambit.local", title="Gambit CLI", client=None,
+    transport=None, timeout=None, retry=None, headers=None, pricing=None)`."""
+
+    name = "openrouter"
+    prefix = "openrouter"
+    default_base_url = OPENROUTER_DEFAULT_BASE_URL
+    wire_options = WireOptions(stub_context_tools=True, text_strict=False)
+    chat_reasoning_object = True
+
+    def __init__(
+        self,
+        *,
+        responses_api: bool = False,
+        referer: str = "https://gambit.local",
+        title: str = "Gambit CLI",
+        headers: Mapping[str, str] | None = None,
+        **kwargs: Any,
+    ):
+        merged = {"HTTP-Referer": referer, "X-Title": title, **(headers or {})}
+        super().__init__(headers=merged, **kwargs)
+        self.responses_api = responses_api
+
+    @classmethod
+    def from_env(
+        cls,
+        env: Mapping[str, str],
+        *,
+        settings: Mapping[str, Any] | None = None,
+        **kwargs: Any,
+    ) -> OpenRouterProvider:
+        settings = settings or {}
+        key = env.get("OPENROUTER_API_KEY") or None
+        options: dict[str, Any] = {**settings_http_options(settings)}
+        if settings.get("referer"):
+            options["referer"] = str(settings["referer"])
+        if settings.get("title"):
+            options["title"] = str(settings["title"])
+        options.update(kwargs)
+        provider = cls(
+            api_key=key,
+            base_url=env.get("OPENROUTER_BASE_URL") or settings.get("base_url") or None,
+            responses_api=_truthy(env.get("GAMBIT_OPENROUTER_RESPONSES")),
+            **options,
+        )
+        if not key:
+            provider.missing_config = "OPENROUTER_API_KEY is not set"
+        return provider
+
+    async def chat(
+        self,
+        *,
+        model: str,
+        messages: list[ChatMessage],
+        tools: list[ResponseToolDefinition] | None = None,
+        stream: bool = False,
+        state: SavedState | None = None,
+        deck_path: str | None = None,
+        on_stream_text: StreamTextCallback | None = None,
+        params: dict[str, Any] | None = None,
+    ) -> ChatResult:
+        if self.responses_api:
+            return await super().chat(
+                model=model,
+                messages=messages,
+                tools=tools,
+                stream=stream,
+                state=state,
+                deck_path=deck_path,
+                on_stream_text=on_stream_text,
+                params=params,
+            )
+        self._check_configured()
+        request = CreateResponseRequest(
+            model=model,
+            input=messages_to_items(messages),
+            tools=tools or None,
+            stream=stream or None,
+            params=params or None,
+        )
+        provider_model = self.provider_model(model)
+        response = await self._call_chat(
+            self.chat_body(request, provider_model),
+            on_event=_text_forwarder(on_stream_text) if stream else None,
+        )
+        self._apply_cost(response, model, provider_model)
+        return chat_result_from_response(response)

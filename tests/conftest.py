@@ -1,0 +1,24 @@
+"""Suite-wide fixtures."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from tests.support.fake_model_server import FakeModelServer
+
+
+@pytest.fixture
+def fake_server() -> Iterator[FakeModelServer]:
+    """A fresh fake model server on 127.0.0.1 (random port), stopped after the test.
+
+    Script it with `fake_server.queue(Reply(...))`; point providers at `fake_server.base_url`
+    (or a subprocess at it with `env={**os.environ, **fake_server.env()}`); assert on
+    `fake_server.requests`. See tests/support/fake_model_server.py.
+    """
+    server = FakeModelServer().start()
+    try:
+        yield server
+    finally:
+        server.stop()
