@@ -7,6 +7,8 @@ import click
 from gambit import __version__
 
 from ._check import check_command
+from ._run import repl_command, run_command
+from ._scenario import grade_command, scenario_command
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -15,7 +17,8 @@ def cli() -> None:
     """Gambit: write LLM agents as decks, run them, test them with scenarios and grade them."""
 
 
-cli.add_command(check_command)
+for command in (check_command, run_command, repl_command, scenario_command, grade_command):
+    cli.add_command(command)
 
 
 def main() -> None:

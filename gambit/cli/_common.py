@@ -1,0 +1,223 @@
+"""What the run-like commands share: options, mode selection, providers, traces, output."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import sys
+import time
+from collections.abc import Callable, Coroutine, Mapping
+from pathlib import Path
+from typing import Any
+
+import click
+
+from gambit.core import (
+    DeckError,
+    GambitError,
+    SavedState,
+    TraceWriter,
+    is_end_signal,
+    load_state,
+    save_state,
+)
+from gambit.core._runtime import _MISSING
+
+MISSING = _MISSING
+
+
+def parse_value(raw: str | None) -> Any:
+    """`--context` / `--message` values: JSON when they parse as JSON, else the raw string."""
+    if raw is None:
+        return MISSING
+    try:
+        return json.loads(raw)
+    except ValueError:
+        return raw
+
+
+def select_mode(responses_flag: bool, env: Mapping[str, str]) -> str:
+    """Seed 000 flags: `--responses` wins, then GAMBIT_CHAT_FALLBACK=1, then GAMBIT_RESPONSES_MODE=1.
+
+    Responses mode is the default (the migration's phase 4).
+    """
+    if responses_flag:
+        return "responses"
+    if env.get("GAMBIT_CHAT_FALLBACK") == "1":
+        return "chat"
+    return "responses"
+
+
+def context_option(context: str | None, init: str | None) -> Any:
+    if context is not None and init is not None:
+        raise click.UsageError(
+            "use --context or --init, not both (--init is a deprecated alias of --context)"
+        )
+    if init is not None:
+        click.echo("warning: --init is deprecated; use --context", err=True)
+        return parse_value(init)
+    return parse_value(context)
+
+
+def make_router(deck_path: Path) -> Any:
+    from gambit.providers import ProviderRouter
+
+    return ProviderRouter.from_env(os.environ, start=deck_path.resolve().parent)
+
+
+def read_state(path: Path | None) -> SavedState | None:
+    """The state in `path`, or None when the file does not exist yet (it is created)."""
+    if path is None or not path.exists():
+        return None
+    return load_state(path)
+
+
+class TraceSink:
+    """Writes `--trace` lines and prints `--verbose` lines, whichever is asked."""
+
+    def __init__(self, trace_path: Path | None, verbose: bool):
+        self.writer = TraceWriter(trace_path) if trace_path is not None else None
+        self.verbose = verbose
+        self.started = time.monotonic()
+
+    def __call__(self, event: dict[str, Any]) -> None:
+        if self.writer is not None:
+            self.writer.write(event)
+        if self.verbose:
+            click.echo(self.describe(event), err=True)
+
+    def describe(self, event: dict[str, Any]) -> str:
+        elapsed = int((time.monotonic() - self.started) * 1000)
+        kind = event.get("type", "?")
+        detail = ""
+        if kind in ("run.start", "deck.start", "deck.end"):
+            detail = event.get("deckPath", "")
+        elif kind in ("model.call", "model.result"):
+            detail = f"{event.get('model')} {event.get('finishReason', '')}".strip()
+        elif kind in ("tool.call", "tool.result", "action.start", "action.end"):
+            detail = f"{event.get('name')} ({event.get('toolKind', '')})".rstrip(" ()")
+        elif kind == "run.end":
+            detail = f"{event.get('status')}" + (
+                f": {event['error']}" if event.get("error") else ""
+            )
+        elif kind == "response.output_text.delta":
+            detail = json.dumps(event.get("delta"), ensure_ascii=False)
+        elif kind == "log":
+            detail = f"[{event.get('level')}] {event.get('message')}"
+        return f"[trace +{elapsed}ms] {kind} {detail}".rstrip()
+
+    def close(self) -> None:
+        if self.writer is not None:
+            self.writer.close()
+
+
+def state_saver(path: Path | None) -> Callable[[SavedState], None] | None:
+    if path is None:
+        return None
+
+    def save(state: SavedState) -> None:
+        save_state(path, state)
+
+    return save
+
+
+def render_output(output: Any) -> str:
+    """What `gambit run` prints: strings as they are, an end signal's message, else JSON."""
+    if is_end_signal(output):
+        if isinstance(output.get("message"), str):
+            return output["message"]
+        return json.dumps(output.get("payload"), ensure_ascii=False, indent=2)
+    if isinstance(output, str):
+        return output
+    return json.dumps(output, ensure_ascii=False, indent=2)
+
+
+def run_async(coro: Coroutine[Any, Any, Any]) -> Any:
+    """Run a command's coroutine; every failure becomes one line on stderr and exit code 1."""
+    try:
+        return asyncio.run(coro)
+    except KeyboardInterrupt:
+        fail("run canceled")
+    except (GambitError, DeckError) as exc:
+        fail(str(exc).splitlines()[0] if not isinstance(exc, DeckError) else _deck_error_line(exc))
+    except OSError as exc:
+        fail(f"{exc.strerror or exc}: {exc.filename}" if exc.filename else str(exc))
+
+
+def _deck_error_line(exc: DeckError) -> str:
+    problems = exc.problems
+    first = problems[0].render() if problems else str(exc)
+    if len(problems) > 1:
+        return f"{first} (and {len(problems) - 1} more problems; run gambit check for all)"
+    return first
+
+
+def fail(message: str) -> None:
+    click.echo(f"error: {message}", err=True)
+    sys.exit(1)
+
+
+def common_run_options(func: Callable[..., Any]) -> Callable[..., Any]:
+    """Options shared by run, repl and scenario."""
+    options = [
+        click.option("--context", help="Context input for the deck (JSON, or a plain string)."),
+        click.option("--init", help="Deprecated alias of --context.", hidden=False),
+        click.option("--message", help="An initial user message (JSON, or a plain string)."),
+        click.option(
+            "--state",
+            "state_path",
+            type=click.Path(path_type=Path),
+            help="SavedState JSON file to resume from and save to.",
+        ),
+        click.option(
+            "--trace",
+            "trace_path",
+            type=click.Path(path_type=Path),
+            help="Append one JSON trace event per line to this file.",
+        ),
+        click.option("--stream", is_flag=True, help="Print text as it arrives."),
+        click.option("--verbose", is_flag=True, help="Print one line per trace event on stderr."),
+        click.option(
+            "--responses",
+            is_flag=True,
+            help="Responses mode (the default; overrides GAMBIT_CHAT_FALLBACK=1).",
+        ),
+        click.option("--model", help="Model for decks that set none."),
+        click.option("--model-force", help="Model for every deck, overriding their own."),
+    ]
+    for option in reversed(options):
+        func = option(func)
+    return func
+
+
+def run_options(
+    *,
+    mode: str,
+    stream: bool,
+    model: str | None,
+    model_force: str | None,
+    router: Any,
+    sink: TraceSink,
+) -> dict[str, Any]:
+    return {
+        "mode": mode,
+        "stream": stream,
+        "default_model": model,
+        "model_override": model_force,
+        "model_resolver": router,
+        "on_trace": sink,
+    }
+
+
+def stdout_writer() -> Callable[[str], None]:
+    def write(text: str) -> None:
+        sys.stdout.write(text)
+        sys.stdout.flush()
+
+    return write
+
+
+def deck_argument_exists(path: Path) -> None:
+    if not path.exists():
+        fail(f"{path}: deck file not found")

@@ -1,0 +1,185 @@
+"""`gambit run` and `gambit repl`."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+
+from gambit.core import is_end_signal, load_deck_tree, run_deck
+
+from ._common import (
+    MISSING,
+    TraceSink,
+    common_run_options,
+    context_option,
+    deck_argument_exists,
+    make_router,
+    parse_value,
+    read_state,
+    render_output,
+    run_async,
+    run_options,
+    select_mode,
+    state_saver,
+    stdout_writer,
+)
+
+
+@click.command("run")
+@click.argument("deck", type=click.Path(path_type=Path))
+@common_run_options
+def run_command(
+    deck: Path,
+    context,
+    init,
+    message,
+    state_path,
+    trace_path,
+    stream,
+    verbose,
+    responses,
+    model,
+    model_force,
+) -> None:
+    """Run DECK once and print its output (JSON when it is not a string).
+
+    With --state the conversation resumes from the file and is saved back after every
+    model pass, so a failed run keeps everything recorded so far.
+    """
+    deck_argument_exists(deck)
+    context_value = context_option(context, init)
+    message_value = parse_value(message)
+
+    async def main() -> None:
+        tree = load_deck_tree(deck, strict=os.environ.get("GAMBIT_STRICT") == "1")
+        sink = TraceSink(trace_path, verbose)
+        router = make_router(deck)
+        streamed: list[str] = []
+        write = stdout_writer()
+
+        def on_text(text: str) -> None:
+            streamed.append(text)
+            write(text)
+
+        try:
+            result = await run_deck(
+                tree,
+                provider=router,
+                context=context_value,
+                message=None if message_value is MISSING else message_value,
+                state=read_state(state_path),
+                on_state=state_saver(state_path),
+                on_stream_text=on_text if stream else None,
+                **run_options(
+                    mode=select_mode(responses, os.environ),
+                    stream=stream,
+                    model=model,
+                    model_force=model_force,
+                    router=router,
+                    sink=sink,
+                ),
+            )
+        finally:
+            sink.close()
+            await router.aclose()
+        text = render_output(result.output)
+        if stream and streamed and "".join(streamed).strip() == text.strip():
+            write("\n")  # the answer already streamed
+        else:
+            if streamed:
+                write("\n")
+            click.echo(text)
+
+    run_async(main())
+
+
+@click.command("repl")
+@click.argument("deck", type=click.Path(path_type=Path))
+@common_run_options
+def repl_command(
+    deck: Path,
+    context,
+    init,
+    message,
+    state_path,
+    trace_path,
+    stream,
+    verbose,
+    responses,
+    model,
+    model_force,
+) -> None:
+    """Talk to DECK turn by turn on stdin; replies stream as they arrive.
+
+    The deck speaks first when its startMode is "assistant" (the default) and no --message
+    is given. An empty line is skipped; end of input or /exit ends the session, and so does
+    the deck calling gambit_end. With --state the conversation is saved after every pass.
+    """
+    deck_argument_exists(deck)
+    context_value = context_option(context, init)
+    first_message = parse_value(message)
+    interactive = sys.stdin.isatty()
+
+    async def main() -> None:
+        tree = load_deck_tree(deck, strict=os.environ.get("GAMBIT_STRICT") == "1")
+        sink = TraceSink(trace_path, verbose)
+        router = make_router(deck)
+        write = stdout_writer()
+        state = read_state(state_path)
+        save = state_saver(state_path)
+        options = run_options(
+            mode=select_mode(responses, os.environ),
+            stream=True,
+            model=model,
+            model_force=model_force,
+            router=router,
+            sink=sink,
+        )
+        pending_context: Any = context_value
+
+        async def turn(user: Any) -> bool:
+            nonlocal state, pending_context
+            write("assistant> ")
+            result = await run_deck(
+                tree,
+                provider=router,
+                context=pending_context if state is None else MISSING,
+                message=user,
+                state=state,
+                on_state=save,
+                on_stream_text=write,
+                **options,
+            )
+            pending_context = MISSING
+            state = result.state
+            if is_end_signal(result.output):
+                write(render_output(result.output) + "\n")
+                return False
+            write("\n")
+            return True
+
+        try:
+            if first_message is not MISSING:
+                go_on = await turn(first_message)
+            elif state is None and (tree.root.start_mode or "assistant") == "assistant":
+                go_on = await turn(None)
+            else:
+                go_on = True
+            while go_on:
+                if interactive:
+                    click.echo("you> ", nl=False, err=True)
+                line = sys.stdin.readline()
+                if not line or line.strip() == "/exit":
+                    break
+                if not line.strip():
+                    continue
+                go_on = await turn(line.rstrip("\n"))
+        finally:
+            sink.close()
+            await router.aclose()
+
+    run_async(main())

@@ -1,0 +1,236 @@
+"""`gambit scenario` and `gambit grade`."""
+
+from __future__ import annotations
+
+import datetime as _dt
+import os
+import re
+from pathlib import Path
+
+import click
+
+from gambit.core import load_deck_tree, save_state
+from gambit.core._grading import GradingRun, grade_state
+from gambit.core._scenario import run_scenario
+
+from ._common import (
+    MISSING,
+    TraceSink,
+    common_run_options,
+    context_option,
+    deck_argument_exists,
+    fail,
+    make_router,
+    parse_value,
+    read_state,
+    run_async,
+    run_options,
+    select_mode,
+    stdout_writer,
+)
+
+
+def _default_state_path(root: Path) -> Path:
+    stamp = _dt.datetime.now(_dt.UTC).strftime("%Y%m%dT%H%M%SZ")
+    slug = re.sub(
+        r"[^a-z0-9]+", "-", (root.parent.name if root.name == "PROMPT.md" else root.stem).lower()
+    ).strip("-")
+    return Path(".gambit") / "sessions" / f"{slug or 'deck'}-{stamp}.json"
+
+
+def _print_grading(run: GradingRun) -> None:
+    score = "n/a" if run.score is None else f"{run.score:+.2f}"
+    label = run.grader_label or Path(run.grader_path).parent.name
+    click.echo(
+        f"grade {label} ({run.mode}): {score} [{run.status}]"
+        + (f" {run.error}" if run.error else "")
+    )
+    for grade in run.grades:
+        where = f"message {grade.message_index}: " if grade.message_index is not None else ""
+        value = "n/a" if grade.score is None else f"{grade.score:+g}"
+        click.echo(f"  {where}{value} {grade.reason or grade.error or ''}".rstrip())
+
+
+@click.command("scenario")
+@click.argument("root", type=click.Path(path_type=Path))
+@click.option(
+    "--scenario",
+    "scenario_path",
+    required=True,
+    type=click.Path(path_type=Path),
+    help="The persona (scenario) deck.",
+)
+@click.option(
+    "--grade",
+    "graders",
+    multiple=True,
+    type=click.Path(path_type=Path),
+    help="Grader deck to run on the result (repeatable).",
+)
+@click.option(
+    "--max-turns",
+    type=click.IntRange(1, 1000),
+    default=12,
+    show_default=True,
+    help="Most persona messages.",
+)
+@common_run_options
+def scenario_command(
+    root,
+    scenario_path,
+    graders,
+    max_turns,
+    context,
+    init,
+    message,
+    state_path,
+    trace_path,
+    stream,
+    verbose,
+    responses,
+    model,
+    model_force,
+) -> None:
+    """Let a synthetic user (a scenario deck) talk to ROOT, then grade the conversation.
+
+    The conversation is saved to --state (default .gambit/sessions/<deck>-<time>.json).
+    """
+    for path in (root, scenario_path, *graders):
+        deck_argument_exists(path)
+    context_value = context_option(context, init)
+    message_value = parse_value(message)
+    state_file = state_path or _default_state_path(root)
+    write = stdout_writer()
+
+    async def main() -> None:
+        strict = os.environ.get("GAMBIT_STRICT") == "1"
+        root_tree = load_deck_tree(root, strict=strict)
+        persona_tree = load_deck_tree(scenario_path, strict=strict)
+        grader_trees = [load_deck_tree(g, strict=strict) for g in graders]
+        sink = TraceSink(trace_path, verbose)
+        router = make_router(root)
+        options = run_options(
+            mode=select_mode(responses, os.environ),
+            stream=stream,
+            model=model,
+            model_force=model_force,
+            router=router,
+            sink=sink,
+        )
+        speaking: list[str] = []
+
+        def on_stream(who: str, text: str) -> None:
+            if not speaking or speaking[-1] != who:
+                write(("\n" if speaking else "") + f"{who}> ")
+                speaking.append(who)
+            write(text)
+
+        def on_turn(role: str, text: str) -> None:
+            if not stream:
+                click.echo(f"{role}> {text}")
+
+        try:
+            result = await run_scenario(
+                root_tree,
+                persona_tree,
+                provider=router,
+                context=context_value,
+                message=None if message_value is MISSING else message_value,
+                state=read_state(state_path),
+                max_turns=max_turns,
+                on_turn=on_turn,
+                on_state=lambda s: save_state(state_file, s),
+                on_stream_text=on_stream if stream else None,
+                strict=strict,
+                **options,
+            )
+            if stream:
+                write("\n")
+            save_state(state_file, result.state)
+            click.echo(
+                f"Scenario stopped ({result.stopped.replace('_', ' ')}) after {result.turns} persona turns; session saved to {state_file}"
+            )
+            state = result.state
+            for tree in grader_trees:
+                run, state = await grade_state(
+                    tree, state, provider=router, **{**options, "stream": False}
+                )
+                save_state(state_file, state)
+                _print_grading(run)
+        finally:
+            sink.close()
+            await router.aclose()
+
+    run_async(main())
+
+
+@click.command("grade")
+@click.argument("grader", type=click.Path(path_type=Path))
+@click.option(
+    "--state",
+    "state_path",
+    required=True,
+    type=click.Path(path_type=Path, exists=False),
+    help="The SavedState JSON file to grade; the result is saved into it.",
+)
+@click.option(
+    "--fail-under", type=float, help="Exit 1 when the mean score is below this (CI gate)."
+)
+@click.option(
+    "--trace",
+    "trace_path",
+    type=click.Path(path_type=Path),
+    help="Append trace events to this file.",
+)
+@click.option("--verbose", is_flag=True, help="Print one line per trace event on stderr.")
+@click.option(
+    "--responses",
+    is_flag=True,
+    help="Responses mode (the default; overrides GAMBIT_CHAT_FALLBACK=1).",
+)
+@click.option("--model", help="Model for graders that set none.")
+@click.option("--model-force", help="Model for every deck, overriding their own.")
+def grade_command(
+    grader, state_path, fail_under, trace_path, verbose, responses, model, model_force
+) -> None:
+    """Grade the conversation in --state with GRADER and record the result in the state.
+
+    A grader whose context has messageToGrade grades each assistant message; otherwise it
+    grades the whole conversation. Every grade carries its score, reason and evidence.
+    """
+    deck_argument_exists(grader)
+    if not state_path.exists():
+        fail(f"{state_path}: state file not found")
+
+    async def main() -> None:
+        tree = load_deck_tree(grader, strict=os.environ.get("GAMBIT_STRICT") == "1")
+        state = read_state(state_path)
+        assert state is not None
+        sink = TraceSink(trace_path, verbose)
+        router = make_router(grader)
+        try:
+            run, updated = await grade_state(
+                tree,
+                state,
+                provider=router,
+                **run_options(
+                    mode=select_mode(responses, os.environ),
+                    stream=False,
+                    model=model,
+                    model_force=model_force,
+                    router=router,
+                    sink=sink,
+                ),
+            )
+        finally:
+            sink.close()
+            await router.aclose()
+        save_state(state_path, updated)
+        _print_grading(run)
+        if run.status == "error":
+            fail(f"grader failed: {run.error}")
+        if fail_under is not None and (run.score is None or run.score < fail_under):
+            score = "no score" if run.score is None else f"{run.score:+.2f}"
+            fail(f"mean score {score} is below --fail-under {fail_under:+g}")
+
+    run_async(main())

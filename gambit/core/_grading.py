@@ -1,0 +1,201 @@
+"""Grading a saved conversation with a grader deck (seed 002 graders; reference §1.7).
+
+A grader whose context schema has a `messageToGrade` field runs once per assistant message
+("turns" mode); otherwise once for the whole conversation ("conversation" mode). Each grade
+keeps its score, reason and evidence, and the grading run is recorded at the front of
+`state.meta["gradingRuns"]`.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import statistics
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from ._deck import Deck, DeckTree
+from ._ids import new_id
+from ._loader import load_deck_tree
+from ._provider import ModelProvider
+from ._runtime import is_end_signal, run_deck
+from ._state import SavedState, state_messages
+
+GradingMode = Literal["turns", "conversation"]
+
+
+@dataclass
+class Grade:
+    """One grader verdict: the score with its reason and evidence (never a bare number)."""
+
+    score: float | None
+    reason: str | None
+    evidence: list[str] = field(default_factory=list)
+    payload: Any = None
+    message_index: int | None = None
+    message_ref_id: str | None = None
+    error: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        data: dict[str, Any] = {
+            "score": self.score,
+            "reason": self.reason,
+            "evidence": self.evidence,
+        }
+        if self.message_index is not None:
+            data["messageIndex"] = self.message_index
+        if self.message_ref_id is not None:
+            data["messageRefId"] = self.message_ref_id
+        if self.error is not None:
+            data["error"] = self.error
+        data["payload"] = self.payload
+        return data
+
+
+@dataclass
+class GradingRun:
+    id: str
+    grader_path: str
+    grader_label: str | None
+    mode: GradingMode
+    grades: list[Grade]
+    status: Literal["completed", "error"]
+    run_at: str
+    error: str | None = None
+
+    @property
+    def score(self) -> float | None:
+        scores = [g.score for g in self.grades if g.score is not None]
+        return statistics.fmean(scores) if scores else None
+
+    def to_json(self) -> dict[str, Any]:
+        data = {
+            "id": self.id,
+            "graderId": Path(self.grader_path).parent.name
+            if Path(self.grader_path).name == "PROMPT.md"
+            else Path(self.grader_path).stem,
+            "graderPath": self.grader_path,
+            "graderLabel": self.grader_label,
+            "mode": self.mode,
+            "status": self.status,
+            "runAt": self.run_at,
+            "score": self.score,
+            "results": [g.to_json() for g in self.grades],
+        }
+        if self.error is not None:
+            data["error"] = self.error
+        return data
+
+
+def grading_mode(grader: Deck) -> GradingMode:
+    schema = grader.context_schema
+    return "turns" if schema is not None and schema.has_field("messageToGrade") else "conversation"
+
+
+def session_payload(state: SavedState) -> dict[str, Any]:
+    """What graders see as `session` (reference §1.7), minus earlier grading runs."""
+    meta = {
+        k: v for k, v in (state.meta or {}).items() if k not in ("gradingRuns", "calibrationRuns")
+    }
+    data = state.to_dict()
+    session = {
+        "runId": state.run_id,
+        "messages": [m.to_api_dict() for m in state_messages(state)],
+        "messageRefs": data.get("messageRefs") or [],
+        "feedback": data.get("feedback") or [],
+        "notes": data.get("notes"),
+        "conversationScore": data.get("conversationScore"),
+        "meta": meta,
+    }
+    # Absent, not null: the built-in schemas declare these fields optional, not nullable.
+    return {key: value for key, value in session.items() if value is not None}
+
+
+def _grade_from_output(output: Any) -> Grade:
+    payload = output
+    if isinstance(output, dict) and not is_end_signal(output) and "payload" in output:
+        payload = output["payload"]
+    if isinstance(payload, dict):
+        score = payload.get("score")
+        evidence = payload.get("evidence")
+        return Grade(
+            score=score if isinstance(score, int | float) and not isinstance(score, bool) else None,
+            reason=payload.get("reason") if isinstance(payload.get("reason"), str) else None,
+            evidence=[e for e in evidence if isinstance(e, str)]
+            if isinstance(evidence, list)
+            else [],
+            payload=payload,
+        )
+    return Grade(score=None, reason=None, payload=payload, error="the grader returned no score")
+
+
+async def grade_state(
+    grader: str | Path | Deck | DeckTree,
+    state: SavedState,
+    *,
+    provider: ModelProvider,
+    on_grade: Callable[[Grade], None] | None = None,
+    strict: bool = False,
+    **run_options: Any,
+) -> tuple[GradingRun, SavedState]:
+    """Grade `state` with `grader`; returns the run and the state with it recorded in meta.
+
+    `run_options` are passed to `run_deck` (model_resolver, default_model, on_trace, mode...).
+    A grader that fails is recorded with status "error", not raised.
+    """
+    tree = grader if isinstance(grader, DeckTree) else None
+    if tree is None and not isinstance(grader, Deck):
+        tree = load_deck_tree(grader, strict=strict)
+    deck = tree.root if tree is not None else grader
+    assert isinstance(deck, Deck)
+    target: Deck | DeckTree = tree if tree is not None else deck
+    mode = grading_mode(deck)
+    session = session_payload(state)
+    grades: list[Grade] = []
+    error: str | None = None
+    refs = session.get("messageRefs", [])
+    try:
+        if mode == "turns":
+            for index, message in enumerate(session["messages"]):
+                if message.get("role") != "assistant" or not message.get("content"):
+                    continue
+                ref_id = refs[index].get("id") if index < len(refs) else None
+                to_grade = dict(message)
+                if ref_id:
+                    to_grade["messageRefId"] = ref_id
+                result = await run_deck(
+                    target,
+                    provider=provider,
+                    context={"session": session, "messageToGrade": to_grade},
+                    **run_options,
+                )
+                grade = _grade_from_output(result.output)
+                grade.message_index, grade.message_ref_id = index, ref_id
+                grades.append(grade)
+                if on_grade is not None:
+                    on_grade(grade)
+        else:
+            result = await run_deck(
+                target, provider=provider, context={"session": session}, **run_options
+            )
+            grades.append(_grade_from_output(result.output))
+            if on_grade is not None:
+                on_grade(grades[-1])
+    except Exception as exc:  # recorded, so one bad grader does not lose the others' results
+        error = f"{type(exc).__name__}: {exc}"
+    run = GradingRun(
+        id=new_id("grade"),
+        grader_path=deck.path,
+        grader_label=deck.label,
+        mode=mode,
+        grades=grades,
+        status="error" if error else "completed",
+        run_at=_dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
+        error=error,
+    )
+    updated = state.model_copy(deep=True)
+    meta = dict(updated.meta or {})
+    meta["gradingRuns"] = [run.to_json(), *(meta.get("gradingRuns") or [])]
+    updated.meta = meta
+    return run, updated
