@@ -1,0 +1,118 @@
+"""Engine overhead per model call: time spent outside the provider.
+
+A zero-latency scripted provider answers instantly; the provider's own time is measured
+and subtracted, so what remains is the run loop's cost per model call (request building,
+tool dispatch, validation, tracing, state publication). Prints median and p95.
+
+    .venv/bin/python bench/bench_engine.py [--runs 300]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import statistics
+import tempfile
+import textwrap
+import time
+from pathlib import Path
+
+from gambit.core import load_deck_tree, run_deck
+from gambit.providers.offline import Call, ScriptedProvider, Stream
+
+DECK = """
++++
+label = "bench"
+contextSchema = "./in.json"
+modelParams.model = "bench-model"
+[[actions]]
+name = "add"
+description = "Add one"
+execute = "./add.py"
++++
+You add numbers. ![](gambit://snippets/context.md)
+"""
+ADD = """
+import gambit
+deck = gambit.define_deck(
+    run=lambda ctx: {"total": ctx.input["n"] + 1},
+    context_schema={"type": "object", "properties": {"n": {"type": "number"}}, "required": ["n"]},
+    response_schema={"type": "object", "properties": {"total": {"type": "number"}}},
+)
+"""
+
+
+class TimedProvider(ScriptedProvider):
+    """Adds up the time spent inside `responses`, so it can be subtracted."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.inside = 0.0
+        self.calls = 0
+
+    async def responses(self, request, **kwargs):
+        started = time.perf_counter()
+        try:
+            return await super().responses(request, **kwargs)
+        finally:
+            self.inside += time.perf_counter() - started
+            self.calls += 1
+
+
+async def measure(tree, runs: int, *, trace: bool, stream: bool) -> list[float]:
+    per_call: list[float] = []
+    sink: list[dict] = []
+    for _ in range(runs):
+        provider = TimedProvider()
+        provider.enqueue(
+            Call("add", {"n": 1}),
+            Stream(["The ", "total ", "is ", "2."]) if stream else "The total is 2.",
+        )
+        started = time.perf_counter()
+        await run_deck(
+            tree,
+            provider=provider,
+            context={"q": "x"},
+            message="add one to one",
+            stream=stream,
+            on_trace=sink.append if trace else None,
+            on_stream_text=(lambda _t: None) if stream else None,
+            on_state=lambda _s: None,
+        )
+        total = time.perf_counter() - started
+        per_call.append((total - provider.inside) / provider.calls)
+        sink.clear()
+    return per_call
+
+
+def report(name: str, samples: list[float]) -> None:
+    samples = sorted(samples)
+    median = statistics.median(samples) * 1e6
+    p95 = samples[int(len(samples) * 0.95) - 1] * 1e6
+    print(f"{name:<34} median {median:8.0f} µs   p95 {p95:8.0f} µs   per model call")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=300)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as folder:
+        root = Path(folder)
+        (root / "PROMPT.md").write_text(textwrap.dedent(DECK).lstrip())
+        (root / "in.json").write_text('{"type":"object","properties":{"q":{"type":"string"}}}')
+        (root / "add.py").write_text(textwrap.dedent(ADD))
+        tree = load_deck_tree(root / "PROMPT.md")
+        asyncio.run(measure(tree, 20, trace=True, stream=True))  # warm up
+        print(
+            f"engine overhead, {args.runs} runs of 2 model calls (one compute action, one final answer)"
+        )
+        for trace, stream in ((False, False), (True, False), (True, True)):
+            samples = asyncio.run(measure(tree, args.runs, trace=trace, stream=stream))
+            report(
+                f"tracing {'on ' if trace else 'off'}, streaming {'on ' if stream else 'off'}",
+                samples,
+            )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,33 @@
+"""Regenerate docs/cli.md from the commands' own --help (so the reference cannot drift).
+
+.venv/bin/python docs/generate_cli_reference.py > docs/cli.md
+"""
+
+from __future__ import annotations
+
+import click
+from click.testing import CliRunner
+
+from gambit.cli.main import cli
+
+HEADER = """# The `gambit` command
+
+Generated from `gambit --help` by `docs/generate_cli_reference.py`; a test fails when it is
+out of date. Exit codes: 0 on success, 1 with a one-line reason on stderr for any failure.
+"""
+
+
+def render() -> str:
+    runner = CliRunner()
+    parts = [HEADER]
+    top = runner.invoke(cli, ["--help"], prog_name="gambit", terminal_width=100)
+    parts.append(f"```\n{top.output.rstrip()}\n```\n")
+    assert isinstance(cli, click.Group)
+    for name in sorted(cli.commands):
+        result = runner.invoke(cli, [name, "--help"], prog_name="gambit", terminal_width=100)
+        parts.append(f"## gambit {name}\n\n```\n{result.output.rstrip()}\n```\n")
+    return "\n".join(parts)
+
+
+if __name__ == "__main__":
+    print(render(), end="")
