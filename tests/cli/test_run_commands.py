@@ -502,3 +502,34 @@ def test_grade_missing_state_is_an_error(fake_server: FakeModelServer, workspace
         fake_server, mode, "grade", "graders/whole/PROMPT.md", "--state", "nope.json", cwd=workspace
     )
     assert result.returncode == 1 and "nope.json" in result.stderr
+
+
+def test_ctrl_c_cancels_the_run_and_keeps_what_arrived(
+    fake_server: FakeModelServer, workspace: Path
+):
+    import signal
+    import time
+
+    fake_server.queue(Reply(deltas=["one ", "two ", "three ", "four"], delay=0.5))
+    state, trace = workspace / "s.json", workspace / "t.jsonl"
+    env = {**os.environ, **fake_server.env()}
+    process = subprocess.Popen(
+        [GAMBIT, "run", "bot/PROMPT.md", "--context", '{"customer":"Sam"}', "--message", "hi", "--stream",
+         "--state", str(state), "--trace", str(trace)],
+        cwd=workspace, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline and "response.output_text.delta" not in (
+        trace.read_text() if trace.exists() else ""
+    ):
+        time.sleep(0.05)
+    process.send_signal(signal.SIGINT)
+    stdout, stderr = process.communicate(timeout=20)
+    assert process.returncode == 1
+    assert stderr.strip().splitlines()[-1] == "error: run canceled"
+    assert stdout.startswith("one ") and "four" not in stdout
+    events = [json.loads(line) for line in trace.read_text().splitlines()]
+    assert events[-1]["type"] == "run.end" and events[-1]["status"] == "canceled"
+    assert [
+        m["content"] for m in json.loads(state.read_text())["messages"] if m["role"] == "user"
+    ] == ["hi"]
