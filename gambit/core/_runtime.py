@@ -49,7 +49,7 @@ from ._openresponses import (
 )
 from ._provider import ChatProvider, ModelProvider, ModelResolver, ProviderResponse, ResolvedModel
 from ._schema import Schema, SchemaValidationError
-from ._state import SavedState, new_state, state_items
+from ._state import MessageRef, SavedState, new_state, state_items
 
 DEFAULT_MAX_DEPTH = 3
 DEFAULT_MAX_PASSES = 10
@@ -421,27 +421,23 @@ def _resolve_root_input(deck: Deck, context: Any, message: Any) -> Any:
 
 
 def _with_items(state: SavedState, items: list[Any], mode: Mode) -> SavedState:
+    """The state with this conversation; items are already validated, so nothing is re-parsed."""
     messages = items_to_messages(items)
-    prior_refs = state.message_refs or []
-    refs = []
-    for index, msg in enumerate(messages):
-        if index < len(prior_refs) and prior_refs[index].role == msg.role:
-            refs.append(prior_refs[index])
-        else:
-            refs.append({"id": new_id("msg"), "role": msg.role})
-    data = state.to_dict()
-    data.update(
-        {
+    prior = state.message_refs or []
+    refs = [
+        prior[index]
+        if index < len(prior) and prior[index].role == message.role
+        else MessageRef(id=new_id("msg"), role=message.role)
+        for index, message in enumerate(messages)
+    ]
+    return state.model_copy(
+        update={
             "format": mode,
-            "messages": [m.to_dict() for m in messages],
-            "messageRefs": [r if isinstance(r, dict) else r.to_dict() for r in refs],
+            "messages": messages,
+            "message_refs": refs,
+            "items": list(items) if mode == "responses" else None,
         }
     )
-    if mode == "responses":
-        data["items"] = [item_to_dict(i) for i in items]
-    else:
-        data.pop("items", None)
-    return SavedState.model_validate(data)
 
 
 def _validate(schema: Schema | None, value: Any, *, what: str, deck_path: str, code: str) -> Any:
