@@ -47,7 +47,14 @@ from ._openresponses import (
     json_schema_text_format,
     message_item,
 )
-from ._provider import ChatProvider, ModelProvider, ModelResolver, ProviderResponse, ResolvedModel
+from ._provider import (
+    ChatProvider,
+    ModelProvider,
+    ModelResolver,
+    ProviderError,
+    ProviderResponse,
+    ResolvedModel,
+)
 from ._schema import Schema, SchemaValidationError
 from ._state import MessageRef, SavedState, new_state, state_items
 
@@ -90,6 +97,14 @@ class RunError(GambitError):
 
 class DeckFailure(RunError):
     """Raised by `ctx.fail(...)` in a compute deck."""
+
+
+class _DeadlineExceeded(RunError):
+    """The run's own deadline passed (guardrails.timeoutMs); never confused with a
+    `TimeoutError` raised by deck code or a tool handler."""
+
+    def __init__(self, deck_path: str):
+        super().__init__("Timeout exceeded", code="timeout", deck_path=deck_path)
 
 
 def is_end_signal(value: Any) -> bool:
@@ -213,7 +228,7 @@ class _Limits:
 
     def check(self, deck_path: str) -> None:
         if self.deadline is not None and time.monotonic() >= self.deadline:
-            raise RunError("Timeout exceeded", code="timeout", deck_path=deck_path)
+            raise _DeadlineExceeded(deck_path)
 
 
 @dataclass
@@ -292,13 +307,28 @@ async def run_deck(
     base.run_id = resolved_run_id
     root_state = _RootState(base, on_state, mode)
     resumed = state is not None and bool(state_items(state))
-    limits = _limits(Guardrails(), guardrails or Guardrails(), None, root.path)
+    limits = _root_limits(guardrails or Guardrails())
     status, error = "completed", None
     started = time.monotonic()
     try:
         if context is _MISSING and resumed:
             context = _recover_context(state)
         context = _resolve_root_input(root, context, message)
+        if context is not _MISSING:
+            context = _validate(
+                root.context_schema,
+                context,
+                what="context",
+                deck_path=root.path,
+                code="invalid_input",
+            )
+        elif root.context_schema is not None and not root.context_schema.is_optional:
+            raise RunError(
+                f"{root.path} requires context input: its contextSchema does not accept an"
+                " empty value (pass --context)",
+                code="invalid_input",
+                deck_path=root.path,
+            )
         run.trace(
             "run.start",
             deckPath=root.path,
@@ -318,6 +348,7 @@ async def run_deck(
             message=message,
             root_state=root_state,
             resumed=resumed,
+            context_validated=True,
         )
         ended = is_end_signal(output)
         if ended:
@@ -348,15 +379,14 @@ def run_deck_sync(deck: str | Path | Deck | DeckTree, **options: Any) -> RunResu
 # ---- helpers: input, limits, state ----------------------------------------------------------
 
 
-def _limits(
-    base: Guardrails, caller: Guardrails, deadline: float | None, deck_path: str
-) -> _Limits:
+def _root_limits(caller: Guardrails) -> _Limits:
+    """The caller's guardrails over the defaults; the deadline starts with the root deck."""
     merged = Guardrails(
-        max_depth=_first(caller.max_depth, base.max_depth, DEFAULT_MAX_DEPTH),
-        max_passes=_first(caller.max_passes, base.max_passes, DEFAULT_MAX_PASSES),
-        timeout_ms=_first(caller.timeout_ms, base.timeout_ms, DEFAULT_TIMEOUT_MS),
+        max_depth=_first(caller.max_depth, DEFAULT_MAX_DEPTH),
+        max_passes=_first(caller.max_passes, DEFAULT_MAX_PASSES),
+        timeout_ms=_first(caller.timeout_ms, DEFAULT_TIMEOUT_MS),
     )
-    return _Limits(merged, _deadline(merged.timeout_ms, deadline))
+    return _Limits(merged, None)
 
 
 def _deck_limits(deck: Deck, inherited: _Limits) -> _Limits:
@@ -367,11 +397,9 @@ def _deck_limits(deck: Deck, inherited: _Limits) -> _Limits:
         max_passes=_first(own.max_passes, inherited.guardrails.max_passes),
         timeout_ms=_first(own.timeout_ms, inherited.guardrails.timeout_ms),
     )
-    timeout = own.timeout_ms  # only the deck's own timeout starts a new local deadline
-    return _Limits(
-        merged,
-        _deadline(timeout, inherited.deadline) if timeout is not None else inherited.deadline,
-    )
+    # The effective timeout starts a deadline now, capped by the inherited one (a child can
+    # tighten it, never extend it); 0 means no local limit.
+    return _Limits(merged, _deadline(merged.timeout_ms, inherited.deadline))
 
 
 def _deadline(timeout_ms: int | None, inherited: float | None) -> float | None:
@@ -517,6 +545,7 @@ async def _execute(
     root_state: _RootState | None = None,
     resumed: bool = False,
     emitted: list[dict[str, Any]] | None = None,
+    context_validated: bool = False,
 ) -> Any:
     """Run one deck (root or child). `emitted` collects a compute child's intermediate items."""
     if depth >= (limits.guardrails.max_depth or DEFAULT_MAX_DEPTH):
@@ -534,7 +563,7 @@ async def _execute(
             code="invalid_deck",
             deck_path=deck.path,
         )
-    if context is not _MISSING:
+    if context is not _MISSING and not context_validated:
         context = _validate(
             deck.context_schema, context, what="context", deck_path=deck.path, code="invalid_input"
         )
@@ -589,6 +618,7 @@ class ComputeContext:
         self._loop = loop
         self.emitted_items: list[dict[str, Any]] = []
         self._sequence = 0
+        self._spawned: list[Any] = []  # futures of children spawned from a sync run
 
     def log(self, entry: Any = None, **fields: Any) -> None:
         """Trace a `log` event: `ctx.log("text")` or `ctx.log({"message", "level", "title", "body", "meta"})`."""
@@ -643,7 +673,37 @@ class ComputeContext:
         """Emit a supplemental output item to the parent before this action completes."""
         if not isinstance(item, dict) or not isinstance(item.get("type"), str) or not item["type"]:
             raise ValueError("emit_output_item needs an item object with a non-empty type")
-        response_id = f"{self.action_call_id}:intermediate"
+        index = len(self.emitted_items)
+        if index == 0:
+            self._emit_response_event(
+                "response.created",
+                response={
+                    "id": self._response_id,
+                    "object": "response",
+                    "status": "in_progress",
+                    "output": [],
+                },
+            )
+        for kind in ("response.output_item.added", "response.output_item.done"):
+            self._emit_response_event(
+                kind, response_id=self._response_id, output_index=index, item=item
+            )
+        self.emitted_items.append(
+            {
+                "responseId": self._response_id,
+                "actionCallId": self.action_call_id,
+                "parentActionCallId": self.parent_action_call_id,
+                "deckPath": self._deck.path,
+                "outputIndex": index,
+                "item": item,
+            }
+        )
+
+    @property
+    def _response_id(self) -> str:
+        return f"{self.action_call_id}:intermediate"
+
+    def _emit_response_event(self, type_: str, **fields: Any) -> None:
         meta = {
             "run_id": self.run_id,
             "action_call_id": self.action_call_id,
@@ -651,51 +711,26 @@ class ComputeContext:
         }
         if self.parent_action_call_id:
             meta["parent_action_call_id"] = self.parent_action_call_id
-        index = len(self.emitted_items)
-        if index == 0:
-            self._emit_response_event(
-                "response.created",
-                response={
-                    "id": response_id,
-                    "object": "response",
-                    "status": "in_progress",
-                    "output": [],
-                },
-                meta=meta,
-            )
-        for kind in ("response.output_item.added", "response.output_item.done"):
-            self._emit_response_event(
-                kind, response_id=response_id, output_index=index, item=item, meta=meta
-            )
-        self.emitted_items.append(item)
-
-    def _emit_response_event(self, type_: str, *, meta: dict[str, Any], **fields: Any) -> None:
         self._sequence += 1
         self._run.trace(type_, sequence_number=self._sequence, _gambit=meta, **fields)
 
     def _complete_emitter(self, ok: bool, error: str | None = None) -> None:
         if not self.emitted_items:
             return
-        response_id = f"{self.action_call_id}:intermediate"
-        meta = {
-            "run_id": self.run_id,
-            "action_call_id": self.action_call_id,
-            "deck_path": self._deck.path,
-        }
         if ok:
+            output = [entry["item"] for entry in self.emitted_items]
             self._emit_response_event(
                 "response.completed",
                 response={
-                    "id": response_id,
+                    "id": self._response_id,
                     "object": "response",
                     "status": "completed",
-                    "output": self.emitted_items,
+                    "output": output,
                 },
-                meta=meta,
             )
         else:
             self._emit_response_event(
-                "response.failed", response_id=response_id, error={"message": error}, meta=meta
+                "response.failed", response_id=self._response_id, error={"message": error}
             )
 
     def fail(self, message: str, *, code: str | None = None, details: Any = None) -> None:
@@ -717,13 +752,20 @@ class ComputeContext:
             running = None
         if running is self._loop:
             return coro
-        return asyncio.run_coroutine_threadsafe(coro, self._loop).result()
+        future = asyncio.run_coroutine_threadsafe(coro, self._loop)
+        self._spawned.append(future)
+        return future.result()
+
+    def _cancel_spawned(self) -> None:
+        for future in self._spawned:
+            future.cancel()
 
     async def _spawn(self, path: str, input: Any, message: Any) -> Any:
         self._limits.check(self._deck.path)
         target = str((Path(self._deck.path).parent / path).resolve())
         child = self._run.deck(target)
         child_message = self.initial_user_message if message is _MISSING else message
+        state = self._root_state
         return await _execute(
             self._run,
             child,
@@ -732,6 +774,8 @@ class ComputeContext:
             parent_action_call_id=self.action_call_id,
             limits=self._limits,
             message=child_message,
+            root_state=state,  # the working state (reference §2.9)
+            resumed=bool(state is not None and state_items(state.state)),
         )
 
 
@@ -749,6 +793,8 @@ async def _run_compute(
 ) -> Any:
     action_call_id = new_id("action")
     loop = asyncio.get_running_loop()
+    if root_state is None:  # a child compute deck works on a state of its own
+        root_state = _RootState(new_state(run.mode, run_id=run.run_id), None, run.mode)
     ctx = ComputeContext(
         run,
         deck,
@@ -774,6 +820,7 @@ async def _run_compute(
             deck.response_schema, result, deck_path=deck.path, is_root=depth == 0
         )
     except BaseException as exc:
+        ctx._cancel_spawned()
         ctx._complete_emitter(False, str(exc))
         raise
     ctx._complete_emitter(True)
@@ -783,18 +830,22 @@ async def _run_compute(
 
 
 async def _with_deadline(awaitable: Awaitable[Any], limits: _Limits, deck_path: str) -> Any:
+    """Await `awaitable`, cancelling it when the run's deadline passes."""
     remaining = limits.remaining()
     if remaining is None:
         return await awaitable
     if remaining <= 0:
         if inspect.iscoroutine(awaitable):
             awaitable.close()
-        raise RunError("Timeout exceeded", code="timeout", deck_path=deck_path)
+        raise _DeadlineExceeded(deck_path)
+    scope = asyncio.timeout(remaining)
     try:
-        async with asyncio.timeout(remaining):
+        async with scope:
             return await awaitable
     except TimeoutError:
-        raise RunError("Timeout exceeded", code="timeout", deck_path=deck_path) from None
+        if scope.expired():
+            raise _DeadlineExceeded(deck_path) from None
+        raise  # a TimeoutError of the deck's own code
 
 
 # ---- LLM decks --------------------------------------------------------------------------------
@@ -1086,6 +1137,14 @@ class _LlmExecution:
                 with contextlib.suppress(asyncio.CancelledError, Exception):
                     await idle
         streamer.finish(result.response)
+        if result.response.status == "failed":
+            code, message = _error_fields(result.response.error)
+            raise ProviderError(
+                (message or "the response failed") + f" (model {resolved.model})",
+                provider=getattr(provider, "name", "provider"),
+                code=code,
+                partial_text=streamer.text(),
+            )
         if result.updated_state is not None and self.root_state is not None:
             self.root_state.state.meta = result.updated_state.meta or self.root_state.state.meta
         output_items = list(result.response.output)
@@ -1139,6 +1198,22 @@ class _LlmExecution:
             on_stream_text=streamer.on_chat_text,
             params=request.params,
         )
+        if result.finish_reason == "tool_calls" and not result.tool_calls:
+            raise RunError(
+                "Model requested tool_calls but provided none",
+                code="provider_protocol",
+                deck_path=self.deck.path,
+            )
+        if (
+            result.finish_reason == "length"
+            and not result.message.content
+            and not result.tool_calls
+        ):
+            raise RunError(
+                "Model stopped early (length) with no content",
+                code="provider_protocol",
+                deck_path=self.deck.path,
+            )
         items: list[Any] = []
         if result.message.content:
             items.append(message_item("assistant", result.message.content))
@@ -1231,6 +1306,7 @@ class _LlmExecution:
                 end_signal = self._end(call)
                 continue
             await self._dispatch(call)
+            self.last_activity = time.monotonic()  # tool results count as activity (ref §2.12)
             if is_end_signal(self.last_child_result):
                 end_signal = self.last_child_result
         if end_signal is not _MISSING:
@@ -1374,6 +1450,8 @@ class _LlmExecution:
                 emitted=emitted,
             )
         except asyncio.CancelledError:
+            if busy is not None and busy.task is not None:
+                busy.task.cancel()  # no late fire: the run is being cancelled
             raise
         except Exception as exc:
             busy_items = await _stop_busy(busy, fire_late=False)
@@ -1388,7 +1466,7 @@ class _LlmExecution:
             return {"status": 200, "payload": result}, busy_items, False
         body = _normalise_result(result)
         if emitted:
-            body["intermediateOutput"] = {"items": emitted}
+            body["intermediateOutput"] = {"policy": "allow", "items": emitted}
         if action.response_schema is not None and action.execute:
             body["payload"] = _validate_output(
                 action.response_schema, body["payload"], deck_path=action.target, is_root=False
@@ -1463,11 +1541,9 @@ class _LlmExecution:
             result = self.run.on_tool(request)
             if inspect.isawaitable(result):
                 result = await _with_deadline(result, self.limits, self.deck.path)
-        except asyncio.CancelledError:
+        except _DeadlineExceeded:
             raise
-        except RunError:
-            raise
-        except Exception as exc:
+        except Exception as exc:  # seed 002: a throwing onTool gives an error envelope
             return {
                 "status": 500,
                 "code": "tool_handler_error",
@@ -1534,13 +1610,25 @@ async def _stop_busy(busy: _Busy | None, *, fire_late: bool, elapsed: float = 0.
 class _StreamTracer:
     """Turns provider stream events into traces and text (reference §4.3)."""
 
+    _TOOL_EVENTS = {
+        "tool.call": "tool.call",
+        "gambit:tool.call": "tool.call",
+        "tool.result": "tool.result",
+        "gambit:tool.result": "tool.result",
+    }
+
     def __init__(self, execution: _LlmExecution, model: str):
         self.execution = execution
         self.model = model
         self.sequence = 0
         self.terminated = False
-        self.saw_delta = False
+        self.deltas: list[str] = []
         self.done_text: list[str] = []
+        self.tool_names: dict[str, str] = {}
+        self.projected: set[tuple[str, str]] = set()
+
+    def text(self) -> str:
+        return "".join(self.deltas)
 
     def _meta(self) -> dict[str, Any]:
         ex = self.execution
@@ -1560,44 +1648,86 @@ class _StreamTracer:
         if not isinstance(kind, str):
             return
         ex.last_activity = time.monotonic()
-        if self.terminated:
+        is_response = kind.startswith("response.")
+        projected_kind = self._TOOL_EVENTS.get(kind)
+        if self.terminated and (is_response or projected_kind):
             return  # nothing after a terminal event (reference §4.3)
-        if kind.startswith("response."):
-            number = event.get("sequence_number")
-            if isinstance(number, int) and not isinstance(number, bool) and number > self.sequence:
-                self.sequence = number
-            else:
-                self.sequence += 1
-            fields = {k: v for k, v in event.items() if k not in ("type", "_gambit")}
-            fields["sequence_number"] = self.sequence
-            ex.run.trace(kind, _gambit={**(event.get("_gambit") or {}), **self._meta()}, **fields)
-            if (
-                kind == "response.output_text.delta"
-                and isinstance(event.get("delta"), str)
-                and event["delta"]
-            ):
-                self.saw_delta = True
-                ex.run.stream_text(event["delta"])
-            elif kind == "response.output_text.done" and isinstance(event.get("text"), str):
-                self.done_text.append(event["text"])
-            if kind in _TERMINAL_EVENTS:
-                self.terminated = True
+        if is_response:
+            self._response_event(kind, event)
+            return
+        ex.run.trace(
+            "model.stream.event",
+            actionCallId=ex.action_call_id,
+            deckPath=ex.deck.path,
+            parentActionCallId=ex.parent,
+            model=self.model,
+            event=event,
+        )
+        if projected_kind:
+            self._project_tool_event(projected_kind, event)
+
+    def _response_event(self, kind: str, event: dict[str, Any]) -> None:
+        ex = self.execution
+        number = event.get("sequence_number")
+        if isinstance(number, int) and not isinstance(number, bool) and number > self.sequence:
+            self.sequence = number
         else:
-            ex.run.trace(
-                "model.stream.event",
-                actionCallId=ex.action_call_id,
-                deckPath=ex.deck.path,
-                parentActionCallId=ex.parent,
-                model=self.model,
-                event=event,
-            )
+            self.sequence += 1
+        fields = {k: v for k, v in event.items() if k not in ("type", "_gambit")}
+        fields["sequence_number"] = self.sequence
+        ex.run.trace(kind, _gambit={**(event.get("_gambit") or {}), **self._meta()}, **fields)
+        if (
+            kind == "response.output_text.delta"
+            and isinstance(event.get("delta"), str)
+            and event["delta"]
+        ):
+            self.deltas.append(event["delta"])
+            ex.run.stream_text(event["delta"])
+        elif kind == "response.output_text.done" and isinstance(event.get("text"), str):
+            self.done_text.append(event["text"])
+        if kind in _TERMINAL_EVENTS:
+            self.terminated = True
+
+    def _project_tool_event(self, kind: str, event: dict[str, Any]) -> None:
+        """Tool activity a provider reports in its stream becomes tool.call/tool.result traces."""
+        ex = self.execution
+        call_id = event.get("actionCallId")
+        if not isinstance(call_id, str) or not call_id:
+            return
+        name = (
+            event.get("name")
+            if isinstance(event.get("name"), str)
+            else self.tool_names.get(call_id)
+        )
+        if not name or (call_id, kind) in self.projected:
+            return
+        self.tool_names[call_id] = name
+        self.projected.add((call_id, kind))
+        fields: dict[str, Any] = {
+            "actionCallId": call_id,
+            "name": name,
+            "toolKind": event.get("toolKind") or "mcp_bridge",
+            "parentActionCallId": ex.action_call_id,
+        }
+        if kind == "tool.call":
+            fields["args"] = event.get("args", {})
+        else:
+            fields["result"] = event.get("result")
+        ex.run.trace(kind, **fields)
 
     def on_chat_text(self, chunk: str) -> None:
         self.on_event({"type": "response.output_text.delta", "output_index": 0, "delta": chunk})
 
     def finish(self, response: Any) -> None:
-        if not self.saw_delta and self.done_text:
+        if not self.deltas and self.done_text:
             self.execution.run.stream_text("".join(self.done_text))
+
+
+def _error_fields(error: Any) -> tuple[str | None, str | None]:
+    """`(code, message)` of a response error, whether a model or a plain dict."""
+    if isinstance(error, dict):
+        return error.get("code"), error.get("message")
+    return getattr(error, "code", None), getattr(error, "message", None)
 
 
 def _tool(name: str, description: str | None, parameters: dict[str, Any]) -> ResponseToolDefinition:
