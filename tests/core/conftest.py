@@ -1,7 +1,9 @@
 from __future__ import annotations
 
+import asyncio
 import textwrap
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -36,3 +38,37 @@ GRADER_SCHEMAS = """
 contextSchema = "gambit://schemas/graders/contexts/conversation.zod.ts"
 responseSchema = "gambit://schemas/graders/grader_output.zod.ts"
 """
+
+
+MODEL = 'modelParams.model = "test-model"\n'
+
+
+class Recorder:
+    """Collects a run's trace events, streamed text and published states."""
+
+    def __init__(self) -> None:
+        self.events: list[dict[str, Any]] = []
+        self.text: list[str] = []
+        self.states: list[Any] = []
+
+    def types(self, prefix: str = "") -> list[str]:
+        return [e["type"] for e in self.events if e["type"].startswith(prefix)]
+
+    def of(self, type_: str) -> list[dict[str, Any]]:
+        return [e for e in self.events if e["type"] == type_]
+
+    def kwargs(self) -> dict[str, Any]:
+        return {
+            "on_trace": self.events.append,
+            "on_stream_text": self.text.append,
+            "on_state": self.states.append,
+        }
+
+
+async def wait_until(condition, timeout: float = 5.0) -> None:
+    """Poll `condition` until it holds; fail after `timeout` seconds (tests never hang)."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while not condition():
+        assert loop.time() < deadline, "condition not met in time"
+        await asyncio.sleep(0.01)

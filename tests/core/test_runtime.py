@@ -21,43 +21,12 @@ from gambit.core import (
 )
 from gambit.providers.offline import Call, Fail, Reply, ScriptedProvider, Stream
 
-from .conftest import ACTION_SCHEMAS, DeckFolder
+from .conftest import ACTION_SCHEMAS, MODEL, DeckFolder, Recorder, wait_until
 
-MODEL = 'modelParams.model = "test-model"\n'
 OBJECT_IO = """
 contextSchema = "./in.json"
 responseSchema = "./out.json"
 """
-
-
-class Recorder:
-    """Collects trace events and streamed text."""
-
-    def __init__(self) -> None:
-        self.events: list[dict[str, Any]] = []
-        self.text: list[str] = []
-        self.states: list[Any] = []
-
-    def types(self, prefix: str = "") -> list[str]:
-        return [e["type"] for e in self.events if e["type"].startswith(prefix)]
-
-    def of(self, type_: str) -> list[dict[str, Any]]:
-        return [e for e in self.events if e["type"] == type_]
-
-    def kwargs(self) -> dict[str, Any]:
-        return {
-            "on_trace": self.events.append,
-            "on_stream_text": self.text.append,
-            "on_state": self.states.append,
-        }
-
-
-async def wait_until(condition, timeout: float = 5.0) -> None:
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    while not condition():
-        assert loop.time() < deadline, "condition not met in time"
-        await asyncio.sleep(0.01)
 
 
 def input_items(provider: ScriptedProvider, index: int = -1) -> list[Any]:

@@ -15,34 +15,7 @@ import pytest
 from gambit.core import RunError, _runtime, load_deck_tree, run_deck
 from gambit.providers.offline import Call, Reply, ScriptedProvider, Stream
 
-from .conftest import ACTION_SCHEMAS, DeckFolder
-
-MODEL = 'modelParams.model = "test-model"\n'
-
-
-class Recorder:
-    def __init__(self) -> None:
-        self.events: list[dict[str, Any]] = []
-        self.text: list[str] = []
-        self.states: list[Any] = []
-
-    def of(self, type_: str) -> list[dict[str, Any]]:
-        return [e for e in self.events if e["type"] == type_]
-
-    def kwargs(self) -> dict[str, Any]:
-        return {
-            "on_trace": self.events.append,
-            "on_stream_text": self.text.append,
-            "on_state": self.states.append,
-        }
-
-
-async def wait_until(condition, timeout: float = 5.0) -> None:
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    while not condition():
-        assert loop.time() < deadline, "condition not met in time"
-        await asyncio.sleep(0.01)
+from .conftest import ACTION_SCHEMAS, MODEL, DeckFolder, Recorder, wait_until
 
 
 def slow(reply: Any, seconds: float):
