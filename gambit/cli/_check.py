@@ -1,4 +1,9 @@
-"""`gambit check DECK [--json] [--strict]` (DESIGN §9, a stable interface)."""
+"""`gambit check DECK [--json] [--strict] [--providers]` (DESIGN §9, a stable interface).
+
+`--providers` adds, for every model the deck tree uses, which provider serves it and whether
+that provider is configured (no network access); the JSON object gains a `providers` key
+only then, and a deck whose model list has no configured candidate is an error.
+"""
 
 from __future__ import annotations
 
@@ -6,24 +11,34 @@ import json
 import os
 import sys
 import time
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 import click
 
 from gambit.core import Problem, check_deck_tree, find_workspace_decks
 
 
-def check_report(target: Path, *, strict: bool) -> dict:
-    """The `--json` object: `{ok, errors, warnings, decks}`.
+def check_report(
+    target: Path,
+    *,
+    strict: bool,
+    providers: bool = False,
+    env: Mapping[str, str] | None = None,
+) -> dict:
+    """The `--json` object: `{ok, errors, warnings, decks}` (plus `providers` when asked).
 
     A folder without its own PROMPT.md is a workspace: every deck folder directly inside it
-    is checked as a root deck.
+    is checked as a root deck. With `providers`, `env` (default: `os.environ`) decides which
+    providers are configured.
     """
     roots = find_workspace_decks(target) if target.is_dir() else [target]
     errors: list[Problem] = []
     warnings: list[Problem] = []
     decks: list[dict] = []
     seen: set[tuple[str, str]] = set()
+    models_by_deck: dict[str, list[str]] = {}
     if target.is_dir() and not roots:
         errors.append(
             Problem(
@@ -41,13 +56,83 @@ def check_report(target: Path, *, strict: bool) -> dict:
                 if (entry.path, entry.role) not in seen:
                     seen.add((entry.path, entry.role))
                     decks.append({"path": entry.path, "role": entry.role, "label": entry.label})
+            for path, deck in tree.decks.items():
+                if deck.model_params.models and path not in models_by_deck:
+                    models_by_deck[path] = list(deck.model_params.models)
+    report: dict[str, Any] = {}
+    if providers:
+        report["providers"] = provider_report(
+            models_by_deck, os.environ if env is None else env, errors, warnings
+        )
     return {
         "ok": not errors,
         "errors": [p.to_json() for p in errors],
         "warnings": [p.to_json() for p in warnings],
         "decks": decks,
+        **report,
         "_problems": (errors, warnings),
     }
+
+
+def provider_report(
+    models_by_deck: Mapping[str, list[str]],
+    env: Mapping[str, str],
+    errors: list[Problem],
+    warnings: list[Problem],
+) -> dict[str, Any]:
+    """`{"models": [...], "decks": [...]}` for `--providers`; adds its problems to the lists.
+
+    `models`: one entry per model (aliases and lists expanded; `describe_providers` fields
+    plus `decks`, the deck paths that use it). `decks`: per deck that sets a model, the list
+    as written, the candidate that would serve it (`model`, None when none can) and
+    `available`. Each deck uses the `gambit.toml` found from its own folder.
+    """
+    from gambit.providers import ConfigError, describe_model_list, load_config
+
+    models: dict[str, dict[str, Any]] = {}
+    deck_rows: list[dict[str, Any]] = []
+    for path, names in models_by_deck.items():
+        try:
+            config = load_config(Path(path).parent)
+        except ConfigError as exc:
+            problem = Problem(str(exc), file=path, key="modelParams.model")
+            if problem not in errors:
+                errors.append(problem)
+            continue
+        for message in config.warnings:
+            where = str(config.path) if config.path else None
+            problem = Problem(message, file=where, severity="warning")
+            if problem not in warnings:
+                warnings.append(problem)
+        described = describe_model_list(names, env, config)
+        for message in described["warnings"]:
+            warnings.append(
+                Problem(message, file=path, key="modelParams.model", severity="warning")
+            )
+        for candidate in described["candidates"]:
+            entry = models.setdefault(candidate["model"], {**candidate, "decks": []})
+            if path not in entry["decks"]:
+                entry["decks"].append(path)
+        deck_rows.append(
+            {
+                "path": path,
+                "models": names,
+                "model": described["model"],
+                "available": described["available"],
+            }
+        )
+        if not described["available"]:
+            errors.append(
+                Problem(
+                    "no provider is configured for any model in the list; tried: "
+                    + (described["tried"] or "nothing"),
+                    file=path,
+                    key="modelParams.model",
+                    hint="set the provider's environment variables (gambit check --providers "
+                    "shows which), or change the model",
+                )
+            )
+    return {"models": list(models.values()), "decks": deck_rows}
 
 
 @click.command("check")
@@ -60,7 +145,15 @@ def check_report(target: Path, *, strict: bool) -> dict:
     is_flag=True,
     help="Treat deprecated keys and URIs as errors (1.0 behaviour; also GAMBIT_STRICT=1).",
 )
-def check_command(deck: Path, as_json: bool, strict: bool) -> None:
+@click.option(
+    "--providers",
+    "with_providers",
+    is_flag=True,
+    help="Also report, per model the decks use, which provider serves it and whether it is "
+    "configured (no network access; JSON: a `providers` key). A deck whose model list has no "
+    "configured candidate is an error.",
+)
+def check_command(deck: Path, as_json: bool, strict: bool, with_providers: bool) -> None:
     """Load DECK and every deck it references, and report problems.
 
     DECK is a PROMPT.md, a Python compute deck (.py), a deck folder, or a folder of deck
@@ -68,7 +161,7 @@ def check_command(deck: Path, as_json: bool, strict: bool) -> None:
     """
     strict = strict or os.environ.get("GAMBIT_STRICT") == "1"
     started = time.perf_counter()
-    report = check_report(deck, strict=strict)
+    report = check_report(deck, strict=strict, providers=with_providers)
     elapsed_ms = (time.perf_counter() - started) * 1000
     errors, warnings = report.pop("_problems")
     if as_json:
@@ -77,6 +170,9 @@ def check_command(deck: Path, as_json: bool, strict: bool) -> None:
         for entry in report["decks"]:
             label = f"  {entry['label']}" if entry["label"] else ""
             click.echo(f"{entry['role']:<8} {_relative(entry['path'])}{label}")
+        if "providers" in report:
+            for line in provider_lines(report["providers"]):
+                click.echo(line)
         for problem in warnings:
             click.echo(click.style("warning: ", fg="yellow") + _render(problem), err=True)
         for problem in errors:
@@ -84,6 +180,26 @@ def check_command(deck: Path, as_json: bool, strict: bool) -> None:
         summary = f"{len(report['decks'])} decks, {len(errors)} errors, {len(warnings)} warnings ({elapsed_ms:.0f} ms)"
         click.echo(("ok: " if report["ok"] else "failed: ") + summary, err=not report["ok"])
     sys.exit(0 if report["ok"] else 1)
+
+
+def provider_lines(providers: Mapping[str, Any]) -> list[str]:
+    """One human line per model: `model    NAME  -> provider: status`."""
+    lines = []
+    for entry in providers["models"]:
+        name = entry["model"] + (f" (alias {entry['alias']})" if entry.get("alias") else "")
+        provider = entry["provider"] or "(no default provider)"
+        if not entry["configured"]:
+            status = f"not configured: {entry['reason']}"
+        elif entry["offline"]:
+            status = "offline (no network)"
+        else:
+            status = f"configured, {entry['baseUrl']}"
+            if entry["provider"] == "ollama":
+                status += " (whether the model is pulled is not checked)"
+        lines.append(f"{'model':<8} {name}  -> {provider}: {status}")
+    if not providers["models"]:
+        lines.append(f"{'model':<8} (no deck sets [modelParams].model)")
+    return lines
 
 
 def _relative(path: str) -> str:

@@ -8,6 +8,7 @@ import os
 import sys
 import time
 from collections.abc import Callable, Coroutine, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -191,23 +192,50 @@ def common_run_options(func: Callable[..., Any]) -> Callable[..., Any]:
     return func
 
 
-def run_options(
-    *,
-    mode: str,
-    stream: bool,
-    model: str | None,
-    model_force: str | None,
-    router: Any,
-    sink: TraceSink,
-) -> dict[str, Any]:
-    return {
-        "mode": mode,
-        "stream": stream,
-        "default_model": model,
-        "model_override": model_force,
-        "model_resolver": router,
-        "on_trace": sink,
-    }
+@dataclass
+class RunFlags:
+    """The options of `common_run_options`, parsed once."""
+
+    context: Any
+    message: Any
+    state_path: Path | None
+    trace_path: Path | None
+    stream: bool
+    verbose: bool
+    mode: str
+    model: str | None
+    model_force: str | None
+
+    @classmethod
+    def parse(cls, options: dict[str, Any]) -> RunFlags:
+        return cls(
+            context=context_option(options["context"], options["init"]),
+            message=parse_value(options["message"]),
+            state_path=options["state_path"],
+            trace_path=options["trace_path"],
+            stream=options["stream"],
+            verbose=options["verbose"],
+            mode=select_mode(options["responses"], os.environ),
+            model=options["model"],
+            model_force=options["model_force"],
+        )
+
+    @property
+    def message_or_none(self) -> Any:
+        return None if self.message is MISSING else self.message
+
+    def run_options(
+        self, router: Any, sink: TraceSink, *, stream: bool | None = None
+    ) -> dict[str, Any]:
+        """Keyword arguments for `run_deck` (and the scenario and grading helpers)."""
+        return {
+            "mode": self.mode,
+            "stream": self.stream if stream is None else stream,
+            "default_model": self.model,
+            "model_override": self.model_force,
+            "model_resolver": router,
+            "on_trace": sink,
+        }
 
 
 def stdout_writer() -> Callable[[str], None]:

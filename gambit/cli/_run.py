@@ -13,17 +13,14 @@ from gambit.core import is_end_signal, load_deck_tree, run_deck
 
 from ._common import (
     MISSING,
+    RunFlags,
     TraceSink,
     common_run_options,
-    context_option,
     deck_argument_exists,
     make_router,
-    parse_value,
     read_state,
     render_output,
     run_async,
-    run_options,
-    select_mode,
     state_saver,
     stdout_writer,
 )
@@ -32,31 +29,18 @@ from ._common import (
 @click.command("run")
 @click.argument("deck", type=click.Path(path_type=Path))
 @common_run_options
-def run_command(
-    deck: Path,
-    context,
-    init,
-    message,
-    state_path,
-    trace_path,
-    stream,
-    verbose,
-    responses,
-    model,
-    model_force,
-) -> None:
+def run_command(deck: Path, **options: Any) -> None:
     """Run DECK once and print its output (JSON when it is not a string).
 
     With --state the conversation resumes from the file and is saved back after every
     model pass, so a failed run keeps everything recorded so far.
     """
     deck_argument_exists(deck)
-    context_value = context_option(context, init)
-    message_value = parse_value(message)
+    flags = RunFlags.parse(options)
 
     async def main() -> None:
         tree = load_deck_tree(deck, strict=os.environ.get("GAMBIT_STRICT") == "1")
-        sink = TraceSink(trace_path, verbose)
+        sink = TraceSink(flags.trace_path, flags.verbose)
         router = make_router(deck)
         streamed: list[str] = []
         write = stdout_writer()
@@ -69,25 +53,18 @@ def run_command(
             result = await run_deck(
                 tree,
                 provider=router,
-                context=context_value,
-                message=None if message_value is MISSING else message_value,
-                state=read_state(state_path),
-                on_state=state_saver(state_path),
-                on_stream_text=on_text if stream else None,
-                **run_options(
-                    mode=select_mode(responses, os.environ),
-                    stream=stream,
-                    model=model,
-                    model_force=model_force,
-                    router=router,
-                    sink=sink,
-                ),
+                context=flags.context,
+                message=flags.message_or_none,
+                state=read_state(flags.state_path),
+                on_state=state_saver(flags.state_path),
+                on_stream_text=on_text if flags.stream else None,
+                **flags.run_options(router, sink),
             )
         finally:
             sink.close()
             await router.aclose()
         text = render_output(result.output)
-        if stream and streamed and "".join(streamed).strip() == text.strip():
+        if flags.stream and streamed and "".join(streamed).strip() == text.strip():
             write("\n")  # the answer already streamed
         else:
             if streamed:
@@ -100,19 +77,7 @@ def run_command(
 @click.command("repl")
 @click.argument("deck", type=click.Path(path_type=Path))
 @common_run_options
-def repl_command(
-    deck: Path,
-    context,
-    init,
-    message,
-    state_path,
-    trace_path,
-    stream,
-    verbose,
-    responses,
-    model,
-    model_force,
-) -> None:
+def repl_command(deck: Path, **options: Any) -> None:
     """Talk to DECK turn by turn on stdin; replies stream as they arrive.
 
     The deck speaks first when its startMode is "assistant" (the default) and no --message
@@ -120,26 +85,18 @@ def repl_command(
     the deck calling gambit_end. With --state the conversation is saved after every pass.
     """
     deck_argument_exists(deck)
-    context_value = context_option(context, init)
-    first_message = parse_value(message)
+    flags = RunFlags.parse(options)
     interactive = sys.stdin.isatty()
 
     async def main() -> None:
         tree = load_deck_tree(deck, strict=os.environ.get("GAMBIT_STRICT") == "1")
-        sink = TraceSink(trace_path, verbose)
+        sink = TraceSink(flags.trace_path, flags.verbose)
         router = make_router(deck)
         write = stdout_writer()
-        state = read_state(state_path)
-        save = state_saver(state_path)
-        options = run_options(
-            mode=select_mode(responses, os.environ),
-            stream=True,
-            model=model,
-            model_force=model_force,
-            router=router,
-            sink=sink,
-        )
-        pending_context: Any = context_value
+        state = read_state(flags.state_path)
+        save = state_saver(flags.state_path)
+        options = flags.run_options(router, sink, stream=True)
+        pending_context: Any = flags.context
 
         async def turn(user: Any) -> bool:
             nonlocal state, pending_context
@@ -163,8 +120,8 @@ def repl_command(
             return True
 
         try:
-            if first_message is not MISSING:
-                go_on = await turn(first_message)
+            if flags.message is not MISSING:
+                go_on = await turn(flags.message)
             elif state is None and (tree.root.start_mode or "assistant") == "assistant":
                 go_on = await turn(None)
             else:

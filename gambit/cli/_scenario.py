@@ -6,6 +6,7 @@ import datetime as _dt
 import os
 import re
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -15,16 +16,14 @@ from gambit.core._scenario import run_scenario
 
 from ._common import (
     MISSING,
+    RunFlags,
     TraceSink,
     common_run_options,
-    context_option,
     deck_argument_exists,
     fail,
     make_router,
-    parse_value,
     read_state,
     run_async,
-    run_options,
     select_mode,
     stdout_writer,
 )
@@ -76,20 +75,7 @@ def _print_grading(run: GradingRun) -> None:
 )
 @common_run_options
 def scenario_command(
-    root,
-    scenario_path,
-    graders,
-    max_turns,
-    context,
-    init,
-    message,
-    state_path,
-    trace_path,
-    stream,
-    verbose,
-    responses,
-    model,
-    model_force,
+    root: Path, scenario_path: Path, graders: tuple[Path, ...], max_turns: int, **options: Any
 ) -> None:
     """Let a synthetic user (a scenario deck) talk to ROOT, then grade the conversation.
 
@@ -97,9 +83,8 @@ def scenario_command(
     """
     for path in (root, scenario_path, *graders):
         deck_argument_exists(path)
-    context_value = context_option(context, init)
-    message_value = parse_value(message)
-    state_file = state_path or _default_state_path(root)
+    flags = RunFlags.parse(options)
+    state_file = flags.state_path or _default_state_path(root)
     write = stdout_writer()
 
     async def main() -> None:
@@ -107,16 +92,9 @@ def scenario_command(
         root_tree = load_deck_tree(root, strict=strict)
         persona_tree = load_deck_tree(scenario_path, strict=strict)
         grader_trees = [load_deck_tree(g, strict=strict) for g in graders]
-        sink = TraceSink(trace_path, verbose)
+        sink = TraceSink(flags.trace_path, flags.verbose)
         router = make_router(root)
-        options = run_options(
-            mode=select_mode(responses, os.environ),
-            stream=stream,
-            model=model,
-            model_force=model_force,
-            router=router,
-            sink=sink,
-        )
+        options = flags.run_options(router, sink)
         speaking: list[str] = []
 
         def on_stream(who: str, text: str) -> None:
@@ -126,7 +104,7 @@ def scenario_command(
             write(text)
 
         def on_turn(role: str, text: str) -> None:
-            if not stream:
+            if not flags.stream:
                 click.echo(f"{role}> {text}")
 
         try:
@@ -134,17 +112,17 @@ def scenario_command(
                 root_tree,
                 persona_tree,
                 provider=router,
-                context=context_value,
-                message=None if message_value is MISSING else message_value,
-                state=read_state(state_path),
+                context=flags.context,
+                message=flags.message_or_none,
+                state=read_state(flags.state_path),
                 max_turns=max_turns,
                 on_turn=on_turn,
                 on_state=lambda s: save_state(state_file, s),
-                on_stream_text=on_stream if stream else None,
+                on_stream_text=on_stream if flags.stream else None,
                 strict=strict,
                 **options,
             )
-            if stream:
+            if flags.stream:
                 write("\n")
             save_state(state_file, result.state)
             click.echo(
@@ -191,7 +169,14 @@ def scenario_command(
 @click.option("--model", help="Model for graders that set none.")
 @click.option("--model-force", help="Model for every deck, overriding their own.")
 def grade_command(
-    grader, state_path, fail_under, trace_path, verbose, responses, model, model_force
+    grader: Path,
+    state_path: Path,
+    fail_under: float | None,
+    trace_path: Path | None,
+    verbose: bool,
+    responses: bool,
+    model: str | None,
+    model_force: str | None,
 ) -> None:
     """Grade the conversation in --state with GRADER and record the result in the state.
 
@@ -201,6 +186,18 @@ def grade_command(
     deck_argument_exists(grader)
     if not state_path.exists():
         fail(f"{state_path}: state file not found")
+
+    flags = RunFlags(
+        context=MISSING,
+        message=MISSING,
+        state_path=state_path,
+        trace_path=trace_path,
+        stream=False,
+        verbose=verbose,
+        mode=select_mode(responses, os.environ),
+        model=model,
+        model_force=model_force,
+    )
 
     async def main() -> None:
         tree = load_deck_tree(grader, strict=os.environ.get("GAMBIT_STRICT") == "1")
@@ -213,14 +210,7 @@ def grade_command(
                 tree,
                 state,
                 provider=router,
-                **run_options(
-                    mode=select_mode(responses, os.environ),
-                    stream=False,
-                    model=model,
-                    model_force=model_force,
-                    router=router,
-                    sink=sink,
-                ),
+                **flags.run_options(router, sink),
             )
         finally:
             sink.close()

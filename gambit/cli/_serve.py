@@ -1,0 +1,47 @@
+"""`gambit serve` and `gambit worker`: the simulator's server and its worker processes.
+
+The implementation lives in `simulator.serve` (Django side); it is loaded by name inside the
+command functions, so the engine never imports Django, Channels or Daphne.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+import click
+
+
+def _simulator():
+    try:
+        return importlib.import_module("simulator.serve")
+    except ImportError as exc:  # pragma: no cover - a broken install
+        raise click.ClickException(f"the simulator is not installed: {exc}") from exc
+
+
+@click.command("serve")
+@click.argument("deck_or_folder", required=False)
+@click.option("--host", default="127.0.0.1", show_default=True, help="interface to listen on")
+@click.option("--port", default=8000, show_default=True, type=int)
+@click.option(
+    "--workers",
+    type=int,
+    default=None,
+    help="concurrent runs executed inside this process (default 8 embedded, 0 distributed)",
+)
+def serve_command(deck_or_folder: str | None, host: str, port: int, workers: int | None) -> None:
+    """Serve the simulator for a deck or folder (default: the bundled examples).
+
+    Applies migrations, starts Daphne and, in the embedded profile, the in-process workers.
+    With DATABASE_URL and REDIS_URL set it uses PostgreSQL and Redis, and runs are executed
+    by `gambit worker` processes.
+    """
+    _simulator().serve(deck_or_folder, host, port, workers)
+
+
+@click.command("worker")
+@click.option("--slots", default=8, show_default=True, type=int, help="concurrent runs")
+@click.option("--burst", is_flag=True, help="exit once the queue is empty")
+@click.option("--max-runs", type=int, default=None, help="exit after this many runs")
+def worker_command(slots: int, burst: bool, max_runs: int | None) -> None:
+    """Execute queued simulator runs (the distributed profile's worker processes)."""
+    _simulator().work(slots, burst, max_runs)
