@@ -157,6 +157,8 @@ class _Loader:
         self.entries: list[DeckTreeEntry] = []
         self._seen_roles: set[tuple[str, DeckRole]] = set()
         self._modules: dict[str, Any] = {}
+        # (file, key) of schemas a deck declares but that failed to load (already an error).
+        self._failed_schemas: set[tuple[str, str]] = set()
 
     def _local(self, raw: str, file: str, key: str | None) -> Path | None:
         """`raw` resolved against the declaring file's folder; None (with an error) if impossible."""
@@ -252,7 +254,7 @@ class _Loader:
                     ("contextSchema", deck.context_schema),
                     ("responseSchema", deck.response_schema),
                 )
-                if v is None
+                if v is None and (deck.path, k) not in self._failed_schemas
             ]
             if missing:
                 self.diag.deprecated(
@@ -271,7 +273,7 @@ class _Loader:
             ("contextSchema", deck.context_schema),
             ("responseSchema", deck.response_schema),
         ):
-            if value is None:
+            if value is None and (deck.path, key) not in self._failed_schemas:
                 self.diag.error(
                     f"{what} must declare {key}",
                     file=deck.path,
@@ -399,8 +401,12 @@ class _Loader:
         deck = Deck(path=file, kind="markdown")
         self._check_keys(attrs, file)
         self._parse_top_level(deck, attrs, file)
+        # Reference §1.4.1 merge order: card actions in flattened embed order, then the deck's
+        # own; a later entry with the same name replaces the earlier one in place.
+        own_actions, deck.actions = deck.actions, []
         deck.body, embeds = self._expand_body(parsed.body, file, [file], deck)
         deck.embeds = embeds
+        deck.actions = _merge_actions(deck.actions, own_actions)
         self._finish_tools(deck)
         return deck
 
@@ -463,6 +469,8 @@ class _Loader:
                 )
             if ref is not None:
                 schema = self._resolve_schema(ref, file, key)
+                if schema is None:
+                    self._failed_schemas.add((file, canonical))
                 setattr(
                     deck,
                     "context_schema" if canonical == "contextSchema" else "response_schema",
@@ -1062,11 +1070,16 @@ class _Loader:
         if allow_python and target.suffix == ".py":
             return str(target)
         if target.suffix in CODE_SUFFIXES:
+            # A path action must name a PROMPT.md; ported compute code is an `execute` target.
+            py_name = target.name.removesuffix(target.suffix).removesuffix(".deck") + ".py"
+            py_rel = (Path(raw).parent / py_name).as_posix()
+            py_rel = py_rel if py_rel.startswith(("../", "/")) else "./" + py_rel
+            use = f'path = "{py_rel}"' if allow_python else f'execute = "{py_rel}" instead of path'
             self.diag.error(
                 f"{raw!r} is a TypeScript/JavaScript deck, which Gambit for Python cannot run",
                 file=file,
                 key=key,
-                hint="port it to a Python module exporting deck = gambit.define_deck(run=...)",
+                hint=f"port it to Python: {py_name} exporting deck = gambit.define_deck(run=...), then use {use}",
             )
             return None
         self.diag.error(
@@ -1480,10 +1493,7 @@ class _Loader:
             deck.allow_end = True
         card_actions = self._parse_actions(attrs, file, require_description=False)
         if card_actions:
-            merged = {a.name: a for a in card_actions}
-            for action in deck.actions:
-                merged[action.name] = action
-            deck.actions = list(merged.values())
+            deck.actions = _merge_actions(deck.actions, card_actions)
         for canonical, legacy, attr in (
             ("contextFragment", "inputSchema", "context_schema"),
             ("responseFragment", "outputSchema", "response_schema"),
@@ -1520,6 +1530,14 @@ class _Loader:
 
 
 # ---- module helpers ---------------------------------------------------------------------------
+
+
+def _merge_actions(earlier: list[ActionDecl], later: list[ActionDecl]) -> list[ActionDecl]:
+    """`earlier` then `later`; a later action replaces an earlier one of the same name in place."""
+    merged = {a.name: a for a in earlier}
+    for action in later:
+        merged[action.name] = action
+    return list(merged.values())
 
 
 def _snippet_exists(rel: str) -> bool:
