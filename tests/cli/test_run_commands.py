@@ -510,7 +510,7 @@ def test_ctrl_c_cancels_the_run_and_keeps_what_arrived(
     import signal
     import time
 
-    fake_server.queue(Reply(deltas=["one ", "two ", "three ", "four"], delay=0.5))
+    fake_server.queue(Reply(deltas=["one ", "two ", "three ", "four"], delay=1.5))
     state, trace = workspace / "s.json", workspace / "t.jsonl"
     env = {**os.environ, **fake_server.env()}
     process = subprocess.Popen(
