@@ -32,7 +32,15 @@ from ._chat_wire import (
     chat_result_from_response,
     parse_chat_completion,
 )
-from ._http import HttpClient, JsonBody, RetryPolicy, Sleep, StreamBroken
+from ._http import (
+    HttpClient,
+    JsonBody,
+    RetryPolicy,
+    Sleep,
+    StreamBroken,
+    embedded_error,
+    structured_error,
+)
 from ._pricing import ModelPricing, apply_cost, lookup_pricing
 from ._responses_wire import ResponsesAccumulator, WireOptions, parse_response, responses_body
 
@@ -226,13 +234,13 @@ class HttpProvider:
         """POST a Responses body; stream when `body["stream"]`; raise on failure."""
         if not body.get("stream"):
             data = await self.http.request_json("POST", path, body)
-            return self._completed(parse_response(data))
+            return self._completed(data)
         acc = ResponsesAccumulator()
         try:
             async with aclosing(self.http.events(path, body)) as events:
                 async for sse in events:
                     if isinstance(sse, JsonBody):  # the server does not stream
-                        return self._completed(parse_response(sse.data))
+                        return self._completed(sse.data)
                     data = sse.data
                     if data == "[DONE]":
                         break
@@ -251,36 +259,46 @@ class HttpProvider:
                         break
         except StreamBroken as exc:
             if acc.terminal is None:
-                raise self._error(
-                    f"the stream broke after {acc.events} events: {exc.reason}",
-                    partial_text=acc.partial_text,
-                    retryable=True,
-                ) from exc
+                raise self._broken(exc, f"{acc.events} events", acc.partial_text) from exc
         if acc.terminal is None:
             raise self._error(
-                f"the stream ended without a terminal event (response.completed) "
-                f"after {acc.events} events",
+                f"the stream ended without a terminal event (response.completed, "
+                f"response.incomplete or response.failed) after {acc.events} events from "
+                f"{self.http.url(path)}{_kept(acc.partial_text)}",
                 partial_text=acc.partial_text,
                 retryable=True,
             )
         if acc.terminal in ("response.failed", "error"):
-            err = acc.error or {}
             what = "the response failed" if acc.terminal == "response.failed" else "stream error"
-            message = err.get("message") or "no error message"
-            raise self._error(
-                f"{what}: {message}",
-                code=_str_or_none(err.get("code")),
-                param=_str_or_none(err.get("param")),
+            raise structured_error(
+                self.name,
+                what,
+                acc.error or {"message": "no error message"},
                 partial_text=acc.partial_text,
-                retryable=_str_or_none(err.get("type")) in ("server_error", "too_many_requests"),
             )
         return acc.result()
 
-    def _completed(self, response: CreateResponseResponse) -> CreateResponseResponse:
+    def _broken(self, exc: StreamBroken, progress: str, partial: str) -> ProviderError:
+        where = f" from {exc.url}" if exc.url else ""
+        return self._error(
+            f"the stream broke after {progress}{where}{_kept(partial)}: {exc.reason}",
+            partial_text=partial,
+            retryable=True,
+        )
+
+    def _completed(self, data: Any) -> CreateResponseResponse:
+        """A whole (non-streamed) Responses answer; raises when it reports a failure."""
+        err = embedded_error(data)
+        if err is not None:
+            raise structured_error(self.name, "the server answered with an error", err)
+        response = parse_response(data)
         if response.status == "failed":
-            err = response.error
-            message = (err.message if err else None) or "no error message"
-            raise self._error(f"the response failed: {message}", code=err.code if err else None)
+            raw = data.get("error") if isinstance(data, Mapping) else None
+            raise structured_error(
+                self.name,
+                "the response failed",
+                raw if isinstance(raw, Mapping) and raw else {"message": "no error message"},
+            )
         return response
 
     def _decode(self, data: str, partial: str) -> Any:
@@ -300,15 +318,14 @@ class HttpProvider:
     ) -> CreateResponseResponse:
         """POST a Chat Completions body; streams are converted to Open Responses events."""
         if not body.get("stream"):
-            data = await self.http.request_json("POST", path, body)
-            return parse_chat_completion(data)
+            return self._chat_completed(await self.http.request_json("POST", path, body))
         converter = ChatStreamConverter(on_event)
         done = False
         try:
             async with aclosing(self.http.events(path, body)) as events:
                 async for sse in events:
                     if isinstance(sse, JsonBody):
-                        return parse_chat_completion(sse.data)
+                        return self._chat_completed(sse.data)
                     data = sse.data
                     if data == "[DONE]":
                         done = True
@@ -320,29 +337,46 @@ class HttpProvider:
                     if isinstance(chunk, dict):
                         converter.feed(chunk)
         except ChatStreamError as exc:
-            err = exc.error
-            raise self._error(
-                f"stream error: {err.get('message') or err}",
-                code=_str_or_none(err.get("code")),
-                partial_text=converter.partial_text,
+            raise structured_error(
+                self.name, "stream error", exc.error, partial_text=converter.partial_text
             ) from None
         except StreamBroken as exc:
+            raise self._broken(exc, f"{converter.chunks} chunks", converter.partial_text) from exc
+        if converter.finish_reason == "error":
             raise self._error(
-                f"the stream broke after {converter.chunks} chunks: {exc.reason}",
+                "the stream ended with finish_reason 'error' (the upstream model failed)"
+                + _kept(converter.partial_text),
                 partial_text=converter.partial_text,
                 retryable=True,
-            ) from exc
+            )
         if not done and not converter.saw_finish:
             raise self._error(
-                f"the stream ended without [DONE] or a finish_reason after {converter.chunks} chunks",
+                f"the stream ended without [DONE] or a finish_reason after {converter.chunks} "
+                f"chunks from {self.http.url(path)}{_kept(converter.partial_text)}",
                 partial_text=converter.partial_text,
                 retryable=True,
             )
         return converter.finish()
 
+    def _chat_completed(self, data: Any) -> CreateResponseResponse:
+        err = embedded_error(data)
+        if err is not None:
+            raise structured_error(self.name, "the server answered with an error", err)
+        choices = data.get("choices") if isinstance(data, Mapping) else None
+        if (
+            choices
+            and isinstance(choices[0], Mapping)
+            and choices[0].get("finish_reason") == "error"
+        ):
+            raise self._error(
+                "the completion ended with finish_reason 'error' (the upstream model failed)",
+                retryable=True,
+            )
+        return parse_chat_completion(data)
 
-def _str_or_none(value: Any) -> str | None:
-    return None if value is None else str(value)
+
+def _kept(partial: str) -> str:
+    return f" ({len(partial)} characters of text had arrived)" if partial else ""
 
 
 async def _drain(events: Any) -> None:

@@ -62,6 +62,7 @@ __all__ = [
     "GambitConfig",
     "ModelAlias",
     "ProviderRouter",
+    "describe_model_list",
     "describe_providers",
     "find_config",
     "load_config",
@@ -437,6 +438,19 @@ class ProviderRouter:
 # --------------------------------------------------------------------------- check
 
 
+def _redact_userinfo(url: str | None) -> str | None:
+    """`https://user:secret@host/v1` -> `https://***@host/v1` (a base URL may carry a key)."""
+    if not url or "@" not in url:
+        return url
+    scheme, sep, rest = url.partition("://")
+    if not sep:
+        return url
+    netloc, slash, path = rest.partition("/")
+    if "@" not in netloc:
+        return url
+    return f"{scheme}://***@{netloc.rsplit('@', 1)[1]}{slash}{path}"
+
+
 def _spec_info(spec: ProviderSpec, env: Mapping[str, str], config: GambitConfig) -> dict[str, Any]:
     settings = config.provider_settings.get(spec.name, {})
     reason = spec.unconfigured_reason(env)
@@ -445,9 +459,62 @@ def _spec_info(spec: ProviderSpec, env: Mapping[str, str], config: GambitConfig)
         "configured": reason is None,
         "reason": reason,
         "offline": spec.offline,
-        "baseUrl": spec.base_url(env, settings),
+        "baseUrl": _redact_userinfo(spec.base_url(env, settings)),
         "env": {var: ("set" if env.get(var) else "unset") for var in spec.env_vars},
     }
+
+
+def _expand_with_alias(
+    names: Sequence[str], config: GambitConfig
+) -> tuple[list[tuple[str, str | None]], list[str]]:
+    """[(candidate, alias it came from)], warnings: aliases expanded (one level of nesting,
+    like `ProviderRouter.expand`), undefined alias-like names noted."""
+    out: list[tuple[str, str | None]] = []
+    warnings: list[str] = []
+    for name in names:
+        name = name.strip()
+        if not name:
+            continue
+        alias = config.aliases.get(name)
+        if alias is None:
+            if config.aliases and "/" not in name:
+                warnings.append(
+                    f"Model alias {name!r} is not defined in gambit.toml; using literal value"
+                )
+            out.append((name, None))
+            continue
+        for target in alias.models:
+            inner = config.aliases.get(target)
+            if inner is not None and target != name:
+                out.extend((m, name) for m in inner.models)
+            else:
+                out.append((target, name))
+    return out, warnings
+
+
+def _describe_candidate(
+    router: ProviderRouter, candidate: str, alias: str | None, env: Mapping[str, str]
+) -> dict[str, Any]:
+    route = router.route(candidate)
+    entry: dict[str, Any] = {
+        "model": candidate,
+        "alias": alias,
+        "providerModel": route.provider_model,
+    }
+    if route.provider is None:
+        entry.update(
+            {
+                "provider": None,
+                "configured": False,
+                "reason": 'no default provider ([providers] default = "none")',
+                "offline": False,
+                "baseUrl": None,
+                "env": {},
+            }
+        )
+    else:
+        entry.update(_spec_info(PROVIDERS[route.provider], env, router.config))
+    return entry
 
 
 def describe_providers(
@@ -463,29 +530,38 @@ def describe_providers(
     """
     config = config or GambitConfig()
     router = ProviderRouter(config=config, env=env)
-    out: list[dict[str, Any]] = []
-    for model in models:
-        alias = config.aliases.get(model)
-        candidates = alias.models if alias else [model]
-        for candidate in candidates:
-            route = router.route(candidate)
-            entry: dict[str, Any] = {
-                "model": candidate,
-                "alias": model if alias else None,
-                "providerModel": route.provider_model,
-            }
-            if route.provider is None:
-                entry.update(
-                    {
-                        "provider": None,
-                        "configured": False,
-                        "reason": 'no default provider ([providers] default = "none")',
-                        "offline": False,
-                        "baseUrl": None,
-                        "env": {},
-                    }
-                )
-            else:
-                entry.update(_spec_info(PROVIDERS[route.provider], env, config))
-            out.append(entry)
-    return out
+    candidates, _ = _expand_with_alias(models, config)
+    return [_describe_candidate(router, model, alias, env) for model, alias in candidates]
+
+
+def describe_model_list(
+    models: str | Sequence[str],
+    env: Mapping[str, str],
+    config: GambitConfig | None = None,
+) -> dict[str, Any]:
+    """One deck's `[modelParams].model` (a name, an alias or an ordered fallback list) as
+    `gambit check --providers` sees it, without network access:
+
+    `{"candidates": [describe_providers entries], "model": the first configured candidate
+    or None, "available": bool, "tried": "a (provider: reason), ..." when none is,
+    "warnings": [...]}`. Ollama is not asked whether a model is pulled (that needs the
+    network); `gambit run` does ask, for lists.
+    """
+    config = config or GambitConfig()
+    names = [models] if isinstance(models, str) else list(models)
+    router = ProviderRouter(config=config, env=env, probe_ollama=False)
+    expanded, warnings = _expand_with_alias(names, config)
+    candidates = [_describe_candidate(router, model, alias, env) for model, alias in expanded]
+    chosen = next((c["model"] for c in candidates if c["configured"]), None)
+    tried = ", ".join(
+        f"{c['model']} ({c['provider'] or 'default'}: {c['reason']})"
+        for c in candidates
+        if not c["configured"]
+    )
+    return {
+        "candidates": candidates,
+        "model": chosen,
+        "available": chosen is not None,
+        "tried": tried if chosen is None else None,
+        "warnings": warnings,
+    }

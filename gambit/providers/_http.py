@@ -37,8 +37,11 @@ __all__ = [
     "ServerSentEvent",
     "StreamBroken",
     "describe_transport_error",
+    "embedded_error",
+    "error_details",
     "error_from_body",
     "parse_retry_after",
+    "structured_error",
 ]
 
 DEFAULT_TIMEOUT = httpx.Timeout(connect=10.0, read=300.0, write=30.0, pool=10.0)
@@ -159,10 +162,11 @@ def _parse_block(block: bytes) -> ServerSentEvent | None:
 class StreamBroken(Exception):
     """The stream failed after part of it reached the caller (or retries ran out)."""
 
-    def __init__(self, reason: str, *, cause: BaseException | None = None):
+    def __init__(self, reason: str, *, cause: BaseException | None = None, url: str = ""):
         super().__init__(reason)
         self.reason = reason
         self.cause = cause
+        self.url = url
 
 
 @dataclass
@@ -186,12 +190,71 @@ def describe_transport_error(exc: BaseException, url: str) -> str:
         return f"the server closed the connection ({detail})"
     if isinstance(exc, httpx.ReadError):
         return f"the connection was lost ({detail})"
+    if isinstance(exc, httpx.UnsupportedProtocol):
+        return f"cannot use the URL {url}: it needs an http:// or https:// scheme ({detail})"
+    if isinstance(exc, httpx.DecodingError):
+        return f"cannot decode the answer from {url} ({detail})"
     return f"{type(exc).__name__}: {detail}"
 
 
 def _short(text: str, limit: int = 500) -> str:
     text = text.strip()
     return text if len(text) <= limit else text[:limit] + "..."
+
+
+RETRYABLE_ERROR_TYPES = frozenset(
+    {"server_error", "too_many_requests", "rate_limit_error", "overloaded_error", "timeout"}
+)
+"""Error `type`s (or codes) in a stream's `error` / `response.failed` that a retry could fix."""
+
+
+def error_details(err: Mapping[str, Any] | None) -> str:
+    """` (code X, param Y, type Z)` from a structured error, only the fields present."""
+    if not isinstance(err, Mapping):
+        return ""
+    parts = [
+        f"{label} {err[key]}"
+        for key, label in (("code", "code"), ("param", "param"), ("type", "type"))
+        if err.get(key) not in (None, "")
+    ]
+    return f" ({', '.join(parts)})" if parts else ""
+
+
+def structured_error(
+    provider: str,
+    what: str,
+    err: Mapping[str, Any] | str | None,
+    *,
+    status: int | None = None,
+    retryable: bool | None = None,
+    partial_text: str = "",
+) -> ProviderError:
+    """A `ProviderError` from an Open Responses / OpenAI structured error object.
+
+    The message is `<what>: <message> (code C, param P, type T)`; the fields are also set on
+    the exception (`code`, `param`, `status`, and `error_type` for the type). `retryable`
+    defaults to whether the type or code names a transient failure.
+    """
+    fields: dict[str, Any] = dict(err) if isinstance(err, Mapping) else {}
+    message = fields.get("message") if fields else err
+    if message is not None and not isinstance(message, str):
+        message = json.dumps(message)
+    text = f"{what}: {message}" if message else what
+    text += error_details(fields)
+    code, param, err_type = fields.get("code"), fields.get("param"), fields.get("type")
+    if retryable is None:
+        retryable = str(err_type) in RETRYABLE_ERROR_TYPES or str(code) in RETRYABLE_ERROR_TYPES
+    error = ProviderError(
+        text,
+        provider=provider,
+        status=status,
+        code=str(code) if code is not None else None,
+        param=str(param) if param is not None else None,
+        retryable=retryable,
+        partial_text=partial_text,
+    )
+    error.error_type = str(err_type) if err_type is not None else None  # type: ignore[attr-defined]
+    return error
 
 
 def error_from_body(
@@ -201,7 +264,8 @@ def error_from_body(
 
     Understands `{"error": {type, code, param, message}}` (Open Responses / OpenAI),
     `{"error": "text"}` (Ollama), `{"detail": ...}` (FastAPI) and `{"message": ...}`.
-    The error `type` is kept on the exception as `error_type`.
+    The message reads `HTTP 400 from URL: <message> (code C, param P, type T)`; the error
+    `type` is kept on the exception as `error_type`.
     """
     data: Any = body
     if isinstance(body, bytes | str):
@@ -210,34 +274,28 @@ def error_from_body(
             data = json.loads(text) if text.strip() else None
         except ValueError:
             data = _short(text)
-    message = None
-    code = param = err_type = None
-    err = data.get("error") if isinstance(data, dict) else None
-    if isinstance(err, dict):
-        message = err.get("message")
-        code, param, err_type = err.get("code"), err.get("param"), err.get("type")
-    elif isinstance(err, str):
-        message = err
+    err: Mapping[str, Any] | str | None = None
+    nested = data.get("error") if isinstance(data, dict) else None
+    if isinstance(nested, dict | str):
+        err = nested
     elif isinstance(data, dict):
         detail = data.get("detail") or data.get("message")
-        message = detail if isinstance(detail, str) else (json.dumps(detail) if detail else None)
+        err = detail if isinstance(detail, str) else (json.dumps(detail) if detail else None)
     elif isinstance(data, str) and data:
-        message = data
-    text = f"HTTP {status} from {url}"
-    if message:
-        text += f": {message}"
-    if code:
-        text += f" (code {code})"
-    error = ProviderError(
-        text,
-        provider=provider,
-        status=status,
-        code=str(code) if code is not None else None,
-        param=str(param) if param is not None else None,
-        retryable=retryable,
+        err = data
+    return structured_error(
+        provider, f"HTTP {status} from {url}", err, status=status, retryable=retryable
     )
-    error.error_type = err_type  # type: ignore[attr-defined]
-    return error
+
+
+def embedded_error(data: Any) -> Mapping[str, Any] | None:
+    """The `{"error": {...}}` of a 200 answer that carries no result (OpenRouter does this)."""
+    if not isinstance(data, Mapping):
+        return None
+    err = data.get("error")
+    if not err or data.get("choices") or data.get("output") or data.get("status"):
+        return None
+    return err if isinstance(err, Mapping) else {"message": str(err)}
 
 
 Sleep = Callable[[float], Awaitable[Any]]
@@ -275,7 +333,7 @@ class HttpClient:
         else:
             self.timeout = httpx.Timeout(timeout)
         self.retry = retry or RetryPolicy()
-        self._sleep: Sleep = sleep or asyncio.sleep
+        self._sleep: Sleep = sleep if sleep is not None else asyncio.sleep
         self._injected = client
         self._transport = transport
         self._owned: httpx.AsyncClient | None = None
@@ -311,9 +369,16 @@ class HttpClient:
         attempt = 0
         while True:
             extra: dict[str, Any] = {"timeout": self.timeout} if self._send_timeout else {}
-            request = client.build_request(method, url, json=body, headers=headers, **extra)
+            try:
+                request = client.build_request(method, url, json=body, headers=headers, **extra)
+            except httpx.InvalidURL as exc:
+                raise ProviderError(f"invalid URL {url!r}: {exc}", provider=self.provider) from exc
             try:
                 response = await client.send(request, stream=True)
+            except httpx.UnsupportedProtocol as exc:
+                raise ProviderError(
+                    describe_transport_error(exc, url), provider=self.provider
+                ) from exc
             except httpx.TransportError as exc:
                 if attempt < self.retry.max_retries:
                     await self._sleep(self.retry.backoff(attempt))
@@ -357,9 +422,13 @@ class HttpClient:
                     attempt += 1
                     continue
                 raise ProviderError(
-                    describe_transport_error(exc, self.url(path)),
+                    describe_transport_error(exc, self.url(path)) + _attempts(attempt),
                     provider=self.provider,
                     retryable=True,
+                ) from exc
+            except httpx.RequestError as exc:  # a body that cannot be decoded
+                raise ProviderError(
+                    describe_transport_error(exc, self.url(path)), provider=self.provider
                 ) from exc
             finally:
                 await response.aclose()
@@ -415,7 +484,13 @@ class HttpClient:
                     await self._sleep(self.retry.backoff(attempt))
                     attempt += 1
                     continue
-                raise StreamBroken(describe_transport_error(exc, url), cause=exc) from exc
+                reason = describe_transport_error(exc, url)
+                if not delivered:
+                    reason += _attempts(attempt)
+                raise StreamBroken(reason, cause=exc, url=url) from exc
+            except httpx.RequestError as exc:  # undecodable bytes: a retry would not help
+                reason = describe_transport_error(exc, url)
+                raise StreamBroken(reason, cause=exc, url=url) from exc
             finally:
                 await response.aclose()
 

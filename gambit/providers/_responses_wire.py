@@ -309,6 +309,7 @@ class ResponsesAccumulator:
         self.done_items: set[int] = set()
         self.texts: dict[tuple[int, int], list[str]] = {}
         self.args: dict[int, list[str]] = {}
+        self.summaries: dict[tuple[int, int], list[str]] = {}
         self._partial: list[str] = []
         self.terminal: str | None = None
         self.final: dict[str, Any] | None = None
@@ -337,6 +338,15 @@ class ResponsesAccumulator:
                 if key not in self.texts:
                     self._partial.append(event["text"])
                 self.texts[key] = [event["text"]]
+        elif kind in (
+            "response.reasoning_summary_text.delta",
+            "response.reasoning_summary_text.done",
+        ):
+            key = (_int(event.get("output_index")) or 0, _int(event.get("summary_index")) or 0)
+            if kind.endswith(".delta") and isinstance(event.get("delta"), str):
+                self.summaries.setdefault(key, []).append(event["delta"])
+            elif isinstance(event.get("text"), str):
+                self.summaries[key] = [event["text"]]
         elif kind == "response.function_call_arguments.done":
             if isinstance(event.get("arguments"), str):
                 self.args[_int(event.get("output_index")) or 0] = [event["arguments"]]
@@ -369,7 +379,10 @@ class ResponsesAccumulator:
                 self.final = dict(event["response"])
             if kind == "error":
                 nested = event.get("error")
-                self.error = dict(nested) if isinstance(nested, Mapping) else dict(event)
+                if isinstance(nested, Mapping):
+                    self.error = dict(nested)
+                else:  # OpenAI's flat form: {"type": "error", "code", "message", "param"}
+                    self.error = {k: event[k] for k in ("code", "message", "param") if k in event}
             elif kind == "response.failed":
                 err = (self.final or {}).get("error") or event.get("error")
                 self.error = dict(err) if isinstance(err, Mapping) else {}
@@ -390,6 +403,15 @@ class ResponsesAccumulator:
                     item["content"] = content
                 elif item.get("type") == "function_call" and index in self.args:
                     item["arguments"] = "".join(self.args[index])
+                elif item.get("type") == "reasoning":
+                    summary = [dict(p) for p in item.get("summary") or []]
+                    for (out_idx, sidx), pieces in sorted(self.summaries.items()):
+                        if out_idx != index:
+                            continue
+                        while len(summary) <= sidx:
+                            summary.append({"type": "summary_text", "text": ""})
+                        summary[sidx]["text"] = "".join(pieces)
+                    item["summary"] = summary
                 item["status"] = item.get("status") or "in_progress"
             output.append(item)
         return output

@@ -94,3 +94,126 @@ def test_human_output_names_roles_and_problems(tmp_path: Path):
     assert result.returncode == 0
     assert "root" in result.stdout and "L" in result.stdout
     assert "warning:" in result.stderr and "respnd" in result.stderr
+
+
+# ---- --providers -----------------------------------------------------------------------------
+
+
+def _provider_workspace(tmp_path: Path) -> Path:
+    (tmp_path / "gambit.toml").write_text(
+        '[models.aliases]\nfast = ["openai-api/gpt-4.1-mini", "offline/echo"]\n'
+    )
+    root = tmp_path / "bot"
+    (root / "grader").mkdir(parents=True)
+    (root / "PROMPT.md").write_text(
+        "+++\n"
+        '[modelParams]\nmodel = ["openai-api/gpt-4.1", "openrouter/openai/gpt-4.1"]\n'
+        '[[graders]]\npath = "./grader/PROMPT.md"\n'
+        "+++\nHi\n"
+    )
+    (root / "grader" / "PROMPT.md").write_text(
+        '+++\ncontextSchema = "gambit://schemas/graders/contexts/turn.zod.ts"\n'
+        'responseSchema = "gambit://schemas/graders/grader_output.zod.ts"\n'
+        '[modelParams]\nmodel = "fast"\n+++\nGrade.\n'
+    )
+    return root
+
+
+def run_check_env(*args: str, env: dict[str, str], cwd: Path = ROOT) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [GAMBIT, "check", *args],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        env={"PATH": "/usr/bin:/bin", **env},
+        timeout=60,
+    )
+
+
+def test_providers_reports_each_model_as_json(tmp_path: Path):
+    root = _provider_workspace(tmp_path)
+    env = {"OPENROUTER_API_KEY": "sk-secret-value", "OPENROUTER_BASE_URL": "http://127.0.0.1:9/v1"}
+    result = run_check_env(str(root), "--providers", "--json", env=env)
+    assert result.returncode == 0, result.stdout + result.stderr
+    report = json.loads(result.stdout)
+    assert set(report) == {"ok", "errors", "warnings", "decks", "providers"}
+    assert report["ok"] is True and report["errors"] == []
+    models = {m["model"]: m for m in report["providers"]["models"]}
+    assert list(models) == [
+        "openai-api/gpt-4.1",
+        "openrouter/openai/gpt-4.1",
+        "openai-api/gpt-4.1-mini",
+        "offline/echo",
+    ]
+    first = models["openai-api/gpt-4.1"]
+    assert first["provider"] == "openai-api" and first["configured"] is False
+    assert first["reason"] == "OPENAI_API_KEY is not set"
+    served = models["openrouter/openai/gpt-4.1"]
+    assert served["configured"] is True and served["providerModel"] == "openai/gpt-4.1"
+    assert served["baseUrl"] == "http://127.0.0.1:9/v1"
+    assert served["env"]["OPENROUTER_API_KEY"] == "set"
+    assert models["openai-api/gpt-4.1-mini"]["alias"] == "fast"
+    assert models["offline/echo"]["offline"] is True
+    assert models["offline/echo"]["decks"] == [str((root / "grader" / "PROMPT.md").resolve())]
+    decks = {
+        Path(d["path"]).name + ":" + Path(d["path"]).parent.name: d
+        for d in report["providers"]["decks"]
+    }
+    assert decks["PROMPT.md:bot"]["model"] == "openrouter/openai/gpt-4.1"
+    assert decks["PROMPT.md:bot"]["available"] is True
+    assert decks["PROMPT.md:grader"]["models"] == ["fast"]
+    assert decks["PROMPT.md:grader"]["model"] == "offline/echo"
+    assert "sk-secret-value" not in result.stdout + result.stderr
+
+
+def test_providers_human_output_has_one_line_per_model(tmp_path: Path):
+    root = _provider_workspace(tmp_path)
+    result = run_check_env(str(root), "--providers", env={"OPENAI_API_KEY": "k"})
+    assert result.returncode == 0, result.stderr
+    lines = [line for line in result.stdout.splitlines() if line.startswith("model")]
+    assert len(lines) == 4
+    assert "openai-api/gpt-4.1  -> openai-api: configured, https://api.openai.com/v1" in lines[0]
+    assert "openrouter: not configured: OPENROUTER_API_KEY is not set" in lines[1]
+    assert "(alias fast)" in lines[2] and "offline (no network)" in lines[3]
+
+
+def test_providers_fails_when_a_deck_has_no_configured_candidate(tmp_path: Path):
+    root = _provider_workspace(tmp_path)
+    result = run_check_env(str(root), "--providers", env={})
+    assert result.returncode == 1
+    assert "no provider is configured for any model in the list" in result.stderr
+    assert "openai-api/gpt-4.1 (openai-api: OPENAI_API_KEY is not set)" in result.stderr
+    assert "openrouter/openai/gpt-4.1 (openrouter: OPENROUTER_API_KEY is not set)" in result.stderr
+    assert "failed:" in result.stderr
+    as_json = run_check_env(str(root), "--providers", "--json", env={})
+    report = json.loads(as_json.stdout)
+    assert as_json.returncode == 1 and report["ok"] is False
+    assert [e["file"] for e in report["errors"]] == [str((root / "PROMPT.md").resolve())]
+    assert "modelParams.model" in report["errors"][0]["message"]
+    # The grader's alias ends in an offline model, which is always available.
+    assert [d["available"] for d in report["providers"]["decks"]] == [False, True]
+
+
+def test_without_providers_the_report_and_exit_code_are_unchanged(tmp_path: Path):
+    root = _provider_workspace(tmp_path)
+    result = run_check_env(str(root), "--json", env={})
+    assert result.returncode == 0
+    assert set(json.loads(result.stdout)) == {"ok", "errors", "warnings", "decks"}
+    assert "model " not in run_check_env(str(root), env={}).stdout
+
+
+def test_providers_warns_about_undefined_aliases_and_respects_default_none(tmp_path: Path):
+    root = _provider_workspace(tmp_path)
+    (tmp_path / "gambit.toml").write_text(
+        '[providers]\ndefault = "none"\n[models.aliases]\nfast = "offline/echo"\n'
+    )
+    (root / "PROMPT.md").write_text(
+        '+++\n[modelParams]\nmodel = ["quick", "offline/echo"]\n+++\nHi\n'
+    )
+    result = run_check_env(str(root), "--providers", "--json", "--strict", env={})
+    report = json.loads(result.stdout)
+    assert result.returncode == 0, report
+    assert any("Model alias 'quick' is not defined" in w["message"] for w in report["warnings"])
+    quick = report["providers"]["models"][0]
+    assert quick["model"] == "quick" and quick["provider"] is None and not quick["configured"]
+    assert "default" in quick["reason"]
