@@ -8,15 +8,19 @@ close what it opened.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, runtime_checkable
 
 from ._errors import GambitError
-from ._messages import ChatMessage
+from ._messages import ChatMessage, ToolCall, ToolCallFunction, messages_to_items
 from ._openresponses import (
     CreateResponseRequest,
     CreateResponseResponse,
+    FunctionCallItem,
+    MessageItem,
+    OutputTextContent,
     ResponseToolDefinition,
     ResponseUsage,
 )
@@ -136,3 +140,69 @@ class ProviderError(GambitError):
 
 class ModelNotAvailableError(GambitError):
     """No candidate in a model list can be served; the message lists why each was skipped."""
+
+
+def chat_request(
+    *,
+    model: str,
+    messages: list[ChatMessage],
+    tools: list[ResponseToolDefinition] | None = None,
+    stream: bool = False,
+    params: dict[str, Any] | None = None,
+) -> CreateResponseRequest:
+    """A chat-mode call as a Responses request (seed 000 "Chat message -> response items")."""
+    return CreateResponseRequest(
+        model=model,
+        input=messages_to_items(messages),
+        tools=tools or None,
+        stream=stream or None,
+        params=params or None,
+    )
+
+
+def chat_result_from_response(
+    response: CreateResponseResponse, updated_state: SavedState | None = None
+) -> ChatResult:
+    """The chat-mode view of a response (seed 000 "Responses -> chat")."""
+    texts: list[str] = []
+    calls: list[ToolCallRequest] = []
+    for item in response.output:
+        if isinstance(item, MessageItem) and item.role == "assistant":
+            texts.extend(p.text for p in item.content if isinstance(p, OutputTextContent))
+        elif isinstance(item, FunctionCallItem):
+            try:
+                args = json.loads(item.arguments) if item.arguments.strip() else {}
+            except ValueError:
+                args = {}
+            calls.append(
+                ToolCallRequest(
+                    id=item.call_id,
+                    name=item.name,
+                    args=args if isinstance(args, dict) else {},
+                    arguments=item.arguments,
+                )
+            )
+    text = "".join(texts)
+    message = ChatMessage(
+        role="assistant",
+        content=text if (text or not calls) else None,
+        tool_calls=[
+            ToolCall(id=c.id, function=ToolCallFunction(name=c.name, arguments=c.arguments))
+            for c in calls
+        ]
+        or None,
+    )
+    finish: Literal["stop", "tool_calls", "length"]
+    if calls:
+        finish = "tool_calls"
+    elif response.status == "incomplete":
+        finish = "length"
+    else:
+        finish = "stop"
+    return ChatResult(
+        message=message,
+        finish_reason=finish,
+        tool_calls=calls,
+        updated_state=updated_state,
+        usage=response.usage,
+    )

@@ -14,16 +14,12 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from gambit.core._messages import ChatMessage, ToolCall, ToolCallFunction, items_to_messages
+from gambit.core._messages import items_to_messages
 from gambit.core._openresponses import (
     CreateResponseRequest,
     CreateResponseResponse,
-    FunctionCallItem,
-    MessageItem,
-    OutputTextContent,
 )
-from gambit.core._provider import ChatResult, ToolCallRequest
-from gambit.core._state import SavedState
+from gambit.core._provider import chat_result_from_response
 
 from ._responses_wire import context_stub_tools, parse_response, parse_usage, request_extras
 
@@ -409,50 +405,3 @@ class ChatStreamConverter:
 
 
 # --------------------------------------------------------------------------- chat results
-
-
-def chat_result_from_response(
-    response: CreateResponseResponse, updated_state: SavedState | None = None
-) -> ChatResult:
-    """The chat-mode view of a response (seed 000 "Responses -> chat")."""
-    texts: list[str] = []
-    calls: list[ToolCallRequest] = []
-    for item in response.output:
-        if isinstance(item, MessageItem) and item.role == "assistant":
-            texts.extend(p.text for p in item.content if isinstance(p, OutputTextContent))
-        elif isinstance(item, FunctionCallItem):
-            try:
-                args = json.loads(item.arguments) if item.arguments.strip() else {}
-            except ValueError:
-                args = {}
-            calls.append(
-                ToolCallRequest(
-                    id=item.call_id,
-                    name=item.name,
-                    args=args if isinstance(args, dict) else {},
-                    arguments=item.arguments,
-                )
-            )
-    text = "".join(texts)
-    message = ChatMessage(
-        role="assistant",
-        content=text if (text or not calls) else None,
-        tool_calls=[
-            ToolCall(id=c.id, function=ToolCallFunction(name=c.name, arguments=c.arguments))
-            for c in calls
-        ]
-        or None,
-    )
-    if calls:
-        finish = "tool_calls"
-    elif response.status == "incomplete":
-        finish = "length"
-    else:
-        finish = "stop"
-    return ChatResult(
-        message=message,
-        finish_reason=finish,
-        tool_calls=calls,
-        updated_state=updated_state,
-        usage=response.usage,
-    )

@@ -43,7 +43,7 @@ from typing import Any, Literal
 from pydantic import BaseModel
 
 from gambit.core._ids import new_id
-from gambit.core._messages import ChatMessage, ToolCall, ToolCallFunction, messages_to_items
+from gambit.core._messages import ChatMessage, messages_to_items
 from gambit.core._openresponses import (
     CreateResponseRequest,
     CreateResponseResponse,
@@ -72,7 +72,8 @@ from gambit.core._provider import (
     ProviderResponse,
     StreamEventCallback,
     StreamTextCallback,
-    ToolCallRequest,
+    chat_request,
+    chat_result_from_response,
 )
 from gambit.core._state import SavedState, state_from_dict
 from gambit.core._trace import (
@@ -399,12 +400,8 @@ class _OfflineBase:
         params: dict[str, Any] | None = None,
     ) -> ChatResult:
         """Chat mode: the same replies, returned as an assistant `ChatMessage`."""
-        request = CreateResponseRequest(
-            model=model,
-            input=messages_to_items(messages),
-            tools=tools or None,
-            stream=stream or None,
-            params=params or None,
+        request = chat_request(
+            model=model, messages=messages, tools=tools, stream=stream, params=params
         )
         self.records.append(
             RecordedRequest(
@@ -422,57 +419,17 @@ class _OfflineBase:
                     await self._pause(self.chunk_delay)
                     await _call(on_stream_text, chunk)
             raise outcome.error(self.name)
-
-        texts: list[str] = []
-        tool_calls: list[ToolCall] = []
-        requests: list[ToolCallRequest] = []
-        has_message = False
-        for index, item in enumerate(outcome.output):
-            if isinstance(item, MessageItem) and item.role == "assistant":
-                has_message = True
+        if on_stream_text is not None:
+            for index, item in enumerate(outcome.output):
+                if not (isinstance(item, MessageItem) and item.role == "assistant"):
+                    continue
                 for part_index, part in enumerate(item.content):
-                    if not isinstance(part, OutputTextContent):
-                        continue
-                    texts.append(part.text)
-                    if on_stream_text is not None:
+                    if isinstance(part, OutputTextContent):
                         for chunk in outcome.chunks.get((index, part_index), [part.text]):
                             if chunk:
                                 await self._pause(outcome.delay)
                                 await _call(on_stream_text, chunk)
-            elif isinstance(item, FunctionCallItem):
-                tool_calls.append(
-                    ToolCall(
-                        id=item.call_id,
-                        function=ToolCallFunction(name=item.name, arguments=item.arguments),
-                    )
-                )
-                try:
-                    args = json.loads(item.arguments) if item.arguments.strip() else {}
-                except json.JSONDecodeError:
-                    args = {}
-                requests.append(
-                    ToolCallRequest(
-                        id=item.call_id,
-                        name=item.name,
-                        args=args if isinstance(args, dict) else {},
-                        arguments=item.arguments,
-                    )
-                )
-        text = "".join(texts)
-        finish: Literal["stop", "tool_calls", "length"]
-        if outcome.incomplete:
-            finish = "length"
-        elif requests:
-            finish = "tool_calls"
-        else:
-            finish = "stop"
-        message = ChatMessage(
-            role="assistant",
-            content=text if (text or has_message) else None,
-            tool_calls=tool_calls or None,
-        )
-        usage = outcome.usage or _estimate_usage(request, outcome.output)
-        return ChatResult(message=message, finish_reason=finish, tool_calls=requests, usage=usage)
+        return chat_result_from_response(self._aggregate(outcome, request, new_id("resp")))
 
     # -- rendering
 
