@@ -18,6 +18,7 @@ from ._deck import (
     ToolDecl,
 )
 from ._errors import DeckError, DeckLoadError, Diagnostics, GambitError, Problem
+from ._grading import Grade, GradingRun, grade_state, grading_mode, session_payload
 from ._ids import is_valid_id, new_id
 from ._loader import check_deck_tree, find_workspace_decks, load_deck, load_deck_tree
 from ._messages import ChatMessage, items_to_messages, messages_to_items
@@ -54,6 +55,7 @@ from ._runtime import (
     run_deck,
     run_deck_sync,
 )
+from ._scenario import ScenarioError, ScenarioResult, run_scenario
 from ._schema import Schema, SchemaValidationError
 from ._state import (
     SavedState,
@@ -87,6 +89,8 @@ __all__ = [
     "FunctionCallItem",
     "FunctionCallOutputItem",
     "GambitError",
+    "Grade",
+    "GradingRun",
     "Guardrails",
     "HandlerDecl",
     "MessageItem",
@@ -105,6 +109,8 @@ __all__ = [
     "RunError",
     "RunResult",
     "SavedState",
+    "ScenarioError",
+    "ScenarioResult",
     "Schema",
     "SchemaValidationError",
     "StateError",
@@ -115,6 +121,8 @@ __all__ = [
     "check_deck_tree",
     "define_deck",
     "find_workspace_decks",
+    "grade_state",
+    "grading_mode",
     "is_end_signal",
     "is_valid_id",
     "item_to_dict",
@@ -130,7 +138,9 @@ __all__ = [
     "read_trace",
     "run_deck",
     "run_deck_sync",
+    "run_scenario",
     "save_state",
+    "session_payload",
     "state_from_dict",
     "state_to_dict",
 ]
