@@ -248,14 +248,64 @@ def _last_user_text(items: Iterable[Any]) -> str | None:
     return last
 
 
-def echo_reply(request: CreateResponseRequest) -> Stream:
-    """`offline/echo`: `You said: <last user message text>`, or a greeting without one."""
+def echo_reply(request: CreateResponseRequest) -> Stream | Call:
+    """`offline/echo`: `You said: <last user message text>`, or a greeting without one.
+
+    A deck that must finish through `gambit_respond` (action and grader decks with the respond
+    snippet) gets a `gambit_respond` call instead, with the smallest payload its schema
+    accepts, so example trees run end to end with no API key.
+    """
     text = _last_user_text(request.input)
-    if text is None:
-        reply = "Hello! I am the offline echo model. Send me a message and I will repeat it."
-    else:
-        reply = f"You said: {text}"
+    reply = (
+        "Hello! I am the offline echo model. Send me a message and I will repeat it."
+        if text is None
+        else f"You said: {text}"
+    )
+    respond = next((t for t in request.tools or [] if t.function.name == "gambit_respond"), None)
+    if respond is not None and not _already_responded(request.input):
+        schema = respond.function.parameters.get("properties", {}).get("payload", {})
+        return Call("gambit_respond", {"payload": _placeholder(schema, reply)})
     return Stream(reply)
+
+
+def _already_responded(items: Sequence[Any]) -> bool:
+    return any(isinstance(i, FunctionCallItem) and i.name == "gambit_respond" for i in items)
+
+
+def _placeholder(schema: Any, text: str, depth: int = 0) -> Any:
+    """The simplest value `schema` accepts (a demo stand-in, not a real answer)."""
+    if not isinstance(schema, dict) or depth > 8:
+        return text
+    if "const" in schema:
+        return schema["const"]
+    if schema.get("enum"):
+        return schema["enum"][0]
+    for key in ("anyOf", "oneOf"):
+        if schema.get(key):
+            return _placeholder(schema[key][0], text, depth + 1)
+    kind = schema.get("type")
+    if isinstance(kind, list):
+        kind = next((k for k in kind if k != "null"), kind[0] if kind else None)
+    if kind == "object" or "properties" in schema:
+        props = schema.get("properties", {})
+        return {
+            name: _placeholder(props.get(name, {}), text, depth + 1)
+            for name in schema.get("required", [])
+        }
+    if kind in ("integer", "number"):
+        low = schema.get("minimum", schema.get("exclusiveMinimum", 0))
+        high = schema.get("maximum", low if low > 0 else 0)
+        return max(low, min(0, high))
+    if kind == "boolean":
+        return False
+    if kind == "array":
+        return [
+            _placeholder(schema.get("items", {}), text, depth + 1)
+            for _ in range(schema.get("minItems", 0))
+        ]
+    if kind == "null":
+        return None
+    return text
 
 
 BUILTIN_MODELS: Mapping[str, Callable[[CreateResponseRequest], Any]] = {"echo": echo_reply}

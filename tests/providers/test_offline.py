@@ -717,3 +717,41 @@ async def test_replay_single_deck_without_deck_path():
     )
     assert output_text((await provider.responses(request())).response) == "only"
     assert isinstance(provider.records[0].request.input[0], MessageItem)
+
+
+async def test_echo_answers_respond_decks_with_a_schema_valid_payload():
+    from gambit.core._openresponses import ResponseFunctionDefinition, ResponseToolDefinition
+
+    schema = {
+        "type": "object",
+        "properties": {
+            "score": {"type": "integer", "minimum": -3, "maximum": 3},
+            "reason": {"type": "string"},
+            "tags": {"type": "array", "items": {"type": "string"}, "minItems": 1},
+            "mood": {"enum": ["calm", "upset"]},
+        },
+        "required": ["score", "reason", "tags", "mood"],
+    }
+    respond = ResponseToolDefinition(
+        function=ResponseFunctionDefinition(
+            name="gambit_respond",
+            parameters={
+                "type": "object",
+                "properties": {"payload": schema},
+                "required": ["payload"],
+            },
+        )
+    )
+    provider = ScriptedProvider(fallback_models=True)
+    request = CreateResponseRequest(
+        model="offline/echo", input=[message_item("user", "grade this")], tools=[respond]
+    )
+    result = await provider.responses(request)
+    (call,) = result.response.output
+    payload = json.loads(call.arguments)["payload"]
+    assert payload == {
+        "score": 0,
+        "reason": "You said: grade this",
+        "tags": ["You said: grade this"],
+        "mood": "calm",
+    }

@@ -1,0 +1,55 @@
+"""The bundled examples run end to end offline (no API key): `offline/echo` stands in for models."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+GAMBIT = str(Path(sys.executable).parent / "gambit")
+SUPPORT = ROOT / "examples" / "support"
+
+
+def gambit(*args: str, cwd: Path) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
+    return subprocess.run(
+        [GAMBIT, *args], capture_output=True, text=True, cwd=cwd, env=env, timeout=120
+    )
+
+
+def test_hello_needs_no_model(tmp_path: Path):
+    result = gambit("run", str(ROOT / "examples/hello/deck.py"), "--context", '"Ada"', cwd=tmp_path)
+    assert (result.returncode, result.stdout) == (0, "Hello, Ada!\n")
+
+
+def test_support_scenario_and_grade_offline(tmp_path: Path):
+    state = tmp_path / "session.json"
+    result = gambit(
+        "scenario", str(SUPPORT / "PROMPT.md"), "--scenario", str(SUPPORT / "scenarios/late_delivery/PROMPT.md"),
+        "--grade", str(SUPPORT / "graders/tone/PROMPT.md"), "--max-turns", "2", "--model-force", "offline/echo",
+        "--state", str(state), cwd=tmp_path,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    assert "Scenario stopped (max turns) after 2 persona turns" in result.stdout
+    saved = json.loads(state.read_text())
+    (grading,) = saved["meta"]["gradingRuns"]
+    assert grading["status"] == "completed" and grading["mode"] == "turns"
+    assert [g["score"] for g in grading["results"]] == [0, 0]
+
+
+def test_support_action_with_respond_runs_offline(tmp_path: Path):
+    trace = tmp_path / "trace.jsonl"
+    state = tmp_path / "s.json"
+    result = gambit(
+        "run", str(SUPPORT / "actions/draft_reply/PROMPT.md"), "--context", '{"situation": "late parcel"}',
+        "--model-force", "offline/echo", "--trace", str(trace), "--state", str(state), cwd=tmp_path,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    output = json.loads(result.stdout)
+    assert output["payload"]["offersRefund"] is False and output["payload"]["draft"]
+    events = [json.loads(line) for line in trace.read_text().splitlines()]
+    calls = [e for e in events if e["type"] in ("model.call", "model.result")]
+    assert calls and all(e["offline"] is True and e["provider"] == "offline" for e in calls)
