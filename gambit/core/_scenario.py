@@ -201,6 +201,12 @@ async def run_scenario(
         return result.output
 
     turns = 0
+
+    def finish(stopped: StopReason) -> ScenarioResult:
+        if root_state is None:
+            raise RunError("the scenario produced no conversation", code="scenario_empty")
+        return ScenarioResult(root_state, turns, stopped, context)
+
     start_mode = root_deck.start_mode or "assistant"
     first = True
     if message is not None or (start_mode == "assistant" and root_state is None):
@@ -211,15 +217,15 @@ async def run_scenario(
         if on_turn:
             on_turn("assistant", _text(output))
         if is_end_signal(output):
-            return ScenarioResult(root_state, turns, "root_ended", context)  # type: ignore[arg-type]
+            return finish("root_ended")
     while turns < max_turns:
         prompt = _last_assistant_text(root_state) or FIRST_TURN_PROMPT
         said = await persona_says(prompt)
         if is_end_signal(said):
-            return ScenarioResult(root_state, turns, "persona_ended", context)  # type: ignore[arg-type]
+            return finish("persona_ended")
         text = _text(said).strip()
         if not text:
-            return ScenarioResult(root_state, turns, "persona_done", context)  # type: ignore[arg-type]
+            return finish("persona_done")
         turns += 1
         if on_turn:
             on_turn("user", text)
@@ -228,7 +234,5 @@ async def run_scenario(
         if on_turn:
             on_turn("assistant", _text(output))
         if is_end_signal(output):
-            return ScenarioResult(root_state, turns, "root_ended", context)  # type: ignore[arg-type]
-    if root_state is None:
-        raise RunError("the scenario produced no conversation", code="scenario_empty")
-    return ScenarioResult(root_state, turns, "max_turns", context)
+            return finish("root_ended")
+    return finish("max_turns")
