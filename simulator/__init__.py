@@ -1,0 +1,1 @@
+"""The simulator's Django project: settings (profiles), ASGI routing and URLs."""

@@ -1,0 +1,120 @@
+"""The session websocket: replay from the database after the client's cursor, then follow.
+
+Protocol: the client connects to `/ws/sessions/<id>/` and sends `{"after": N, "version": V}`
+(its last event id and conversation version, kept in the page's `#cursor` element, so a
+reconnect resumes where it stopped). The consumer answers with htmx out-of-band fragments
+for every stored event after N, then for every `session.changed` notification it reads the
+database again. A lost notification delays text; it never loses it (DESIGN §7).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Any
+
+from channels.db import database_sync_to_async
+from channels.generic.websocket import AsyncWebsocketConsumer
+
+from decks_app.services import events as event_log
+from decks_app.services import fragments
+from decks_app.services.sessions import get_session, session_detail
+
+BATCH = 500
+# While a run is active, re-read the database this often even without a notification, so a
+# notification dropped by a full channel layer delays the page but never stalls it.
+SAFETY_POLL_SECONDS = 2.0
+ACTIVE = ("queued", "running")
+
+
+def _read(session_id: str, after: int, version: int, status: str | None, force: bool = False):
+    """New event fragments after the cursor and, when the conversation or the status moved
+    on, the session-level fragments too. Returns (html, new cursor, version, status)."""
+    session = get_session(session_id)
+    if session is None:
+        return None
+    new = event_log.events_after(session_id, after, BATCH)
+    parts = [fragments.event_fragments(new)]
+    cursor = new[-1].pk if new else after
+    last = session.runs.order_by("-created_at").values("status").first()
+    current_status = last["status"] if last else "idle"
+    current_version = session.state_version
+    if current_version != version or current_status != status:
+        detail = session_detail(session)
+        parts.append(fragments.session_fragments(detail))
+        current_version = detail["version"]
+        cursor = max(cursor, detail["cursor"])
+    elif any(not e.type.startswith("response.") for e in new):
+        # a model call, tool call or nested deck began or ended: refresh the trace panel
+        parts.append(fragments.trace_panel_fragment(session, cursor))
+    more = len(new) == BATCH
+    if not new and len(parts) == 1 and not force:
+        return "", cursor, current_version, current_status, False  # nothing new
+    parts.append(fragments.cursor_fragment(cursor, current_version))
+    return "".join(parts), cursor, current_version, current_status, more
+
+
+class SessionConsumer(AsyncWebsocketConsumer):
+    async def connect(self) -> None:
+        self.session_id = self.scope["url_route"]["kwargs"]["session_id"]
+        exists = await database_sync_to_async(get_session)(self.session_id)
+        if exists is None:
+            await self.close(code=4404)
+            return
+        self.group = event_log.group_name(self.session_id)
+        self.after: int | None = None  # unknown until the client says hello
+        self.version = -1
+        self.status: str | None = None
+        self.lock = asyncio.Lock()
+        self.poller: asyncio.Task | None = None
+        await self.channel_layer.group_add(self.group, self.channel_name)
+        await self.accept()
+
+    async def disconnect(self, code: int) -> None:
+        if getattr(self, "poller", None) is not None:
+            self.poller.cancel()
+        if hasattr(self, "group"):
+            await self.channel_layer.group_discard(self.group, self.channel_name)
+
+    async def _poll(self) -> None:
+        while True:
+            await asyncio.sleep(SAFETY_POLL_SECONDS)
+            if self.status in ACTIVE:
+                await self.catch_up()
+
+    async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None) -> None:
+        try:
+            data: Any = json.loads(text_data or "{}")
+        except ValueError:
+            return
+        if not isinstance(data, dict) or "after" not in data:
+            return
+        try:
+            self.after = max(0, int(data.get("after") or 0))
+            self.version = int(data.get("version") if data.get("version") is not None else -1)
+        except (TypeError, ValueError):
+            return
+        status = data.get("status")
+        self.status = status if isinstance(status, str) else None
+        await self.catch_up(force=True)  # the answer to a hello always carries the cursor
+        if self.poller is None:
+            self.poller = asyncio.create_task(self._poll())
+
+    async def session_changed(self, message: dict[str, Any]) -> None:
+        if self.after is not None:
+            await self.catch_up()
+
+    async def catch_up(self, force: bool = False) -> None:
+        async with self.lock:
+            while True:
+                result = await database_sync_to_async(_read)(
+                    self.session_id, self.after or 0, self.version, self.status, force
+                )
+                if result is None:
+                    await self.close(code=4404)
+                    return
+                html, self.after, self.version, self.status, more = result
+                if html:
+                    await self.send(text_data=html)
+                if not more:
+                    return

@@ -1,0 +1,164 @@
+"""The simulator's data model.
+
+- `Workspace`: a deck folder on disk.
+- `Session`: one conversation with one root deck, holding its SavedState (seed 000 fields).
+- `Run`: one execution of the deck inside a session (a manual turn, a replay, later scenario
+  and grader runs), with its status, error, timings, usage and cost. Runs are the work queue.
+- `TraceEvent`: the durable, append-only log of a run (unique per run and seq); the truth
+  from which pages and websocket fragments are rendered (DESIGN §7).
+- `Feedback`: a -3..+3 rating of one assistant message (by its message ref id), with a reason.
+"""
+
+from __future__ import annotations
+
+from django.db import models
+
+from gambit.core import new_id
+
+
+def new_workspace_id() -> str:
+    return new_id("workspace")
+
+
+def new_session_id() -> str:
+    return new_id("session")
+
+
+def new_run_id() -> str:
+    return new_id("run")
+
+
+def new_feedback_id() -> str:
+    return new_id("fb")
+
+
+class Workspace(models.Model):
+    id = models.CharField(primary_key=True, max_length=40, default=new_workspace_id)
+    root = models.CharField(max_length=1024, unique=True)
+    label = models.CharField(max_length=200, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    def __str__(self) -> str:
+        return self.label or self.root
+
+
+class Session(models.Model):
+    ORIGINS = [("manual", "manual"), ("import", "import"), ("replay", "replay")]
+
+    id = models.CharField(primary_key=True, max_length=40, default=new_session_id)
+    workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="sessions")
+    deck_path = models.CharField(max_length=1024, help_text="relative to the workspace root")
+    deck_label = models.CharField(max_length=200, blank=True)
+    model = models.CharField(max_length=200, blank=True, help_text="model override")
+    context = models.JSONField(null=True, blank=True, help_text="the deck's context input")
+    origin = models.CharField(max_length=16, choices=ORIGINS, default="manual")
+    source = models.ForeignKey(
+        "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="replays"
+    )
+    created_at = models.DateTimeField(auto_now_add=True, db_index=True)
+    updated_at = models.DateTimeField(auto_now=True)
+    # SavedState (seed 000), one field per key; `extra` keeps unknown keys.
+    state_run_id = models.CharField(max_length=64, blank=True)
+    format = models.CharField(max_length=16, blank=True)
+    messages = models.JSONField(null=True, blank=True)
+    items = models.JSONField(null=True, blank=True)
+    message_refs = models.JSONField(null=True, blank=True)
+    meta = models.JSONField(null=True, blank=True)
+    notes = models.JSONField(null=True, blank=True)
+    conversation_score = models.JSONField(null=True, blank=True)
+    extra = models.JSONField(default=dict, blank=True)
+    # Bumped whenever the saved conversation changes (pages and sockets re-render it).
+    state_version = models.PositiveIntegerField(default=0)
+
+    class Meta:
+        ordering = ["-created_at"]
+
+    def __str__(self) -> str:
+        return self.id
+
+
+class Run(models.Model):
+    KINDS = [
+        ("manual", "manual"),
+        ("replay", "replay"),
+        ("scenario", "scenario"),
+        ("grader", "grader"),
+    ]
+    STATUSES = [
+        ("queued", "queued"),
+        ("running", "running"),
+        ("completed", "completed"),
+        ("failed", "failed"),
+        ("canceled", "canceled"),
+        ("interrupted", "interrupted"),
+    ]
+    ACTIVE = ("queued", "running")
+
+    id = models.CharField(primary_key=True, max_length=40, default=new_run_id)
+    session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="runs")
+    kind = models.CharField(max_length=16, choices=KINDS, default="manual")
+    status = models.CharField(max_length=16, choices=STATUSES, default="queued", db_index=True)
+    message = models.TextField(null=True, blank=True, help_text="the user message sent")
+    output = models.JSONField(null=True, blank=True)
+    error = models.TextField(blank=True)
+    model = models.CharField(max_length=200, blank=True)
+    cancel_requested = models.BooleanField(default=False)
+    worker_id = models.CharField(max_length=100, blank=True)
+    heartbeat_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True, db_index=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    duration_ms = models.PositiveIntegerField(null=True, blank=True)
+    usage = models.JSONField(null=True, blank=True)
+    total_tokens = models.PositiveIntegerField(default=0)
+    cost = models.FloatField(null=True, blank=True)
+    offline = models.BooleanField(default=False)
+
+    class Meta:
+        ordering = ["created_at"]
+
+    def __str__(self) -> str:
+        return self.id
+
+    @property
+    def active(self) -> bool:
+        return self.status in self.ACTIVE
+
+
+class TraceEvent(models.Model):
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="events")
+    session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="events")
+    seq = models.PositiveIntegerField()
+    type = models.CharField(max_length=80)
+    payload = models.JSONField()
+    ts = models.BigIntegerField(help_text="milliseconds since the epoch")
+
+    class Meta:
+        ordering = ["id"]
+        constraints = [models.UniqueConstraint(fields=["run", "seq"], name="trace_event_run_seq")]
+        indexes = [models.Index(fields=["session", "id"], name="trace_event_session_cursor")]
+
+    def __str__(self) -> str:
+        return f"{self.run_id}#{self.seq} {self.type}"
+
+
+class Feedback(models.Model):
+    session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="feedback")
+    message_ref_id = models.CharField(max_length=64)
+    run = models.ForeignKey(Run, null=True, blank=True, on_delete=models.SET_NULL)
+    feedback_id = models.CharField(max_length=40, default=new_feedback_id)
+    score = models.SmallIntegerField()
+    reason = models.TextField(blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["created_at"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["session", "message_ref_id"], name="feedback_one_per_message"
+            ),
+            models.CheckConstraint(
+                condition=models.Q(score__gte=-3, score__lte=3), name="feedback_score_range"
+            ),
+        ]

@@ -1,0 +1,101 @@
+"""The trace-event log (DESIGN §7): append first, notify second; read after a cursor.
+
+Text deltas are coalesced before they are stored: consecutive `response.output_text.delta`
+events of the same item become one event whose `delta` is the joined text (and whose
+`coalesced` says how many were merged). The stored trace stays a valid trace file: the
+replay provider reads `model.result` events, never the deltas.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable
+from typing import Any
+
+from asgiref.sync import async_to_sync
+from channels.layers import get_channel_layer
+from django.db import transaction
+
+from decks_app.models import TraceEvent
+
+log = logging.getLogger(__name__)
+
+TEXT_DELTA = "response.output_text.delta"
+
+
+def group_name(session_id: str) -> str:
+    return f"session-{session_id}"
+
+
+def coalesce(events: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    for event in events:
+        prev = out[-1] if out else None
+        if (
+            prev is not None
+            and event.get("type") == TEXT_DELTA
+            and prev.get("type") == TEXT_DELTA
+            and prev.get("item_id") == event.get("item_id")
+            and prev.get("_gambit") == event.get("_gambit")
+        ):
+            merged = dict(prev)
+            merged["delta"] = (prev.get("delta") or "") + (event.get("delta") or "")
+            merged["coalesced"] = prev.get("coalesced", 1) + 1
+            merged["sequence_number"] = event.get("sequence_number", prev.get("sequence_number"))
+            out[-1] = merged
+        else:
+            out.append(dict(event))
+    return out
+
+
+def append_events(
+    run_id: str, session_id: str, first_seq: int, events: list[dict[str, Any]]
+) -> int | None:
+    """Store events with seq first_seq, first_seq+1, ...; return the last row id (or None)."""
+    if not events:
+        return None
+    rows = [
+        TraceEvent(
+            run_id=run_id,
+            session_id=session_id,
+            seq=first_seq + i,
+            type=str(event.get("type", "unknown"))[:80],
+            payload=event,
+            ts=int(event.get("ts") or 0),
+        )
+        for i, event in enumerate(events)
+    ]
+    with transaction.atomic():
+        TraceEvent.objects.bulk_create(rows)
+    # bulk_create sets pks on SQLite and PostgreSQL.
+    return rows[-1].pk
+
+
+def events_after(session_id: str, after: int, limit: int = 1000) -> list[TraceEvent]:
+    return list(
+        TraceEvent.objects.filter(session_id=session_id, id__gt=after).order_by("id")[:limit]
+    )
+
+
+def last_event_id(session_id: str) -> int:
+    last = TraceEvent.objects.filter(session_id=session_id).order_by("-id").values("id").first()
+    return last["id"] if last else 0
+
+
+def changed_message(session_id: str) -> dict[str, Any]:
+    return {"type": "session.changed", "session": session_id}
+
+
+async def notify(session_id: str) -> None:
+    """Tell the session's sockets that something changed. Losing this only delays them."""
+    layer = get_channel_layer()
+    if layer is None:
+        return
+    try:
+        await layer.group_send(group_name(session_id), changed_message(session_id))
+    except Exception:  # the database is the truth; a dropped notification is not an error
+        log.warning("could not notify session %s", session_id, exc_info=True)
+
+
+def notify_sync(session_id: str) -> None:
+    async_to_sync(notify)(session_id)

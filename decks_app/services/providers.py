@@ -1,0 +1,74 @@
+"""Which providers are configured, and which model a session runs with.
+
+A session uses its model override when set; otherwise the deck's first model when that
+model's provider is configured; otherwise the offline demo model `offline/echo`, labelled
+offline, so the bundled examples work with no API key.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from gambit.providers import PROVIDERS, ProviderRouter, split_model
+
+OFFLINE_MODEL = "offline/echo"
+
+
+def provider_env() -> Mapping[str, str]:
+    return os.environ
+
+
+def configured_providers(env: Mapping[str, str] | None = None) -> list[dict[str, Any]]:
+    """Every known provider with `configured` and, when not, the reason. Never the values."""
+    env = provider_env() if env is None else env
+    out = []
+    for spec in PROVIDERS.values():
+        reason = spec.unconfigured_reason(env)
+        out.append(
+            {
+                "name": spec.name,
+                "description": spec.description,
+                "configured": reason is None,
+                "reason": reason,
+                "offline": spec.offline,
+            }
+        )
+    return out
+
+
+def banner_lines(env: Mapping[str, str] | None = None) -> list[str]:
+    lines = []
+    for p in configured_providers(env):
+        if p["configured"]:
+            note = " (offline, no network)" if p["offline"] else ""
+            lines.append(f"  [x] {p['name']}{note}")
+        else:
+            lines.append(f"  [ ] {p['name']}: {p['reason']}")
+    return lines
+
+
+def model_is_usable(model: str, env: Mapping[str, str] | None = None) -> bool:
+    env = provider_env() if env is None else env
+    name, _ = split_model(model)
+    spec = PROVIDERS.get(name or "openrouter")
+    return spec is not None and spec.unconfigured_reason(env) is None
+
+
+def effective_model(override: str, deck_models: list[str], env: Mapping[str, str] | None = None):
+    """(model override to pass to the engine or None, the model label, offline?)."""
+    if override:
+        name, _ = split_model(override)
+        return override, override, name == "offline"
+    for model in deck_models:
+        if model_is_usable(model, env):
+            return None, model, split_model(model)[0] == "offline"
+    if deck_models:
+        return OFFLINE_MODEL, OFFLINE_MODEL, True
+    return None, "", False
+
+
+def make_router(workspace_root: str | Path) -> ProviderRouter:
+    return ProviderRouter.from_env(provider_env(), start=workspace_root)

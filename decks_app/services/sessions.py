@@ -1,0 +1,439 @@
+"""Sessions: create, send, stop, list and read (the data behind the Test tab and its JSON)."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from django.db import transaction
+from django.db.models import Avg, Count, Q, Sum
+from django.utils import timezone
+
+from decks_app.models import Feedback, Run, Session, TraceEvent, Workspace
+from decks_app.services import events as event_log
+from decks_app.services import fragments, providers, trace_tree
+from decks_app.services.workspaces import DeckInfo, find_deck
+from gambit.core import is_valid_id, new_id
+
+MAX_MESSAGE_CHARS = 100_000
+
+
+class SessionBusy(Exception):
+    """A run of this session is still queued or running."""
+
+
+class InvalidInput(ValueError):
+    pass
+
+
+# ---------------------------------------------------------------- wake-up hooks
+
+_wakeups: list[Any] = []
+
+
+def on_enqueue(callback: Any) -> None:
+    """Register a callable run when a run is queued (in-process workers wake up at once)."""
+    _wakeups.append(callback)
+
+
+def remove_on_enqueue(callback: Any) -> None:
+    if callback in _wakeups:
+        _wakeups.remove(callback)
+
+
+WORKERS_GROUP = "gambit-workers"
+
+
+def _wake() -> None:
+    for callback in list(_wakeups):
+        try:
+            callback()
+        except Exception:
+            pass
+    _wake_remote_workers()
+
+
+def _wake_remote_workers() -> None:
+    """Tell `gambit worker` processes (distributed profile) that a run is queued; they also
+    poll, so a lost message only delays the start."""
+    from asgiref.sync import async_to_sync
+    from channels.layers import InMemoryChannelLayer, get_channel_layer
+
+    layer = get_channel_layer()
+    if layer is None or isinstance(layer, InMemoryChannelLayer):
+        return
+    try:
+        async_to_sync(layer.group_send)(WORKERS_GROUP, {"type": "run.queued"})
+    except Exception:
+        pass
+
+
+# ---------------------------------------------------------------- lookups
+
+
+def get_session(session_id: str) -> Session | None:
+    """The session, or None for an unknown or malformed id (never queried when malformed)."""
+    if not is_valid_id(session_id, "session"):
+        return None
+    return Session.objects.select_related("workspace").filter(pk=session_id).first()
+
+
+def active_run(session: Session) -> Run | None:
+    return session.runs.filter(status__in=Run.ACTIVE).order_by("created_at").first()
+
+
+# ---------------------------------------------------------------- commands
+
+
+def parse_context(text: str | None) -> Any:
+    """The context input typed in the new-session form: JSON when it parses, else text."""
+    if text is None or not text.strip():
+        return None
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text
+
+
+def create_session(
+    workspace: Workspace,
+    deck_path: str,
+    *,
+    model: str = "",
+    context: Any = None,
+    origin: str = "manual",
+) -> Session:
+    deck = find_deck(workspace, deck_path)
+    if deck is None:
+        raise InvalidInput(f"no deck at {deck_path!r} in this workspace")
+    if deck.error:
+        raise InvalidInput(f"the deck does not load: {deck.error}")
+    if model and len(model) > 200:
+        raise InvalidInput("model name too long")
+    session = Session.objects.create(
+        workspace=workspace,
+        deck_path=deck.path,
+        deck_label=deck.label,
+        model=model.strip(),
+        context=context,
+        origin=origin,
+        state_run_id=new_id("run"),
+        format="responses",
+        meta={"deckPath": deck.path, "simulatorSession": None},
+    )
+    session.meta = {"deckPath": deck.path, "simulatorSessionId": session.id}
+    session.save(update_fields=["meta"])
+    if deck.start_mode == "assistant" and deck.kind != "compute" and origin == "manual":
+        enqueue_run(session, message=None)
+    return session
+
+
+def enqueue_run(session: Session, *, message: str | None, kind: str = "manual") -> Run:
+    deck = find_deck(session.workspace, session.deck_path)
+    deck_models = deck.models if deck else []
+    _, label, offline = providers.effective_model(session.model, deck_models)
+    if kind == "replay":
+        label, offline = "offline-replay", True
+    with transaction.atomic():
+        # Lock the session row so two sends cannot both start a run (PostgreSQL).
+        Session.objects.select_for_update().filter(pk=session.pk).first()
+        if session.runs.filter(status__in=Run.ACTIVE).exists():
+            raise SessionBusy("a run of this session is still in progress")
+        run = Run.objects.create(
+            session=session, kind=kind, message=message, model=label, offline=offline
+        )
+    _wake()
+    return run
+
+
+def send_message(session: Session, text: str) -> Run:
+    text = (text or "").strip()
+    if not text:
+        raise InvalidInput("the message is empty")
+    if len(text) > MAX_MESSAGE_CHARS:
+        raise InvalidInput(f"the message is longer than {MAX_MESSAGE_CHARS} characters")
+    return enqueue_run(session, message=text)
+
+
+def stop_session(session: Session) -> list[str]:
+    """Cancel queued runs now; ask running ones to stop (their worker cancels them)."""
+    stopped = []
+    with transaction.atomic():
+        for run in session.runs.filter(status__in=Run.ACTIVE).select_for_update():
+            if run.status == "queued":
+                run.status = "canceled"
+                run.error = "Run canceled before it started"
+                run.finished_at = timezone.now()
+                run.save(update_fields=["status", "error", "finished_at"])
+            else:
+                run.cancel_requested = True
+                run.save(update_fields=["cancel_requested"])
+            stopped.append(run.id)
+    if stopped:
+        event_log.notify_sync(session.id)
+    return stopped
+
+
+# ---------------------------------------------------------------- message refs
+
+
+def with_message_refs(messages: list[dict[str, Any]], refs: list[dict[str, Any]] | None):
+    """Refs aligned with messages: kept by index when the role matches, new ones otherwise."""
+    refs = list(refs or [])
+    out = []
+    for i, message in enumerate(messages):
+        role = message.get("role", "")
+        if i < len(refs) and refs[i].get("role") == role and refs[i].get("id"):
+            out.append(refs[i])
+        else:
+            out.append({"id": new_id("msg"), "role": role, "source": "manual"})
+    return out
+
+
+# ---------------------------------------------------------------- reads
+
+
+@dataclass
+class Bubble:
+    """One row of the conversation as shown (escaped in templates)."""
+
+    kind: str  # user | assistant | tool_call | tool_result | context
+    text: str
+    ref_id: str | None = None
+    name: str | None = None
+    feedback: Feedback | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "kind": self.kind,
+            "text": self.text,
+            "messageRefId": self.ref_id,
+            "name": self.name,
+            "feedback": feedback_dict(self.feedback) if self.feedback else None,
+        }
+
+
+def feedback_dict(fb: Feedback) -> dict[str, Any]:
+    return {
+        "id": fb.feedback_id,
+        "messageRefId": fb.message_ref_id,
+        "runId": fb.run_id,
+        "score": fb.score,
+        "reason": fb.reason,
+        "createdAt": fb.created_at.isoformat() if fb.created_at else None,
+    }
+
+
+def _content_text(content: Any) -> str:
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        parts = []
+        for part in content:
+            if isinstance(part, dict):
+                parts.append(str(part.get("text") or part.get("refusal") or ""))
+            else:
+                parts.append(str(part))
+        return "".join(parts)
+    return json.dumps(content, ensure_ascii=False)
+
+
+def conversation(session: Session) -> list[Bubble]:
+    messages = session.messages or []
+    refs = session.message_refs or []
+    feedback = {fb.message_ref_id: fb for fb in session.feedback.all()}
+    bubbles: list[Bubble] = []
+    for i, message in enumerate(messages):
+        role = message.get("role")
+        ref = refs[i]["id"] if i < len(refs) else None
+        if role == "user":
+            bubbles.append(Bubble("user", _content_text(message.get("content")), ref))
+        elif role == "assistant":
+            text = _content_text(message.get("content"))
+            if text:
+                bubbles.append(Bubble("assistant", text, ref, feedback=feedback.get(ref)))
+            for call in message.get("tool_calls") or []:
+                fn = call.get("function") or {}
+                name = fn.get("name")
+                if name in ("gambit_context", "gambit_init"):
+                    continue  # its result is shown
+                bubbles.append(Bubble("tool_call", fn.get("arguments") or "", name=name))
+        elif role == "tool":
+            name = message.get("name")
+            kind = "context" if name in ("gambit_context", "gambit_init") else "tool_result"
+            bubbles.append(Bubble(kind, _content_text(message.get("content")), name=name))
+    return bubbles
+
+
+def run_dict(run: Run) -> dict[str, Any]:
+    return {
+        "id": run.id,
+        "kind": run.kind,
+        "status": run.status,
+        "message": run.message,
+        "output": run.output,
+        "error": run.error or None,
+        "model": run.model,
+        "offline": run.offline,
+        "createdAt": run.created_at.isoformat() if run.created_at else None,
+        "startedAt": run.started_at.isoformat() if run.started_at else None,
+        "finishedAt": run.finished_at.isoformat() if run.finished_at else None,
+        "durationMs": run.duration_ms,
+        "usage": run.usage,
+        "totalTokens": run.total_tokens,
+        "cost": run.cost,
+    }
+
+
+def session_status(session: Session, last_run: Run | None = None) -> str:
+    run = last_run if last_run is not None else session.runs.order_by("-created_at").first()
+    return run.status if run else "idle"
+
+
+def session_detail(session: Session) -> dict[str, Any]:
+    """Everything the session page shows, read at one cursor (see `live_events`)."""
+    deck: DeckInfo | None = find_deck(session.workspace, session.deck_path)
+    with transaction.atomic():
+        session.refresh_from_db()
+        cursor = event_log.last_event_id(session.id)
+        runs = list(session.runs.all())
+        active = next((r for r in runs if r.active), None)
+        live = (
+            list(TraceEvent.objects.filter(run=active, id__lte=cursor).order_by("id"))
+            if active
+            else []
+        )
+        bubbles = conversation(session)
+        payloads = list(
+            TraceEvent.objects.filter(session=session, id__lte=cursor)
+            .exclude(type__startswith="response.")
+            .order_by("id")
+            .values_list("payload", flat=True)
+        )
+    totals = session.runs.aggregate(tokens=Sum("total_tokens"), cost=Sum("cost"))
+    return {
+        "session": session,
+        "deck": deck,
+        "runs": runs,
+        "active_run": active,
+        "live_events": live,
+        "live_blocks": fragments.live_blocks(live),
+        "tree": trace_tree.build_tree(payloads),
+        "cursor": cursor,
+        "version": session.state_version,
+        "bubbles": bubbles,
+        "status": runs[-1].status if runs else "idle",
+        "tokens": totals["tokens"] or 0,
+        "cost": totals["cost"],
+        "needs_first_message": deck is not None and deck.start_mode == "user" and not runs,
+    }
+
+
+def session_json(session: Session, detail: dict[str, Any] | None = None) -> dict[str, Any]:
+    d = detail or session_detail(session)
+    deck = d["deck"]
+    return {
+        "id": session.id,
+        "deck": deck.to_dict()
+        if deck
+        else {"path": session.deck_path, "label": session.deck_label},
+        "model": session.model or None,
+        "context": session.context,
+        "origin": session.origin,
+        "sourceSessionId": session.source_id,
+        "createdAt": session.created_at.isoformat(),
+        "status": d["status"],
+        "activeRunId": d["active_run"].id if d["active_run"] else None,
+        "cursor": d["cursor"],
+        "stateVersion": d["version"],
+        "tokens": d["tokens"],
+        "cost": d["cost"],
+        "conversation": [b.to_dict() for b in d["bubbles"]],
+        "trace": [n.to_dict() for n in d["tree"]],
+        "runs": [run_dict(r) for r in d["runs"]],
+        "notes": session.notes,
+        "conversationScore": session.conversation_score,
+    }
+
+
+@dataclass
+class SessionFilter:
+    status: str = ""
+    deck: str = ""
+    q: str = ""
+
+
+def list_sessions(workspace: Workspace, flt: SessionFilter | None = None, limit: int = 200):
+    flt = flt or SessionFilter()
+    qs = (
+        Session.objects.filter(workspace=workspace)
+        .annotate(
+            tokens=Sum("runs__total_tokens", distinct=False),
+            cost_sum=Sum("runs__cost"),
+            n_runs=Count("runs", distinct=True),
+        )
+        .order_by("-created_at")
+    )
+    if flt.deck:
+        qs = qs.filter(deck_path=flt.deck)
+    if flt.q:
+        qs = qs.filter(
+            Q(id__icontains=flt.q) | Q(deck_label__icontains=flt.q) | Q(model__icontains=flt.q)
+        )
+    rows = []
+    sessions = list(qs[: limit * 2 if flt.status else limit])
+    last_runs: dict[str, Run] = {}
+    for run in Run.objects.filter(session__in=sessions).order_by("created_at"):
+        last_runs[run.session_id] = run
+    ratings = {
+        row["session"]: row
+        for row in Feedback.objects.filter(session__in=sessions)
+        .values("session")
+        .annotate(n=Count("id"), avg=Avg("score"))
+    }
+    for s in sessions:
+        last = last_runs.get(s.id)
+        status = last.status if last else "idle"
+        if flt.status and status != flt.status:
+            continue
+        fb = ratings.get(s.id)
+        rows.append(
+            {
+                "session": s,
+                "status": status,
+                "model": (last.model if last else "") or s.model,
+                "offline": bool(last and last.offline),
+                "tokens": s.tokens or 0,
+                "cost": s.cost_sum,
+                "runs": s.n_runs,
+                "ratings": fb["n"] if fb else 0,
+                "avg_rating": round(fb["avg"], 2) if fb else None,
+                "score": (s.conversation_score or {}).get("score"),
+            }
+        )
+        if len(rows) >= limit:
+            break
+    return rows
+
+
+def session_row_json(row: dict[str, Any]) -> dict[str, Any]:
+    s = row["session"]
+    return {
+        "id": s.id,
+        "deck": s.deck_path,
+        "deckLabel": s.deck_label,
+        "origin": s.origin,
+        "status": row["status"],
+        "model": row["model"],
+        "offline": row["offline"],
+        "tokens": row["tokens"],
+        "cost": row["cost"],
+        "runs": row["runs"],
+        "ratings": row["ratings"],
+        "averageRating": row["avg_rating"],
+        "conversationScore": row["score"],
+        "createdAt": s.created_at.isoformat(),
+    }

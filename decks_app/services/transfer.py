@@ -1,0 +1,160 @@
+"""Import and export: SavedState JSON and trace JSONL, the files the CLI reads and writes.
+
+- `export_state(session)`: the seed-000 SavedState, with `feedback`, `notes` and
+  `conversationScore`; `gambit run --state FILE` continues it.
+- `export_trace(session)`: one JSON event per line, every run in order.
+- `import_session(...)`: a session from a state file and/or a trace file, with one
+  completed run of kind `manual` holding the imported trace events.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any
+
+from django.db import transaction
+from django.utils import timezone
+
+from decks_app.models import Run, Session, TraceEvent, Workspace
+from decks_app.services.execution import session_state_dict
+from decks_app.services.sessions import InvalidInput, feedback_dict, with_message_refs
+from decks_app.services.workspaces import find_deck
+from gambit.core import StateError, new_id, state_from_dict, state_to_dict
+
+KNOWN_KEYS = {
+    "format",
+    "runId",
+    "messages",
+    "items",
+    "messageRefs",
+    "meta",
+    "notes",
+    "conversationScore",
+    "feedback",
+    "traces",
+}
+
+
+def export_state(session: Session) -> dict[str, Any]:
+    state = session_state_dict(session) or {
+        "format": session.format or "responses",
+        "runId": session.state_run_id or session.id,
+        "items": [],
+    }
+    feedback = [feedback_dict(fb) for fb in session.feedback.all()]
+    if feedback:
+        state["feedback"] = feedback
+    # Normalise through the engine's model so the file is exactly what the CLI expects.
+    return state_to_dict(state_from_dict(state))
+
+
+def export_trace(session: Session) -> Iterator[str]:
+    for payload in (
+        TraceEvent.objects.filter(session=session).order_by("id").values_list("payload", flat=True)
+    ):
+        yield json.dumps(payload, ensure_ascii=False) + "\n"
+
+
+def parse_trace(text: str) -> list[dict[str, Any]]:
+    events = []
+    for n, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            event = json.loads(line)
+        except ValueError as exc:
+            raise InvalidInput(f"trace line {n} is not JSON: {exc}") from exc
+        if not isinstance(event, dict) or not isinstance(event.get("type"), str):
+            raise InvalidInput(f"trace line {n} is not a trace event (an object with a type)")
+        events.append(event)
+    return events
+
+
+def parse_state(text: str) -> dict[str, Any]:
+    try:
+        data = json.loads(text)
+    except ValueError as exc:
+        raise InvalidInput(f"the state file is not JSON: {exc}") from exc
+    if not isinstance(data, dict):
+        raise InvalidInput("the state file must hold a JSON object")
+    try:
+        return state_to_dict(state_from_dict(data))
+    except StateError as exc:
+        raise InvalidInput(f"not a SavedState: {exc}") from exc
+
+
+def import_session(
+    workspace: Workspace,
+    deck_path: str,
+    *,
+    state: dict[str, Any] | None,
+    trace: list[dict[str, Any]] | None,
+) -> Session:
+    if state is None and not trace:
+        raise InvalidInput("give a state file, a trace file, or both")
+    deck = find_deck(workspace, deck_path)
+    if deck is None:
+        raise InvalidInput(f"no deck at {deck_path!r} in this workspace")
+    state = state or {}
+    trace = list(trace or [])
+    if not trace and state.get("traces"):
+        trace = [t for t in state["traces"] if isinstance(t, dict)]
+    messages = state.get("messages")
+    with transaction.atomic():
+        session = Session.objects.create(
+            workspace=workspace,
+            deck_path=deck.path,
+            deck_label=deck.label,
+            origin="import",
+            state_run_id=state.get("runId") or new_id("run"),
+            format=state.get("format") or "",
+            messages=messages,
+            items=state.get("items"),
+            message_refs=with_message_refs(messages or [], state.get("messageRefs"))
+            if messages
+            else None,
+            meta=state.get("meta"),
+            notes=state.get("notes"),
+            conversation_score=state.get("conversationScore"),
+            extra={k: v for k, v in state.items() if k not in KNOWN_KEYS},
+            state_version=1,
+        )
+        end = next((e for e in reversed(trace) if e.get("type") == "run.end"), {})
+        usage = end.get("usage") or {}
+        run = Run.objects.create(
+            session=session,
+            kind="manual",
+            status={"completed": "completed", "failed": "failed", "canceled": "canceled"}.get(
+                end.get("status"), "completed"
+            ),
+            error=end.get("error") or "",
+            finished_at=timezone.now(),
+            started_at=timezone.now(),
+            usage=usage or None,
+            total_tokens=int(usage.get("totalTokens") or 0),
+            model="(imported)",
+        )
+        TraceEvent.objects.bulk_create(
+            TraceEvent(
+                run=run,
+                session=session,
+                seq=i + 1,
+                type=str(e["type"])[:80],
+                payload=e,
+                ts=int(e.get("ts") or 0) if isinstance(e.get("ts"), int | float) else 0,
+            )
+            for i, e in enumerate(trace)
+        )
+        for fb in state.get("feedback") or []:
+            ref = fb.get("messageRefId")
+            score = fb.get("score")
+            if ref and isinstance(score, int | float):
+                session.feedback.update_or_create(
+                    message_ref_id=ref,
+                    defaults={
+                        "score": max(-3, min(3, round(score))),
+                        "reason": fb.get("reason") or "",
+                    },
+                )
+    return session

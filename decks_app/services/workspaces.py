@@ -1,0 +1,95 @@
+"""The workspace served (a deck folder on disk) and the root decks in it.
+
+Paths from requests are always relative to the workspace root and jailed inside it: no
+absolute paths, no `..`, no symlink that escapes (DESIGN §8).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from django.conf import settings
+
+from decks_app.models import Workspace
+from gambit.core import check_deck_tree, find_workspace_decks
+
+
+class PathOutsideWorkspace(ValueError):
+    pass
+
+
+def current_workspace() -> Workspace:
+    root = str(Path(settings.GAMBIT_WORKSPACE).resolve())
+    workspace, _ = Workspace.objects.get_or_create(root=root, defaults={"label": Path(root).name})
+    return workspace
+
+
+def jailed_path(workspace: Workspace, relative: str) -> Path:
+    """The absolute path of `relative` inside the workspace, or `PathOutsideWorkspace`."""
+    root = Path(workspace.root).resolve()
+    if not relative or "\x00" in relative or Path(relative).is_absolute():
+        raise PathOutsideWorkspace(relative)
+    if any(part == ".." for part in Path(relative).parts):
+        raise PathOutsideWorkspace(relative)
+    target = (root / relative).resolve()
+    if target != root and root not in target.parents:
+        raise PathOutsideWorkspace(relative)
+    return target
+
+
+@dataclass
+class DeckInfo:
+    path: str  # relative to the workspace root
+    label: str
+    kind: str  # "llm" | "compute" | "?"
+    start_mode: str  # "user" | "assistant"
+    models: list[str]
+    error: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "path": self.path,
+            "label": self.label,
+            "kind": self.kind,
+            "startMode": self.start_mode,
+            "models": self.models,
+            "error": self.error,
+        }
+
+
+def deck_info(workspace: Workspace, entry: Path) -> DeckInfo:
+    root = Path(workspace.root).resolve()
+    rel = str(entry.resolve().relative_to(root))
+    tree, diag = check_deck_tree(entry)
+    if tree is None:
+        message = "; ".join(p.message for p in diag.errors) or "could not load"
+        return DeckInfo(rel, rel, "?", "user", [], error=message)
+    deck = tree.root
+    models = list(deck.model_params.models or []) if deck.model_params else []
+    return DeckInfo(
+        path=rel,
+        label=deck.label or Path(rel).parent.name or rel,
+        kind=deck.kind,
+        start_mode=deck.start_mode or "user",
+        models=models,
+        error="; ".join(p.message for p in diag.errors) or None,
+    )
+
+
+def list_decks(workspace: Workspace) -> list[DeckInfo]:
+    root = Path(workspace.root)
+    if not root.is_dir():
+        return []
+    return [deck_info(workspace, entry) for entry in find_workspace_decks(root)]
+
+
+def find_deck(workspace: Workspace, relative: str) -> DeckInfo | None:
+    try:
+        path = jailed_path(workspace, relative)
+    except PathOutsideWorkspace:
+        return None
+    if not path.is_file():
+        return None
+    return deck_info(workspace, path)

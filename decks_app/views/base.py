@@ -1,0 +1,58 @@
+"""Helpers shared by the view modules: JSON twins, 404 for bad ids, htmx fragments."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
+from django.shortcuts import render
+
+from decks_app.models import Session
+from decks_app.services.sessions import get_session
+
+
+def wants_json(request: HttpRequest, fmt: str | None = None) -> bool:
+    return fmt == "json" or request.GET.get("format") == "json"
+
+
+def is_htmx(request: HttpRequest) -> bool:
+    return bool(getattr(request, "htmx", False))
+
+
+def json_response(data: Any, status: int = 200) -> JsonResponse:
+    return JsonResponse(data, status=status, safe=False, json_dumps_params={"ensure_ascii": False})
+
+
+def session_or_404(session_id: str) -> Session:
+    session = get_session(session_id)
+    if session is None:
+        raise Http404("no such session")
+    return session
+
+
+def page(
+    request: HttpRequest,
+    template: str,
+    context: dict[str, Any],
+    *,
+    data: Any,
+    fmt: str | None = None,
+    fragment: str | None = None,
+) -> HttpResponse:
+    """The HTML page, its JSON twin, or (for htmx requests) one named partial."""
+    if wants_json(request, fmt):
+        return json_response(data)
+    if fragment and is_htmx(request) and not request.htmx.boosted:
+        return render(request, f"{template}#{fragment}", context)
+    return render(request, template, context)
+
+
+def error_response(request: HttpRequest, message: str, status: int = 400) -> HttpResponse:
+    if wants_json(request) or request.headers.get("Accept", "").startswith("application/json"):
+        return json_response({"error": message}, status=status)
+    return render(request, "decks_app/error.html#error", {"message": message}, status=status)
+
+
+def pretty(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, indent=2)

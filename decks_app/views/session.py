@@ -1,0 +1,90 @@
+"""The session page (+JSON): conversation, composer, Stop, notes and score, trace panel."""
+
+from __future__ import annotations
+
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_GET, require_POST
+
+from decks_app.services import feedback as feedback_service
+from decks_app.services.sessions import (
+    InvalidInput,
+    SessionBusy,
+    send_message,
+    session_detail,
+    session_json,
+    stop_session,
+)
+from decks_app.views.base import (
+    error_response,
+    is_htmx,
+    json_response,
+    page,
+    session_or_404,
+    wants_json,
+)
+
+TEMPLATE = "decks_app/session.html"
+
+
+@require_GET
+def session_page(request: HttpRequest, session_id: str, fmt: str | None = None) -> HttpResponse:
+    session = session_or_404(session_id)
+    detail = session_detail(session)
+    ctx = {**detail, "tab": "test"}
+    return page(
+        request, TEMPLATE, ctx, data=session_json(session, detail), fmt=fmt, fragment="conversation"
+    )
+
+
+def _after_command(request: HttpRequest, session, status: int = 200, **extra) -> HttpResponse:
+    if wants_json(request):
+        detail = session_detail(session)
+        return json_response({**session_json(session, detail), **extra}, status=status)
+    if is_htmx(request):
+        detail = session_detail(session)
+        return render(
+            request, TEMPLATE + "#composer_response", {**detail, "oob": True}, status=status
+        )
+    return redirect("session", session_id=session.id)
+
+
+@require_POST
+def session_send(request: HttpRequest, session_id: str) -> HttpResponse:
+    session = session_or_404(session_id)
+    try:
+        run = send_message(session, request.POST.get("message", ""))
+    except InvalidInput as exc:
+        return error_response(request, str(exc), 400)
+    except SessionBusy as exc:
+        return error_response(request, str(exc), 409)
+    return _after_command(request, session, status=202, runId=run.id)
+
+
+@require_POST
+def session_stop(request: HttpRequest, session_id: str) -> HttpResponse:
+    session = session_or_404(session_id)
+    stopped = stop_session(session)
+    return _after_command(request, session, stopped=stopped)
+
+
+@require_POST
+def session_notes(request: HttpRequest, session_id: str) -> HttpResponse:
+    session = session_or_404(session_id)
+    try:
+        if "notes" in request.POST:
+            feedback_service.set_notes(session, request.POST.get("notes", ""))
+        if "score" in request.POST:
+            feedback_service.set_conversation_score(
+                session, feedback_service.parse_score(request.POST.get("score"))
+            )
+    except feedback_service.FeedbackError as exc:
+        return error_response(request, str(exc))
+    session.refresh_from_db()
+    if wants_json(request):
+        return json_response(
+            {"notes": session.notes, "conversationScore": session.conversation_score}
+        )
+    if is_htmx(request):
+        return render(request, TEMPLATE + "#notes", {"session": session, "saved": True})
+    return redirect("session", session_id=session.id)

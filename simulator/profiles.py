@@ -1,0 +1,131 @@
+"""Runtime profiles (DESIGN §6), chosen by the environment alone.
+
+- **embedded** (default): SQLite in WAL mode, in-memory channel layer, workers running inside
+  the `gambit serve` process.
+- **distributed**: `DATABASE_URL=postgres://...` and `REDIS_URL=redis://...` select
+  PostgreSQL and the Redis channel layer; runs are claimed from the database by `gambit worker`
+  processes (any number, on any machine).
+
+`build_settings(env)` is a pure function of the environment so the choice can be tested
+without reloading Django. Environment variables read here:
+
+| variable | meaning |
+|---|---|
+| `DATABASE_URL`, `REDIS_URL` | both set: the distributed profile |
+| `GAMBIT_WORKSPACE` | the deck folder served (default: the bundled `examples/`) |
+| `GAMBIT_SIM_DB` | the SQLite file of the embedded profile (default `<workspace>/.gambit/simulator.sqlite3`) |
+| `GAMBIT_SECRET_KEY` | Django's secret key (default: generated once, kept beside the database) |
+| `GAMBIT_ALLOWED_HOSTS` | comma-separated extra host names (localhost names are always allowed) |
+| `GAMBIT_INPROCESS_WORKERS` | worker slots inside `gambit serve` (default 8 embedded, 0 distributed) |
+| `GAMBIT_DEBUG` | `1` for Django's debug mode |
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+from urllib.parse import unquote, urlparse
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+LOCAL_HOSTS = ["127.0.0.1", "localhost", "[::1]", "::1"]
+
+
+def default_workspace() -> Path:
+    """The bundled examples folder (next to the package in a checkout), else the cwd."""
+    bundled = REPO_ROOT / "examples"
+    return bundled if bundled.is_dir() else Path.cwd()
+
+
+def profile_name(env: Mapping[str, str]) -> str:
+    return "distributed" if env.get("DATABASE_URL") and env.get("REDIS_URL") else "embedded"
+
+
+def database_from_url(url: str) -> dict[str, Any]:
+    """A Django DATABASES entry from `postgres://user:pass@host:port/name`."""
+    parsed = urlparse(url)
+    if parsed.scheme not in ("postgres", "postgresql", "pgsql"):
+        raise ValueError(f"DATABASE_URL must be a postgres:// URL, not {parsed.scheme}://")
+    return {
+        "ENGINE": "django.db.backends.postgresql",
+        "NAME": unquote(parsed.path.lstrip("/")) or "postgres",
+        "USER": unquote(parsed.username or ""),
+        "PASSWORD": unquote(parsed.password or ""),
+        "HOST": parsed.hostname or "",
+        "PORT": str(parsed.port or ""),
+        "CONN_MAX_AGE": 300,
+        "CONN_HEALTH_CHECKS": True,
+        "TEST": {"NAME": "test_gambit_simulator"},
+    }
+
+
+def sqlite_database(path: Path) -> dict[str, Any]:
+    return {
+        "ENGINE": "django.db.backends.sqlite3",
+        "NAME": str(path),
+        "OPTIONS": {
+            "transaction_mode": "IMMEDIATE",
+            "timeout": 20,
+            "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA busy_timeout=20000;",
+        },
+    }
+
+
+def _secret_key(env: Mapping[str, str], state_dir: Path) -> str:
+    if env.get("GAMBIT_SECRET_KEY"):
+        return env["GAMBIT_SECRET_KEY"]
+    path = state_dir / "secret_key"
+    try:
+        return path.read_text().strip()
+    except OSError:
+        pass
+    key = secrets.token_urlsafe(48)
+    if not state_dir.is_dir():
+        return key  # nothing is written until `gambit serve` creates the state folder
+    try:
+        path.write_text(key)
+        path.chmod(0o600)
+    except OSError:
+        pass  # a read-only workspace: the key lives for this process only
+    return key
+
+
+def build_settings(env: Mapping[str, str]) -> dict[str, Any]:
+    """Every profile-dependent setting, from the environment."""
+    profile = profile_name(env)
+    workspace = Path(env.get("GAMBIT_WORKSPACE") or default_workspace()).resolve()
+    db_path = Path(env.get("GAMBIT_SIM_DB") or workspace / ".gambit" / "simulator.sqlite3")
+    state_dir = db_path.parent
+    extra_hosts = [h.strip() for h in env.get("GAMBIT_ALLOWED_HOSTS", "").split(",") if h.strip()]
+    out: dict[str, Any] = {
+        "GAMBIT_PROFILE": profile,
+        "GAMBIT_WORKSPACE": str(workspace),
+        "SECRET_KEY": _secret_key(env, state_dir),
+        "DEBUG": env.get("GAMBIT_DEBUG") == "1",
+        "ALLOWED_HOSTS": LOCAL_HOSTS + extra_hosts,
+    }
+    if profile == "distributed":
+        out["DATABASES"] = {"default": database_from_url(env["DATABASE_URL"])}
+        out["CHANNEL_LAYERS"] = {
+            "default": {
+                "BACKEND": "channels_redis.core.RedisChannelLayer",
+                "CONFIG": {"hosts": [env["REDIS_URL"]], "capacity": 1000, "expiry": 30},
+            }
+        }
+        out["GAMBIT_INPROCESS_WORKERS"] = int(env.get("GAMBIT_INPROCESS_WORKERS", "0"))
+    else:
+        db = sqlite_database(db_path)
+        # The test database is a file so that threads (async ORM calls) share it.
+        test_dir = Path(env.get("GAMBIT_TEST_DB_DIR", "/tmp"))
+        db["TEST"] = {"NAME": str(test_dir / f"gambit_sim_test_{os.getpid()}.sqlite3")}
+        out["DATABASES"] = {"default": db}
+        out["CHANNEL_LAYERS"] = {
+            "default": {
+                "BACKEND": "channels.layers.InMemoryChannelLayer",
+                "CONFIG": {"capacity": 1000, "expiry": 30},
+            }
+        }
+        out["GAMBIT_INPROCESS_WORKERS"] = int(env.get("GAMBIT_INPROCESS_WORKERS", "8"))
+    return out

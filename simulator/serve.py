@@ -1,0 +1,168 @@
+"""The simulator's server and worker entry points, behind `gambit serve` and `gambit worker`.
+
+`gambit.cli._serve` loads this module by name at run time, so the engine package never
+imports Django (an import-linter contract checks it).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import sys
+from pathlib import Path
+
+LOCAL = ("127.0.0.1", "localhost", "::1")
+
+
+def _setup_django() -> None:
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "simulator.settings")
+    import django
+
+    django.setup()
+
+
+def _echo(text: str) -> None:
+    print(text, flush=True)
+
+
+def serve(target: str | None, host: str, port: int, workers: int | None) -> None:
+    from simulator.profiles import default_workspace
+
+    if target is None:
+        workspace = default_workspace()
+    else:
+        path = Path(target).resolve()
+        if path.is_file():
+            workspace = path.parent
+        elif path.is_dir():
+            workspace = path
+        else:
+            raise SystemExit(f"gambit serve: {target}: no such deck or folder")
+    os.environ["GAMBIT_WORKSPACE"] = str(workspace)
+    if host not in LOCAL:
+        extra = [h for h in os.environ.get("GAMBIT_ALLOWED_HOSTS", "").split(",") if h]
+        extra.append("*" if host in ("0.0.0.0", "::") else host)
+        os.environ["GAMBIT_ALLOWED_HOSTS"] = ",".join(extra)
+    if workers is not None:
+        os.environ["GAMBIT_INPROCESS_WORKERS"] = str(workers)
+    state_dir = Path(os.environ.get("GAMBIT_SIM_DB") or workspace / ".gambit" / "x").parent
+    state_dir.mkdir(parents=True, exist_ok=True)
+
+    import daphne.server  # installs the asyncio Twisted reactor; must precede Django/Twisted
+
+    _setup_django()
+    from django.conf import settings
+    from django.core.management import call_command
+
+    from decks_app.services import execution, providers
+    from decks_app.services.workspaces import current_workspace, list_decks
+    from decks_app.worker import Worker
+
+    call_command("migrate", interactive=False, verbosity=0)
+    distributed = settings.GAMBIT_PROFILE == "distributed"
+    interrupted = execution.mark_interrupted(stale_only=distributed)
+    slots = settings.GAMBIT_INPROCESS_WORKERS
+
+    from simulator.asgi import application
+
+    shown_host = f"[{host}]" if ":" in host else host
+    lines = [
+        f"Gambit simulator: http://{shown_host}:{port}/",
+        f"  profile: {settings.GAMBIT_PROFILE}"
+        + (" (PostgreSQL + Redis)" if distributed else " (SQLite, in-process workers)"),
+        f"  workspace: {workspace}",
+        f"  decks: {', '.join(d.path for d in list_decks(current_workspace())) or 'none found'}",
+        f"  workers in this process: {slots}"
+        + ("  (start more with `gambit worker`)" if distributed else ""),
+        "  providers:",
+        *providers.banner_lines(),
+        "  decks whose provider is not configured run with the offline demo model "
+        f"({providers.OFFLINE_MODEL}), labelled offline",
+    ]
+    if interrupted:
+        lines.append(
+            f"  {len(interrupted)} run(s) left running by a previous server: marked interrupted"
+        )
+    if host not in LOCAL:
+        lines.append(
+            f"  WARNING: listening on {host}: anyone who can reach it can use your providers"
+        )
+    _echo("\n".join(lines))
+
+    from twisted.internet import defer, reactor
+
+    state: dict[str, asyncio.Task] = {}
+
+    def start_workers() -> None:
+        if slots > 0:
+            state["task"] = asyncio.ensure_future(
+                Worker(slots=slots, reconcile_stale=distributed).run(asyncio.Event())
+            )
+
+    def stop_workers():
+        task = state.get("task")
+        if task is None:
+            return None
+        task.cancel()  # runs in flight are recorded as interrupted
+        return defer.Deferred.fromFuture(asyncio.ensure_future(_quiet(task)))
+
+    reactor.callWhenRunning(start_workers)
+    reactor.addSystemEventTrigger("before", "shutdown", stop_workers)
+    interface = host.strip("[]").replace(":", "\\:")
+    daphne.server.Server(
+        application=application,
+        endpoints=[f"tcp:port={port}:interface={interface}"],
+        signal_handlers=True,
+        verbosity=0,
+        websocket_timeout=86400,
+    ).run()
+
+
+async def _quiet(task: asyncio.Task) -> None:
+    try:
+        await task
+    except BaseException:
+        pass
+
+
+def work(slots: int, burst: bool, max_runs: int | None) -> None:
+    _setup_django()
+    from asgiref.sync import sync_to_async
+    from django.conf import settings
+    from django.core.management import call_command
+
+    from decks_app.models import Run
+    from decks_app.worker import Worker
+
+    if settings.GAMBIT_PROFILE != "distributed":
+        print(
+            "gambit worker: embedded profile (SQLite); `gambit serve` already runs workers. "
+            "Set DATABASE_URL and REDIS_URL for separate worker processes.",
+            file=sys.stderr,
+        )
+    call_command("migrate", interactive=False, verbosity=0)
+    worker = Worker(slots=slots)
+    _echo(f"gambit worker {worker.worker_id}: {slots} slots, profile {settings.GAMBIT_PROFILE}")
+
+    async def main() -> None:
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(sig, stop.set)
+
+        async def drained() -> None:
+            while not stop.is_set():
+                await asyncio.sleep(0.5)
+                queued = await sync_to_async(Run.objects.filter(status="queued").exists)()
+                if not queued and not worker.tasks:
+                    stop.set()
+
+        watcher = asyncio.ensure_future(drained()) if burst else None
+        try:
+            await worker.run(stop, max_runs=max_runs)
+        finally:
+            if watcher is not None:
+                watcher.cancel()
+
+    asyncio.run(main())

@@ -1,0 +1,107 @@
+"""Browser tests: `gambit serve` in a subprocess, a slow fake model server, system Chromium."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from tests.support.fake_model_server import FakeModelServer, Reply
+
+CHROMIUM = "/usr/bin/chromium"
+ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-dev-shm-usage",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+    "--disable-quic",
+]
+ROOT = Path(__file__).resolve().parents[2]
+SERVE = "import sys; from gambit.cli._serve import serve_command; serve_command(sys.argv[1:])"
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="session")
+def fake_model():
+    server = FakeModelServer().start()
+    server.default_reply = Reply(deltas=[f"tok{i} " for i in range(60)], delay=0.04)
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="session")
+def live_url(fake_model, tmp_path_factory):
+    port = _free_port()
+    folder = tmp_path_factory.mktemp("sim")
+    db = folder / "sim.sqlite3"
+    log_path = folder / "serve.log"
+    log = log_path.open("w")
+    env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "REDIS_URL")}
+    env.update(fake_model.env())
+    env.update({"GAMBIT_SIM_DB": str(db), "DJANGO_SETTINGS_MODULE": "simulator.settings"})
+    proc = subprocess.Popen(
+        [sys.executable, "-c", SERVE, "--port", str(port)],
+        cwd=ROOT,
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        try:
+            urllib.request.urlopen(url + "/test/?format=json", timeout=1).read()
+            break
+        except OSError:
+            if proc.poll() is not None:
+                pytest.fail("gambit serve exited:\n" + log_path.read_text())
+            time.sleep(0.2)
+    else:
+        proc.kill()
+        pytest.fail("gambit serve did not start within 30 s")
+    yield url
+    proc.terminate()
+    try:
+        proc.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait(timeout=5)
+    log.close()
+
+
+@pytest.fixture(scope="module")
+def browser():
+    # Module scope: Playwright's sync API keeps an event loop running in this thread while
+    # it is started, which would break the asyncio tests collected after tests/e2e.
+    if not os.path.exists(CHROMIUM):
+        pytest.skip(f"{CHROMIUM} is missing (./dev test installs Debian's chromium)")
+    from playwright.sync_api import sync_playwright
+
+    pw = sync_playwright().start()
+    browser = pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=ARGS)
+    yield browser
+    browser.close()
+    pw.stop()
+
+
+@pytest.fixture
+def page(browser):
+    context = browser.new_context()
+    page = context.new_page()
+    page.set_default_timeout(10_000)
+    yield page
+    context.close()

@@ -1,0 +1,79 @@
+"""A server restart marks the runs it left in flight as interrupted (embedded profile)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import httpx
+
+from tests.support.fake_model_server import Reply
+
+from .conftest import ROOT, SERVE, _free_port
+
+
+def _start(env, port, log):
+    proc = subprocess.Popen(
+        [sys.executable, "-c", SERVE, "--port", str(port)],
+        cwd=ROOT,
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        try:
+            httpx.get(f"http://127.0.0.1:{port}/test/?format=json", timeout=1)
+            return proc
+        except httpx.HTTPError:
+            assert proc.poll() is None, "gambit serve exited"
+            time.sleep(0.2)
+    proc.kill()
+    raise AssertionError("gambit serve did not start")
+
+
+def test_a_restart_marks_in_flight_runs_interrupted(fake_server, tmp_path):
+    fake_server.queue(Reply(deltas=[f"w{i} " for i in range(400)], delay=0.02))
+    env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "REDIS_URL")}
+    env.update({**fake_server.env(), "GAMBIT_SIM_DB": str(tmp_path / "sim.sqlite3")})
+    port = _free_port()
+    url = f"http://127.0.0.1:{port}"
+    with (tmp_path / "serve.log").open("w") as log:
+        proc = _start(env, port, log)
+        try:
+            client = httpx.Client(base_url=url, timeout=10, headers={"Origin": url})
+            client.get("/test/")
+            headers = {"X-CSRFToken": client.cookies["csrftoken"]}
+            r = client.post(
+                "/test/new?format=json",
+                data={"deck": "support/PROMPT.md", "model": "openresponses/fake"},
+                headers=headers,
+            )
+            session = r.json()["id"]
+            r = client.post(
+                f"/test/{session}/send?format=json", data={"message": "go"}, headers=headers
+            )
+            assert r.status_code == 202
+            deadline = time.monotonic() + 10
+            while client.get(f"/test/{session}.json").json()["cursor"] < 10:
+                assert time.monotonic() < deadline, "the run did not start streaming"
+                time.sleep(0.1)
+        finally:
+            proc.send_signal(signal.SIGKILL)  # a crash: nothing gets to clean up
+            proc.wait(timeout=10)
+        proc = _start(env, port, log)
+        try:
+            data = httpx.get(f"{url}/test/{session}.json", timeout=10).json()
+            assert data["status"] == "interrupted"
+            assert "interrupted" in data["runs"][0]["error"]
+            assert data["activeRunId"] is None
+            banner = (tmp_path / "serve.log").read_text()
+            assert f"Gambit simulator: http://127.0.0.1:{port}/" in banner
+            assert "profile: embedded" in banner and "[x] offline" in banner
+            assert "1 run(s) left running by a previous server: marked interrupted" in banner
+        finally:
+            proc.terminate()
+            proc.wait(timeout=10)

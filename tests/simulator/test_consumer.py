@@ -1,0 +1,166 @@
+"""The session websocket: origin check, replay after the cursor, live follow, 404."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+from asgiref.sync import sync_to_async
+from channels.testing import WebsocketCommunicator
+
+from decks_app.models import Run, TraceEvent
+from decks_app.services import events as event_log
+from decks_app.services.sessions import create_session
+from decks_app.services.workspaces import current_workspace
+from simulator.asgi import application
+
+pytestmark = pytest.mark.django_db(transaction=True)
+ORIGIN = [(b"origin", b"http://127.0.0.1:8000"), (b"host", b"127.0.0.1:8000")]
+
+
+def _session_with_events(n: int = 3):
+    session = create_session(current_workspace(), "support/PROMPT.md", model="offline/echo")
+    run = Run.objects.create(session=session, status="running")
+    TraceEvent.objects.create(
+        run=run,
+        session=session,
+        seq=1,
+        type="response.output_item.added",
+        payload={"type": "response.output_item.added", "item": {"type": "message", "id": "m1"}},
+        ts=0,
+    )
+    for i in range(2, n + 1):
+        TraceEvent.objects.create(
+            run=run,
+            session=session,
+            seq=i,
+            type="response.output_text.delta",
+            payload={"type": "response.output_text.delta", "item_id": "m1", "delta": f"<d{i}>"},
+            ts=0,
+        )
+    return session, run
+
+
+def _add_delta(session, run, seq, text):
+    TraceEvent.objects.create(
+        run=run,
+        session=session,
+        seq=seq,
+        type="response.output_text.delta",
+        payload={"type": "response.output_text.delta", "item_id": "m1", "delta": text},
+        ts=0,
+    )
+
+
+async def _connect(session_id, headers=ORIGIN):
+    comm = WebsocketCommunicator(application, f"/ws/sessions/{session_id}/", headers=headers)
+    connected, code = await comm.connect(timeout=5)
+    return comm, connected, code
+
+
+async def test_it_replays_events_after_the_cursor_then_follows():
+    session, run = await sync_to_async(_session_with_events)(3)
+    comm, connected, _ = await _connect(session.id)
+    assert connected
+    first_id = await TraceEvent.objects.filter(run=run, seq=1).values_list("id", flat=True).aget()
+    await comm.send_json_to({"after": first_id, "version": 0, "status": "running"})
+    html = await comm.receive_from(timeout=5)
+    assert "&lt;d2&gt;" in html and "&lt;d3&gt;" in html and "<d2>" not in html
+    assert 'hx-swap-oob="beforeend"' in html and 'id="cursor"' in html
+    assert "response.output_item.added" not in html
+    await sync_to_async(_add_delta)(session, run, 4, "live!")
+    await event_log.notify(session.id)
+    html = await comm.receive_from(timeout=5)
+    assert "live!" in html and "&lt;d3&gt;" not in html
+    await comm.disconnect()
+
+
+async def test_it_sends_session_fragments_when_a_run_ends():
+    session, run = await sync_to_async(_session_with_events)(2)
+    comm, connected, _ = await _connect(session.id)
+    last = await TraceEvent.objects.filter(run=run).values_list("id", flat=True).alast()
+    await comm.send_json_to({"after": last, "version": 0, "status": "running"})
+    await comm.receive_from(timeout=5)
+    await Run.objects.filter(pk=run.id).aupdate(status="completed")
+    await event_log.notify(session.id)
+    html = await comm.receive_from(timeout=5)
+    assert 'id="conversation"' in html and 'id="status"' in html and "completed" in html
+    await comm.disconnect()
+
+
+async def test_it_rejects_foreign_origins():
+    session, _ = await sync_to_async(_session_with_events)(1)
+    comm, connected, _ = await _connect(
+        session.id, headers=[(b"origin", b"http://evil.example"), (b"host", b"127.0.0.1:8000")]
+    )
+    assert not connected
+
+
+async def test_it_closes_for_unknown_or_malformed_sessions():
+    for sid in ["session-0123456789abcdef01234567", "not-an-id"]:
+        comm, connected, code = await _connect(sid)
+        assert not connected
+        assert code == 4404
+
+
+async def test_it_waits_for_the_hello_before_sending():
+    session, _ = await sync_to_async(_session_with_events)(2)
+    comm, connected, _ = await _connect(session.id)
+    assert await comm.receive_nothing(timeout=0.2)
+    await comm.send_to(text_data="not json")
+    assert await comm.receive_nothing(timeout=0.2)
+    await comm.disconnect()
+    await asyncio.sleep(0)
+
+
+async def test_it_refreshes_the_trace_panel_on_structural_events():
+    session, run = await sync_to_async(_session_with_events)(2)
+    comm, connected, _ = await _connect(session.id)
+    last = await TraceEvent.objects.filter(run=run).values_list("id", flat=True).alast()
+    await comm.send_json_to({"after": last, "version": 0, "status": "running"})
+    await comm.receive_from(timeout=5)
+
+    def add_call():
+        TraceEvent.objects.create(
+            run=run,
+            session=session,
+            seq=10,
+            type="model.call",
+            payload={"type": "model.call", "model": "m<1>", "actionCallId": "a"},
+            ts=1,
+        )
+
+    await sync_to_async(add_call)()
+    await event_log.notify(session.id)
+    html = await comm.receive_from(timeout=5)
+    assert 'id="trace-panel"' in html and "m&lt;1&gt;" in html
+    await comm.disconnect()
+
+
+async def test_a_lost_notification_only_delays_the_page(monkeypatch):
+    from decks_app import consumers
+
+    monkeypatch.setattr(consumers, "SAFETY_POLL_SECONDS", 0.1)
+    session, run = await sync_to_async(_session_with_events)(2)
+    comm, connected, _ = await _connect(session.id)
+    last = await TraceEvent.objects.filter(run=run).values_list("id", flat=True).alast()
+    await comm.send_json_to({"after": last, "version": 0, "status": "running"})
+    await comm.receive_from(timeout=5)
+    await sync_to_async(_add_delta)(session, run, 5, "unannounced")  # no notify
+    html = await comm.receive_from(timeout=5)
+    assert "unannounced" in html
+    await comm.disconnect()
+
+
+async def test_it_sends_nothing_when_nothing_changed(monkeypatch):
+    from decks_app import consumers
+
+    monkeypatch.setattr(consumers, "SAFETY_POLL_SECONDS", 0.05)
+    session, run = await sync_to_async(_session_with_events)(2)
+    comm, connected, _ = await _connect(session.id)
+    last = await TraceEvent.objects.filter(run=run).values_list("id", flat=True).alast()
+    await comm.send_json_to({"after": last, "version": 0, "status": "running"})
+    await comm.receive_from(timeout=5)  # the first answer always carries the cursor
+    await event_log.notify(session.id)
+    assert await comm.receive_nothing(timeout=0.4)
+    await comm.disconnect()

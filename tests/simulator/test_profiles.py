@@ -1,0 +1,54 @@
+from simulator.profiles import build_settings, database_from_url, profile_name
+
+
+def test_it_defaults_to_the_embedded_profile(tmp_path):
+    s = build_settings({"GAMBIT_SIM_DB": str(tmp_path / "db.sqlite3")})
+    assert s["GAMBIT_PROFILE"] == "embedded"
+    db = s["DATABASES"]["default"]
+    assert db["ENGINE"] == "django.db.backends.sqlite3"
+    assert "journal_mode=WAL" in db["OPTIONS"]["init_command"]
+    assert s["CHANNEL_LAYERS"]["default"]["BACKEND"] == "channels.layers.InMemoryChannelLayer"
+    assert s["GAMBIT_INPROCESS_WORKERS"] > 0
+    assert s["ALLOWED_HOSTS"][:2] == ["127.0.0.1", "localhost"]
+    assert (tmp_path / "secret_key").exists()
+    assert (
+        build_settings({"GAMBIT_SIM_DB": str(tmp_path / "db.sqlite3")})["SECRET_KEY"]
+        == s["SECRET_KEY"]
+    )
+
+
+def test_it_writes_nothing_when_the_state_folder_is_missing(tmp_path):
+    build_settings({"GAMBIT_SIM_DB": str(tmp_path / "missing" / "db.sqlite3")})
+    assert not (tmp_path / "missing").exists()
+
+
+def test_it_needs_both_urls_for_the_distributed_profile(tmp_path):
+    assert profile_name({"DATABASE_URL": "postgres://x/y"}) == "embedded"
+    s = build_settings(
+        {
+            "DATABASE_URL": "postgres://u:p%40ss@db.example:5433/gambit",
+            "REDIS_URL": "redis://127.0.0.1:6379/3",
+            "GAMBIT_SIM_DB": str(tmp_path / "x.sqlite3"),
+        }
+    )
+    assert s["GAMBIT_PROFILE"] == "distributed"
+    db = s["DATABASES"]["default"]
+    assert (db["ENGINE"], db["NAME"], db["USER"], db["PASSWORD"], db["HOST"], db["PORT"]) == (
+        "django.db.backends.postgresql",
+        "gambit",
+        "u",
+        "p@ss",
+        "db.example",
+        "5433",
+    )
+    layer = s["CHANNEL_LAYERS"]["default"]
+    assert layer["BACKEND"] == "channels_redis.core.RedisChannelLayer"
+    assert layer["CONFIG"]["hosts"] == ["redis://127.0.0.1:6379/3"]
+    assert s["GAMBIT_INPROCESS_WORKERS"] == 0
+
+
+def test_it_rejects_a_non_postgres_database_url():
+    import pytest
+
+    with pytest.raises(ValueError):
+        database_from_url("mysql://x/y")

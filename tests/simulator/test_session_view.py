@@ -1,0 +1,148 @@
+import pytest
+
+from decks_app.models import Run, TraceEvent
+from decks_app.services.sessions import create_session
+
+from .conftest import chat_session
+
+pytestmark = pytest.mark.django_db
+
+
+def test_it_shows_the_conversation_and_its_json_twin(client, workspace):
+    s = chat_session(workspace, reply="**bold** reply", user="hi")
+    r = client.get(f"/test/{s.id}/")
+    assert r.status_code == 200
+    html = r.content.decode()
+    assert "<strong>bold</strong> reply" in html
+    assert f'ws-connect="/ws/sessions/{s.id}/"' in html
+    data = client.get(f"/test/{s.id}/?format=json").json()
+    assert data == client.get(f"/test/{s.id}.json").json()
+    assert [b["kind"] for b in data["conversation"]] == ["user", "assistant"]
+    assert data["conversation"][1]["messageRefId"] == "msg-000000000000000000000003"
+    assert data["status"] == "idle"
+
+
+def test_it_escapes_model_and_user_text(client, workspace):
+    s = chat_session(
+        workspace, reply="<script>alert('x')</script><img src=x onerror=alert(1)>", user="<b>u</b>"
+    )
+    html = client.get(f"/test/{s.id}/").content.decode()
+    assert "<script>alert" not in html
+    assert "&lt;script&gt;alert" in html
+    assert "<img src=x" not in html
+    assert "&lt;b&gt;u&lt;/b&gt;" in html
+
+
+def test_it_gives_404_for_unknown_and_malformed_ids(client, workspace, django_assert_num_queries):
+    assert client.get("/test/session-0123456789abcdef01234567/").status_code == 404
+    with django_assert_num_queries(0):
+        assert client.get("/test/../etc/").status_code == 404
+        assert client.get("/test/session-XYZ/").status_code == 404
+        assert client.get("/test/run-0123456789abcdef01234567.json").status_code == 404
+        assert client.post("/test/bad/send", {"message": "x"}).status_code == 404
+
+
+def test_it_renders_the_conversation_fragment_for_htmx(client, workspace):
+    s = chat_session(workspace)
+    html = client.get(f"/test/{s.id}/", HTTP_HX_REQUEST="true").content.decode()
+    assert html.lstrip().startswith('<div id="conversation"')
+    assert "<html" not in html
+
+
+def test_it_enqueues_a_run_when_sending(client, workspace):
+    s = chat_session(workspace)
+    r = client.post(f"/test/{s.id}/send?format=json", {"message": "hello"})
+    assert r.status_code == 202
+    run = Run.objects.get(pk=r.json()["runId"])
+    assert (run.status, run.message, run.model, run.offline) == (
+        "queued",
+        "hello",
+        "offline/echo",
+        True,
+    )
+    # one run at a time per session
+    assert client.post(f"/test/{s.id}/send?format=json", {"message": "again"}).status_code == 409
+    assert client.post(f"/test/{s.id}/send?format=json", {"message": "  "}).status_code == 400
+
+
+def test_it_answers_htmx_sends_with_oob_fragments(client, workspace):
+    s = chat_session(workspace)
+    html = client.post(
+        f"/test/{s.id}/send", {"message": "hi"}, HTTP_HX_REQUEST="true"
+    ).content.decode()
+    assert 'id="status"' in html and 'hx-swap-oob="true"' in html
+    assert 'id="composer"' in html and "queued" in html
+
+
+def test_it_stops_queued_and_running_runs(client, workspace):
+    s = chat_session(workspace)
+    queued = Run.objects.create(session=s, status="queued")
+    r = client.post(f"/test/{s.id}/stop?format=json")
+    assert r.status_code == 200 and r.json()["stopped"] == [queued.id]
+    queued.refresh_from_db()
+    assert queued.status == "canceled"
+    running = Run.objects.create(session=s, status="running")
+    client.post(f"/test/{s.id}/stop")
+    running.refresh_from_db()
+    assert running.cancel_requested and running.status == "running"
+
+
+def test_it_refuses_get_on_commands(client, workspace):
+    s = chat_session(workspace)
+    for action in ["send", "stop", "notes", "rerun"]:
+        assert client.get(f"/test/{s.id}/{action}").status_code == 405
+
+
+def test_it_saves_notes_and_the_conversation_score(client, workspace):
+    s = chat_session(workspace)
+    r = client.post(f"/test/{s.id}/notes?format=json", {"notes": "good <b>", "score": "2"})
+    assert r.status_code == 200
+    s.refresh_from_db()
+    assert s.notes["text"] == "good <b>" and s.conversation_score["score"] == 2
+    client.post(f"/test/{s.id}/notes", {"score": ""})
+    s.refresh_from_db()
+    assert s.conversation_score is None
+    listing = client.get("/test/?format=json").json()["sessions"][0]
+    assert listing["id"] == s.id
+
+
+def test_it_starts_assistant_first_decks_at_once(workspace, tmp_path, settings):
+    deck = tmp_path / "greeter"
+    deck.mkdir()
+    (deck / "PROMPT.md").write_text(
+        '+++\nlabel = "Greeter"\nstartMode = "assistant"\n+++\n\nGreet.\n'
+    )
+    settings.GAMBIT_WORKSPACE = str(tmp_path)
+    from decks_app.services.workspaces import current_workspace
+
+    ws = current_workspace()
+    s = create_session(ws, "greeter/PROMPT.md", model="offline/echo")
+    run = s.runs.get()
+    assert run.status == "queued" and run.message is None
+
+
+def test_it_shows_live_events_of_the_active_run(client, workspace):
+    s = chat_session(workspace)
+    run = Run.objects.create(session=s, status="running")
+    payloads = [
+        {"type": "message.user", "message": {"role": "user", "content": "q<i>"}},
+        {"type": "response.output_item.added", "item": {"type": "message", "id": "m1"}},
+        {"type": "response.output_text.delta", "item_id": "m1", "delta": "Hel"},
+        {"type": "response.output_text.delta", "item_id": "m1", "delta": "lo<x>"},
+    ]
+    for i, p in enumerate(payloads, 1):
+        TraceEvent.objects.create(run=run, session=s, seq=i, type=p["type"], payload=p, ts=0)
+    html = client.get(f"/test/{s.id}/").content.decode()
+    assert "Hello&lt;x&gt;" in html and "q&lt;i&gt;" in html
+    data = client.get(f"/test/{s.id}.json").json()
+    assert data["activeRunId"] == run.id
+    assert data["cursor"] == TraceEvent.objects.latest("id").id
+
+
+def test_it_limits_request_bodies(client, workspace):
+    s = chat_session(workspace)
+    r = client.post(f"/test/{s.id}/send", {"message": "x" * (11 * 1024 * 1024)})
+    assert r.status_code == 400
+    assert not Run.objects.filter(session=s).exists()
+    r = client.post(f"/test/{s.id}/send?format=json", {"message": "x" * 100_001})
+    assert r.status_code == 400

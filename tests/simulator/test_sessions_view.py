@@ -1,0 +1,69 @@
+import pytest
+
+from decks_app.models import Run, Session
+
+from .conftest import chat_session
+
+pytestmark = pytest.mark.django_db
+
+
+def test_it_lists_sessions_newest_first(client, workspace):
+    a = chat_session(workspace)
+    b = chat_session(workspace)
+    r = client.get("/test/")
+    assert r.status_code == 200
+    html = r.content.decode()
+    assert html.index(b.id) < html.index(a.id)
+    data = client.get("/test/?format=json").json()
+    assert [s["id"] for s in data["sessions"]] == [b.id, a.id]
+    assert client.get("/test.json").json()["sessions"] == data["sessions"]
+    assert {d["path"] for d in data["decks"]} >= {"hello/deck.py", "support/PROMPT.md"}
+    assert any(p["name"] == "offline" and p["configured"] for p in data["providers"])
+
+
+def test_it_filters_by_status_and_deck(client, workspace):
+    s = chat_session(workspace)
+    Run.objects.create(session=s, status="failed", model="offline/echo")
+    other = chat_session(workspace)
+    data = client.get("/test/?format=json&status=failed").json()
+    assert [x["id"] for x in data["sessions"]] == [s.id]
+    assert data["sessions"][0]["status"] == "failed"
+    data = client.get("/test/?format=json&deck=hello/deck.py").json()
+    assert data["sessions"] == []
+    data = client.get(f"/test/?format=json&q={other.id[-6:]}").json()
+    assert [x["id"] for x in data["sessions"]] == [other.id]
+
+
+def test_it_renders_only_the_table_for_htmx(client, workspace):
+    chat_session(workspace)
+    r = client.get("/test/", HTTP_HX_REQUEST="true")
+    html = r.content.decode()
+    assert html.lstrip().startswith('<table id="sessions-table"')
+    assert "<html" not in html
+
+
+def test_it_creates_a_session_and_redirects(client, workspace):
+    r = client.post(
+        "/test/new", {"deck": "support/PROMPT.md", "context": '{"customerName": "Ada"}'}
+    )
+    assert r.status_code == 302
+    session = Session.objects.get()
+    assert r["Location"] == f"/test/{session.id}/"
+    assert session.context == {"customerName": "Ada"}
+    assert not session.runs.exists()  # startMode user: waits for the user
+
+
+def test_it_rejects_decks_outside_the_workspace(client, workspace):
+    for deck in ["../pyproject.toml", "/etc/passwd", "nope/PROMPT.md", ""]:
+        r = client.post("/test/new?format=json", {"deck": deck})
+        assert r.status_code == 400, deck
+    assert not Session.objects.exists()
+
+
+def test_it_enforces_csrf(csrf_client, workspace):
+    assert csrf_client.post("/test/new", {"deck": "support/PROMPT.md"}).status_code == 403
+    assert not Session.objects.exists()
+
+
+def test_it_refuses_get_on_create(client):
+    assert client.get("/test/new").status_code == 405

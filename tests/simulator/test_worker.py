@@ -1,0 +1,184 @@
+"""The worker: claim, execute through run_deck, events first, state saved, cancel, interrupt."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+from asgiref.sync import sync_to_async
+
+from decks_app.models import Run, TraceEvent
+from decks_app.services import execution
+from decks_app.services.events import coalesce
+from decks_app.services.sessions import create_session, send_message
+from decks_app.services.workspaces import current_workspace
+from decks_app.worker import Worker
+from tests.support.fake_model_server import Reply
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def _setup(deck="support/PROMPT.md", model="offline/echo", message="hello <b>"):
+    ws = current_workspace()
+    session = create_session(ws, deck, model=model)
+    run = send_message(session, message)
+    return session, run
+
+
+async def test_it_runs_a_deck_and_saves_state_events_and_usage():
+    session, run = await sync_to_async(_setup)()
+    assert await sync_to_async(execution.claim_next_run)("w1") == run.id
+    assert await asyncio.wait_for(execution.execute_run(run.id), 20) == "completed"
+    run = await Run.objects.aget(pk=run.id)
+    assert run.status == "completed" and run.total_tokens > 0 and run.finished_at
+    assert run.output == "You said: hello <b>"
+    session = await type(session).objects.aget(pk=session.id)
+    assert session.messages[-1] == {"role": "assistant", "content": "You said: hello <b>"}
+    assert len(session.message_refs) == len(session.messages)
+    assert session.state_version == 1
+    types = [
+        t
+        async for t in TraceEvent.objects.filter(run=run)
+        .order_by("seq")
+        .values_list("type", flat=True)
+    ]
+    assert types[0] == "run.start" and types[-1] == "run.end" and "model.result" in types
+    seqs = [
+        s
+        async for s in TraceEvent.objects.filter(run=run)
+        .order_by("id")
+        .values_list("seq", flat=True)
+    ]
+    assert seqs == list(range(1, len(seqs) + 1))
+
+
+async def test_it_runs_compute_decks_with_the_message_as_input():
+    session, run = await sync_to_async(_setup)("hello/deck.py", "", "Ada")
+    await sync_to_async(execution.claim_next_run)("w1")
+    assert await asyncio.wait_for(execution.execute_run(run.id), 20) == "completed"
+    session = await type(session).objects.aget(pk=session.id)
+    assert session.messages == [
+        {"role": "user", "content": "Ada"},
+        {"role": "assistant", "content": "Hello, Ada!"},
+    ]
+
+
+async def test_it_streams_from_a_real_http_model_and_coalesces(fake_server, monkeypatch):
+    for k, v in fake_server.env().items():
+        monkeypatch.setenv(k, v)
+    fake_server.queue(
+        Reply(
+            deltas=[f"w{i} " for i in range(40)],
+            delay=0.002,
+            usage={"input_tokens": 10, "output_tokens": 40, "cost": 0.0012},
+        )
+    )
+    session, run = await sync_to_async(_setup)(model="openresponses/fake")
+    await sync_to_async(execution.claim_next_run)("w1")
+    assert await asyncio.wait_for(execution.execute_run(run.id), 20) == "completed"
+    saved = await Run.objects.aget(pk=run.id)
+    assert (saved.total_tokens, saved.cost) == (50, 0.0012)
+    deltas = [
+        p
+        async for p in TraceEvent.objects.filter(run_id=run.id, type="response.output_text.delta")
+        .order_by("seq")
+        .values_list("payload", flat=True)
+    ]
+    assert "".join(d["delta"] for d in deltas) == "".join(f"w{i} " for i in range(40))
+    assert sum(d.get("coalesced", 1) for d in deltas) == 40
+
+
+def test_it_coalesces_consecutive_deltas_of_one_item():
+    d = lambda t, i="a": {"type": "response.output_text.delta", "item_id": i, "delta": t}  # noqa: E731
+    out = coalesce([d("a"), d("b"), {"type": "log"}, d("c"), d("d", "z")])
+    assert [(e["type"], e.get("delta"), e.get("coalesced")) for e in out] == [
+        ("response.output_text.delta", "ab", 2),
+        ("log", None, None),
+        ("response.output_text.delta", "c", None),
+        ("response.output_text.delta", "d", None),
+    ]
+
+
+async def test_it_cancels_a_running_run_on_request(fake_server, monkeypatch):
+    for k, v in fake_server.env().items():
+        monkeypatch.setenv(k, v)
+    fake_server.queue(Reply(deltas=[f"w{i} " for i in range(200)], delay=0.02))
+    session, run = await sync_to_async(_setup)(model="openresponses/fake")
+    await sync_to_async(execution.claim_next_run)("w1")
+    task = asyncio.create_task(execution.execute_run(run.id))
+    for _ in range(100):
+        if await TraceEvent.objects.filter(
+            run_id=run.id, type="response.output_text.delta"
+        ).aexists():
+            break
+        await asyncio.sleep(0.05)
+    await Run.objects.filter(pk=run.id).aupdate(cancel_requested=True)
+    assert await asyncio.wait_for(task, 10) == "canceled"
+    run = await Run.objects.aget(pk=run.id)
+    assert run.status == "canceled"
+    end = await TraceEvent.objects.filter(run_id=run.id, type="run.end").afirst()
+    assert end.payload["status"] == "canceled"
+
+
+async def test_the_worker_loop_claims_and_executes_queued_runs():
+    _, run1 = await sync_to_async(_setup)()
+    _, run2 = await sync_to_async(_setup)(message="second")
+    worker = Worker(slots=2, poll_seconds=0.05)
+    await asyncio.wait_for(worker.run(max_runs=2), 30)
+    statuses = {r.id: r.status async for r in Run.objects.all()}
+    assert statuses == {run1.id: "completed", run2.id: "completed"}
+
+
+async def test_a_stopped_worker_marks_its_runs_interrupted(fake_server, monkeypatch):
+    for k, v in fake_server.env().items():
+        monkeypatch.setenv(k, v)
+    fake_server.queue(Reply(deltas=[f"w{i} " for i in range(200)], delay=0.02))
+    _, run = await sync_to_async(_setup)(model="openresponses/fake")
+    worker = Worker(slots=1, poll_seconds=0.05)
+    task = asyncio.create_task(worker.run())
+    for _ in range(100):
+        if await Run.objects.filter(pk=run.id, status="running").aexists():
+            break
+        await asyncio.sleep(0.05)
+    await asyncio.sleep(0.3)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await asyncio.wait_for(task, 10)
+    run = await Run.objects.aget(pk=run.id)
+    assert run.status == "interrupted" and "interrupted" in run.error
+
+
+def test_restart_marks_in_flight_runs_interrupted():
+    session, run = _setup()
+    Run.objects.filter(pk=run.id).update(status="running")
+    assert execution.mark_interrupted(stale_only=True) == []  # fresh heartbeat (None is not stale)
+    assert execution.mark_interrupted(stale_only=False) == [run.id]
+    run.refresh_from_db()
+    assert run.status == "interrupted"
+
+
+def test_a_claimed_run_is_not_claimed_twice():
+    _, run = _setup()
+    assert execution.claim_next_run("a") == run.id
+    assert execution.claim_next_run("b") is None
+
+
+async def test_an_assistant_first_deck_speaks_first(tmp_path, settings):
+    deck = tmp_path / "greeter"
+    deck.mkdir()
+    (deck / "PROMPT.md").write_text(
+        '+++\nlabel = "Greeter"\nstartMode = "assistant"\n+++\n\nGreet the user.\n'
+    )
+    settings.GAMBIT_WORKSPACE = str(tmp_path)
+
+    def setup():
+        session = create_session(current_workspace(), "greeter/PROMPT.md", model="offline/echo")
+        return session, session.runs.get()
+
+    session, run = await sync_to_async(setup)()
+    assert run.message is None
+    await sync_to_async(execution.claim_next_run)("w1")
+    assert await asyncio.wait_for(execution.execute_run(run.id), 20) == "completed"
+    session = await type(session).objects.aget(pk=session.id)
+    roles = [m["role"] for m in session.messages if m.get("content")]
+    assert roles[-1] == "assistant" and "user" not in roles
