@@ -9,6 +9,7 @@ from gambit import __version__
 from ._check import check_command
 from ._run import repl_command, run_command
 from ._scenario import grade_command, scenario_command
+from ._serve import serve_command, worker_command
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -17,7 +18,15 @@ def cli() -> None:
     """Gambit: write LLM agents as decks, run them, test them with scenarios and grade them."""
 
 
-for command in (check_command, run_command, repl_command, scenario_command, grade_command):
+for command in (
+    check_command,
+    run_command,
+    repl_command,
+    scenario_command,
+    grade_command,
+    serve_command,
+    worker_command,
+):
     cli.add_command(command)
 
 
