@@ -35,6 +35,45 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
+def serve_simulator(
+    env: dict[str, str], port: int, log, *, timeout: float = 30.0
+) -> subprocess.Popen:
+    """Start `gambit serve` on `port` and wait until it answers; fail with its log if it cannot."""
+    proc = subprocess.Popen(
+        [sys.executable, "-c", SERVE, "--port", str(port)],
+        cwd=ROOT,
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
+    url = f"http://127.0.0.1:{port}/test/?format=json"
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            urllib.request.urlopen(url, timeout=1).read()
+            return proc
+        except OSError:
+            if proc.poll() is not None:
+                pytest.fail(
+                    f"gambit serve exited with {proc.returncode}:\n" + Path(log.name).read_text()
+                )
+            time.sleep(0.2)
+    proc.kill()
+    pytest.fail(
+        f"gambit serve did not start within {timeout:.0f} s:\n" + Path(log.name).read_text()
+    )
+
+
+def stop(*procs: subprocess.Popen) -> None:
+    for proc in procs:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=5)
+
+
 @pytest.fixture(scope="session")
 def fake_model():
     server = FakeModelServer().start()
@@ -53,33 +92,9 @@ def live_url(fake_model, tmp_path_factory):
     env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "REDIS_URL")}
     env.update(fake_model.env())
     env.update({"GAMBIT_SIM_DB": str(db), "DJANGO_SETTINGS_MODULE": "simulator.settings"})
-    proc = subprocess.Popen(
-        [sys.executable, "-c", SERVE, "--port", str(port)],
-        cwd=ROOT,
-        env=env,
-        stdout=log,
-        stderr=subprocess.STDOUT,
-    )
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        try:
-            urllib.request.urlopen(url + "/test/?format=json", timeout=1).read()
-            break
-        except OSError:
-            if proc.poll() is not None:
-                pytest.fail("gambit serve exited:\n" + log_path.read_text())
-            time.sleep(0.2)
-    else:
-        proc.kill()
-        pytest.fail("gambit serve did not start within 30 s")
-    yield url
-    proc.terminate()
-    try:
-        proc.wait(timeout=10)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait(timeout=5)
+    proc = serve_simulator(env, port, log)
+    yield f"http://127.0.0.1:{port}"
+    stop(proc)
     log.close()
 
 

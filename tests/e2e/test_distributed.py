@@ -11,12 +11,11 @@ import socket
 import subprocess
 import sys
 import time
-import urllib.request
 
 import pytest
 from playwright.sync_api import expect
 
-from .conftest import ROOT, SERVE, _free_port
+from .conftest import ROOT, _free_port, serve_simulator, stop
 
 PG = os.environ.get("GAMBIT_TEST_PG", "postgres://postgres@127.0.0.1:5432/postgres")
 REDIS = os.environ.get("GAMBIT_TEST_REDIS", "redis://127.0.0.1:6379/5")
@@ -55,23 +54,8 @@ def distributed(fake_model, tmp_path_factory):
     port = _free_port()
     log_path = tmp_path_factory.mktemp("dist-logs") / "serve-and-worker.log"
     log = log_path.open("w")
-    server = subprocess.Popen(
-        [sys.executable, "-c", SERVE, "--port", str(port)],
-        cwd=ROOT,
-        env=env,
-        stdout=log,
-        stderr=subprocess.STDOUT,
-    )
+    server = serve_simulator(env, port, log, timeout=40)
     url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 40
-    while time.monotonic() < deadline:
-        try:
-            urllib.request.urlopen(url + "/test/?format=json", timeout=1).read()
-            break
-        except OSError:
-            if server.poll() is not None:
-                pytest.fail("gambit serve exited:\n" + log_path.read_text())
-            time.sleep(0.2)
     worker = subprocess.Popen(
         [sys.executable, "-c", WORKER, "--slots", "4"],
         cwd=ROOT,
@@ -80,13 +64,7 @@ def distributed(fake_model, tmp_path_factory):
         stderr=subprocess.STDOUT,
     )
     yield url
-    for proc in (worker, server):
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=5)
+    stop(worker, server)
     log.close()
     with psycopg.connect(PG, autocommit=True) as conn:
         conn.execute(f'DROP DATABASE IF EXISTS "{dbname}" WITH (FORCE)')

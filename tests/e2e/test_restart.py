@@ -4,35 +4,13 @@ from __future__ import annotations
 
 import os
 import signal
-import subprocess
-import sys
 import time
 
 import httpx
 
 from tests.support.fake_model_server import Reply
 
-from .conftest import ROOT, SERVE, _free_port
-
-
-def _start(env, port, log):
-    proc = subprocess.Popen(
-        [sys.executable, "-c", SERVE, "--port", str(port)],
-        cwd=ROOT,
-        env=env,
-        stdout=log,
-        stderr=subprocess.STDOUT,
-    )
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        try:
-            httpx.get(f"http://127.0.0.1:{port}/test/?format=json", timeout=1)
-            return proc
-        except httpx.HTTPError:
-            assert proc.poll() is None, "gambit serve exited"
-            time.sleep(0.2)
-    proc.kill()
-    raise AssertionError("gambit serve did not start")
+from .conftest import _free_port, serve_simulator
 
 
 def test_a_restart_marks_in_flight_runs_interrupted(fake_server, tmp_path):
@@ -42,7 +20,7 @@ def test_a_restart_marks_in_flight_runs_interrupted(fake_server, tmp_path):
     port = _free_port()
     url = f"http://127.0.0.1:{port}"
     with (tmp_path / "serve.log").open("w") as log:
-        proc = _start(env, port, log)
+        proc = serve_simulator(env, port, log)
         try:
             client = httpx.Client(base_url=url, timeout=10, headers={"Origin": url})
             client.get("/test/")
@@ -64,7 +42,7 @@ def test_a_restart_marks_in_flight_runs_interrupted(fake_server, tmp_path):
         finally:
             proc.send_signal(signal.SIGKILL)  # a crash: nothing gets to clean up
             proc.wait(timeout=10)
-        proc = _start(env, port, log)
+        proc = serve_simulator(env, port, log)
         try:
             data = httpx.get(f"{url}/test/{session}.json", timeout=10).json()
             assert data["status"] == "interrupted"
