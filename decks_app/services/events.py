@@ -77,6 +77,27 @@ def events_after(session_id: str, after: int, limit: int = 1000) -> list[TraceEv
     )
 
 
+# The session page lists at most this many of the newest events; the trace page has them all.
+RECENT_LIMIT = 500
+
+
+def recent_events(session_id: str, cursor: int, limit: int | None = None) -> list[TraceEvent]:
+    """The newest `limit` (default RECENT_LIMIT) events up to the cursor, oldest first."""
+    newest = TraceEvent.objects.filter(session_id=session_id, id__lte=cursor).order_by("-id")
+    return list(reversed(newest[: limit or RECENT_LIMIT]))
+
+
+def event_dict(event: TraceEvent) -> dict[str, Any]:
+    return {
+        "id": event.id,
+        "runId": event.run_id,
+        "seq": event.seq,
+        "type": event.type,
+        "ts": event.ts,
+        "payload": event.payload,
+    }
+
+
 def last_event_id(session_id: str) -> int:
     last = TraceEvent.objects.filter(session_id=session_id).order_by("-id").values("id").first()
     return last["id"] if last else 0

@@ -62,7 +62,9 @@ def live_blocks(events: Iterable[TraceEvent]) -> list[dict[str, Any]]:
 
 
 def event_fragments(events: Iterable[TraceEvent]) -> str:
-    """OOB fragments for new events: blocks appended to #live, deltas appended to their text."""
+    """OOB fragments for new events: blocks appended to #live, deltas appended to their text,
+    and one row per event appended to the raw event list (#raw-events)."""
+    events = list(events)
     parts: list[str] = []
     for event in events:
         block = _block(event)
@@ -78,6 +80,8 @@ def event_fragments(events: Iterable[TraceEvent]) -> str:
                     },
                 )
             )
+    if events:
+        parts.append(render_to_string(TEMPLATE + "#raw_events_append", {"events": events}))
     return "".join(parts)
 
 
@@ -89,9 +93,10 @@ def cursor_fragment(cursor: int, version: int) -> str:
 
 def session_fragments(detail: dict[str, Any], request: Any = None) -> str:
     """Everything that changes when a run starts or ends: status, conversation, composer,
-    live area and trace panel."""
+    live area, trace panel and raw event list (read at the detail's cursor, which may be past
+    the events already appended)."""
     ctx = {**detail, "oob": True}
-    names = ["status", "conversation", "live", "composer", "trace_panel"]
+    names = ["status", "conversation", "live", "composer", "trace_panel", "raw_events"]
     return "".join(render_to_string(f"{TEMPLATE}#{name}", ctx, request=request) for name in names)
 
 

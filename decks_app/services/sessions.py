@@ -313,6 +313,7 @@ def session_detail(session: Session) -> dict[str, Any]:
             .order_by("id")
             .values_list("payload", flat=True)
         )
+        raw_events = event_log.recent_events(session.id, cursor)
     totals = session.runs.aggregate(tokens=Sum("total_tokens"), cost=Sum("cost"))
     return {
         "session": session,
@@ -322,6 +323,8 @@ def session_detail(session: Session) -> dict[str, Any]:
         "live_events": live,
         "live_blocks": fragments.live_blocks(live),
         "tree": trace_tree.build_tree(payloads),
+        "raw_events": raw_events,
+        "raw_events_limit": event_log.RECENT_LIMIT,
         "cursor": cursor,
         "version": session.state_version,
         "bubbles": bubbles,
@@ -353,6 +356,8 @@ def session_json(session: Session, detail: dict[str, Any] | None = None) -> dict
         "cost": d["cost"],
         "conversation": [b.to_dict() for b in d["bubbles"]],
         "trace": [n.to_dict() for n in d["tree"]],
+        # the newest events (at most events.RECENT_LIMIT, oldest first); /trace.json has all
+        "events": [event_log.event_dict(e) for e in d["raw_events"]],
         "runs": [run_dict(r) for r in d["runs"]],
         "notes": session.notes,
         "conversationScore": session.conversation_score,

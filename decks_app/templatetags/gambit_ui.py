@@ -1,4 +1,4 @@
-"""Template filters: sanitised Markdown and pretty JSON (both escape model text)."""
+"""Template filters: sanitised Markdown and pretty or compact JSON (all escape model text)."""
 
 from __future__ import annotations
 
@@ -60,6 +60,12 @@ def pretty_json(value: Any) -> str:
         except ValueError:
             return value
     return json.dumps(value, ensure_ascii=False, indent=2)
+
+
+@register.filter
+def compact_json(value: Any) -> str:
+    """One-line JSON (autoescaped like any other string)."""
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
 
 
 @register.filter

@@ -7,6 +7,7 @@ from django.http import HttpRequest, HttpResponse
 from django.views.decorators.http import require_GET
 
 from decks_app.models import TraceEvent
+from decks_app.services.events import event_dict
 from decks_app.services.trace_tree import build_tree
 from decks_app.views.base import page, session_or_404
 
@@ -26,17 +27,7 @@ def trace_page(request: HttpRequest, session_id: str, fmt: str | None = None) ->
     data = {
         "session": session.id,
         "tree": [n.to_dict() for n in tree],
-        "events": [
-            {
-                "id": e.id,
-                "runId": e.run_id,
-                "seq": e.seq,
-                "type": e.type,
-                "ts": e.ts,
-                "payload": e.payload,
-            }
-            for e in current.object_list
-        ],
+        "events": [event_dict(e) for e in current.object_list],
         "page": current.number,
         "pages": pages.num_pages,
         "count": pages.count,

@@ -10,9 +10,15 @@
       status: cursor.dataset.status || null,
     }));
   });
-  // Keep the newest text in view while it streams.
   document.body.addEventListener("htmx:wsAfterMessage", function () {
+    // Keep the newest text in view while it streams.
     var live = document.getElementById("live");
     if (live && live.lastElementChild) live.lastElementChild.scrollIntoView({block: "nearest"});
+    // Keep only the newest rows of the raw event list (the trace page has them all).
+    var raw = document.getElementById("raw-events");
+    if (raw) {
+      var limit = parseInt(raw.dataset.limit || "500", 10);
+      while (raw.children.length > limit) raw.removeChild(raw.firstElementChild);
+    }
   });
 })();

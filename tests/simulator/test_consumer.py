@@ -72,6 +72,9 @@ async def test_it_replays_events_after_the_cursor_then_follows():
     await event_log.notify(session.id)
     html = await comm.receive_from(timeout=5)
     assert "live!" in html and "&lt;d3&gt;" not in html
+    # one row appended to the raw event list for the new event
+    assert '<ol id="raw-events" hx-swap-oob="beforeend">' in html
+    assert html.count("<li value=") == 1 and "#4" in html
     await comm.disconnect()
 
 
@@ -85,6 +88,7 @@ async def test_it_sends_session_fragments_when_a_run_ends():
     await event_log.notify(session.id)
     html = await comm.receive_from(timeout=5)
     assert 'id="conversation"' in html and 'id="status"' in html and "completed" in html
+    assert 'id="raw-events"' in html and html.count("<li value=") == 2  # re-rendered whole
     await comm.disconnect()
 
 

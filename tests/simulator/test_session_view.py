@@ -139,6 +139,51 @@ def test_it_shows_live_events_of_the_active_run(client, workspace):
     assert data["cursor"] == TraceEvent.objects.latest("id").id
 
 
+def _add_events(session, payloads, status="completed"):
+    run = Run.objects.create(session=session, status=status)
+    for i, p in enumerate(payloads, 1):
+        TraceEvent.objects.create(run=run, session=session, seq=i, type=p["type"], payload=p, ts=0)
+    return run
+
+
+def test_it_lists_the_raw_events_under_the_trace_escaped(client, workspace):
+    s = chat_session(workspace)
+    _add_events(
+        s,
+        [
+            {"type": "run.start", "runId": "r"},
+            {"type": "log", "message": "<script>alert('e')</script>"},
+        ],
+    )
+    html = client.get(f"/test/{s.id}/").content.decode()
+    assert 'id="raw-events-panel"' in html and 'id="raw-events"' in html
+    panel = html[html.index('id="raw-events-panel"') :]
+    assert panel.index("run.start") < panel.index("<b>log</b>")  # most recent last
+    assert "<script>alert(" not in html
+    assert "&lt;script&gt;alert(&#x27;e&#x27;)&lt;/script&gt;" in panel
+    assert f'href="/test/{s.id}/trace/"' in panel
+    data = client.get(f"/test/{s.id}.json").json()
+    assert [e["type"] for e in data["events"]] == ["run.start", "log"]
+    assert data["events"][1]["payload"]["message"] == "<script>alert('e')</script>"
+    assert data["events"][1]["seq"] == 2 and data["events"][1]["id"] == data["cursor"]
+    assert {"conversation", "trace", "runs", "cursor"} <= data.keys()  # existing keys kept
+
+
+def test_it_bounds_the_raw_event_list(client, workspace, monkeypatch):
+    from decks_app.services import events as event_log
+
+    monkeypatch.setattr(event_log, "RECENT_LIMIT", 3)
+    s = chat_session(workspace)
+    _add_events(s, [{"type": "log", "message": f"m{i}"} for i in range(1, 6)])
+    data = client.get(f"/test/{s.id}.json").json()
+    assert [e["payload"]["message"] for e in data["events"]] == ["m3", "m4", "m5"]
+    html = client.get(f"/test/{s.id}/").content.decode()
+    panel = html[html.index('id="raw-events"') :]
+    row = "&quot;message&quot;:&quot;{}&quot;"
+    assert 'data-limit="3"' in html and row.format("m2") not in panel
+    assert row.format("m3") in panel and row.format("m5") in panel
+
+
 def test_it_limits_request_bodies(client, workspace):
     s = chat_session(workspace)
     r = client.post(f"/test/{s.id}/send", {"message": "x" * (11 * 1024 * 1024)})
