@@ -27,6 +27,15 @@ def configured_providers(env: Mapping[str, str] | None = None) -> list[dict[str,
     out = []
     for spec in PROVIDERS.values():
         reason = spec.unconfigured_reason(env)
+        # A provider that needs nothing set (Ollama) is "configured" only by its default
+        # address; say so, since nothing checked that a server answers there.
+        assumed = (
+            reason is None
+            and not spec.offline
+            and spec.base_url_env is not None
+            and not env.get(spec.base_url_env)
+            and spec.default_base_url is not None
+        )
         out.append(
             {
                 "name": spec.name,
@@ -34,6 +43,7 @@ def configured_providers(env: Mapping[str, str] | None = None) -> list[dict[str,
                 "configured": reason is None,
                 "reason": reason,
                 "offline": spec.offline,
+                "assumedBaseUrl": spec.default_base_url if assumed else None,
             }
         )
     return out
@@ -44,6 +54,8 @@ def banner_lines(env: Mapping[str, str] | None = None) -> list[str]:
     for p in configured_providers(env):
         if p["configured"]:
             note = " (offline, no network)" if p["offline"] else ""
+            if p["assumedBaseUrl"]:
+                note = f" (default address {p['assumedBaseUrl']}, not checked)"
             lines.append(f"  [x] {p['name']}{note}")
         else:
             lines.append(f"  [ ] {p['name']}: {p['reason']}")

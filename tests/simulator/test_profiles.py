@@ -52,3 +52,20 @@ def test_it_rejects_a_non_postgres_database_url():
 
     with pytest.raises(ValueError):
         database_from_url("mysql://x/y")
+
+
+def test_the_banner_says_when_a_provider_is_only_assumed_at_its_default_address():
+    from decks_app.services.providers import banner_lines
+
+    lines = banner_lines({})
+    (ollama,) = [line for line in lines if "ollama" in line]
+    assert ollama.startswith("  [x] ollama (default address http") and ollama.endswith(
+        ", not checked)"
+    )
+    (configured,) = [
+        line
+        for line in banner_lines({"OLLAMA_BASE_URL": "http://gpu:11434/v1"})
+        if "ollama" in line
+    ]
+    assert configured == "  [x] ollama"
+    assert "  [ ] openrouter: OPENROUTER_API_KEY is not set" in lines
