@@ -233,7 +233,7 @@ async def execute_run(run_id: str, *, router: Any = None) -> str:
         if router is None:
             router = own_router = providers.make_router(session.workspace.root)
         provider = resolver = router
-        override, _, _ = providers.effective_model(session.model, job.deck_models)
+        override, _, _ = providers.effective_model(session.model, job.deck_models, router)
 
     latest: dict[str, Any] = {"state": None, "usage": None, "output": None}
     transcript: list[dict[str, Any]] = []

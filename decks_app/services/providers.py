@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from gambit.providers import PROVIDERS, ProviderRouter, split_model
+from gambit.providers import PROVIDERS, ProviderRouter
 
 OFFLINE_MODEL = "offline/echo"
 
@@ -62,21 +62,18 @@ def banner_lines(env: Mapping[str, str] | None = None) -> list[str]:
     return lines
 
 
-def model_is_usable(model: str, env: Mapping[str, str] | None = None) -> bool:
-    env = provider_env() if env is None else env
-    name, _ = split_model(model)
-    spec = PROVIDERS.get(name or "openrouter")
-    return spec is not None and spec.unconfigured_reason(env) is None
+def effective_model(override: str, deck_models: list[str], router: ProviderRouter):
+    """(model override to pass to the engine or None, the model label, offline?).
 
-
-def effective_model(override: str, deck_models: list[str], env: Mapping[str, str] | None = None):
-    """(model override to pass to the engine or None, the model label, offline?)."""
+    Routing, aliases and the default provider are the router's (gambit.toml), never
+    re-derived here.
+    """
     if override:
-        name, _ = split_model(override)
-        return override, override, name == "offline"
-    for model in deck_models:
-        if model_is_usable(model, env):
-            return None, model, split_model(model)[0] == "offline"
+        return override, override, router.route(override).provider == "offline"
+    candidates, _, _ = router.expand(deck_models) if deck_models else ([], {}, False)
+    for model in candidates:
+        if router.unavailable_reason(model, probe=False) is None:
+            return None, model, router.route(model).provider == "offline"
     if deck_models:
         return OFFLINE_MODEL, OFFLINE_MODEL, True
     return None, "", False

@@ -132,7 +132,8 @@ def create_session(
 def enqueue_run(session: Session, *, message: str | None, kind: str = "manual") -> Run:
     deck = find_deck(session.workspace, session.deck_path)
     deck_models = deck.models if deck else []
-    _, label, offline = providers.effective_model(session.model, deck_models)
+    router = providers.make_router(session.workspace.root)
+    _, label, offline = providers.effective_model(session.model, deck_models, router)
     if kind == "replay":
         label, offline = "offline-replay", True
     with transaction.atomic():

@@ -69,3 +69,25 @@ def test_the_banner_says_when_a_provider_is_only_assumed_at_its_default_address(
     ]
     assert configured == "  [x] ollama"
     assert "  [ ] openrouter: OPENROUTER_API_KEY is not set" in lines
+
+
+def test_the_session_model_follows_gambit_toml_routing():
+    from decks_app.services.providers import OFFLINE_MODEL, effective_model
+    from gambit.providers import ProviderRouter
+    from gambit.providers._config import parse_config
+
+    config = parse_config(
+        '[providers]\ndefault = "ollama"\n[models.aliases]\nfast = "openrouter/openai/gpt-4o-mini"\n'
+    )
+    router = ProviderRouter(config=config, env={})
+    # Unprefixed models go to the configured default provider (ollama needs no key).
+    assert effective_model("", ["llama3.1"], router) == (None, "llama3.1", False)
+    # An alias is judged by what it expands to (openrouter, unconfigured here).
+    assert effective_model("", ["fast"], router) == (OFFLINE_MODEL, OFFLINE_MODEL, True)
+    keyed = ProviderRouter(config=config, env={"OPENROUTER_API_KEY": "k"})
+    assert effective_model("", ["fast"], keyed) == (None, "openrouter/openai/gpt-4o-mini", False)
+    assert effective_model("offline/echo", ["fast"], router) == (
+        "offline/echo",
+        "offline/echo",
+        True,
+    )
