@@ -2,11 +2,18 @@
 
 from __future__ import annotations
 
+import tempfile
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
+from hypothesis.configuration import set_hypothesis_home_dir
 
 from tests.support.fake_model_server import FakeModelServer
+
+# Hypothesis keeps its example database and caches outside the working tree (never
+# committed, never left behind in a checkout).
+set_hypothesis_home_dir(Path(tempfile.gettempdir()) / "gambit-hypothesis")
 
 
 @pytest.fixture
