@@ -1,0 +1,386 @@
+"""Verify metrics: what N scenario runs x M repeats of a grader say, and how far to trust it.
+
+Pure functions over plain records, shared by `gambit verify` and the simulator's Verify page,
+so the CLI and the browser report the same figures for the same grades.
+
+Vocabulary:
+- a **sample** is one grade of one conversation by one grader (one repeat);
+- a **conversation** is one scenario run; its repeats are the samples of the same grader for
+  it, and their agreement is the grader's **self-consistency**;
+- a sample **passes** when its score is >= the threshold (0 by default, the middle of the
+  built-in -3..3 scale);
+- a sample **fails** by **execution** (the scenario run failed, so there was nothing to grade),
+  by a **grader error** (the grader ran but gave no score), or scores **below the threshold**.
+  Execution failures count against nothing but coverage; grader errors and low scores are the
+  "grading" failures, grouped by their reasons.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections import Counter, defaultdict
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+FailureKind = Literal["execution", "grader_error", "below_threshold"]
+OUTLIER_LIMIT = 8
+NOISE_Z = 1.96  # a difference beyond ~95% of what repeat noise alone would give
+
+
+@dataclass(frozen=True)
+class GradeSample:
+    """One grade of one conversation by one grader.
+
+    `score` is None when the scenario run failed (`execution_error`) or the grader gave no
+    score (`grader_error`). `links` carries ids for pages (session, grade run, ...).
+    """
+
+    grader: str
+    conversation: str
+    scenario: str | None = None
+    score: float | None = None
+    reason: str | None = None
+    execution_error: str | None = None
+    grader_error: str | None = None
+    links: dict[str, Any] = field(default_factory=dict)
+
+    def failure(self, threshold: float) -> FailureKind | None:
+        if self.execution_error is not None:
+            return "execution"
+        if self.grader_error is not None or self.score is None:
+            return "grader_error"
+        if self.score < threshold:
+            return "below_threshold"
+        return None
+
+
+@dataclass(frozen=True)
+class Spread:
+    """Location and spread of a list of scores."""
+
+    count: int
+    mean: float | None
+    median: float | None
+    minimum: float | None
+    maximum: float | None
+    stdev: float | None  # sample standard deviation; None below two values
+
+    @classmethod
+    def of(cls, scores: Sequence[float]) -> Spread:
+        if not scores:
+            return cls(0, None, None, None, None, None)
+        return cls(
+            count=len(scores),
+            mean=statistics.fmean(scores),
+            median=statistics.median(scores),
+            minimum=min(scores),
+            maximum=max(scores),
+            stdev=statistics.stdev(scores) if len(scores) > 1 else None,
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "count": self.count,
+            "mean": _round(self.mean),
+            "median": _round(self.median),
+            "min": _round(self.minimum),
+            "max": _round(self.maximum),
+            "stdev": _round(self.stdev),
+        }
+
+
+@dataclass(frozen=True)
+class Consistency:
+    """How often two repeats of the same grader on the same conversation agree.
+
+    Counted over every unordered pair of scored repeats of each conversation; `None` rates
+    when no conversation has two scored repeats.
+    """
+
+    pairs: int
+    exact: float | None
+    within_one: float | None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "pairs": self.pairs,
+            "exact": _round(self.exact, 4),
+            "withinOne": _round(self.within_one, 4),
+        }
+
+
+@dataclass(frozen=True)
+class Outlier:
+    """A conversation worth a look: one that failed, else one of the lowest scored."""
+
+    conversation: str
+    scenario: str | None
+    mean: float | None
+    minimum: float | None
+    maximum: float | None
+    samples: int
+    failures: int
+    links: list[dict[str, Any]]
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "conversation": self.conversation,
+            "scenario": self.scenario,
+            "mean": _round(self.mean),
+            "min": _round(self.minimum),
+            "max": _round(self.maximum),
+            "samples": self.samples,
+            "failures": self.failures,
+            "links": self.links,
+        }
+
+
+@dataclass(frozen=True)
+class GraderSummary:
+    grader: str
+    threshold: float
+    samples: int
+    scored: int
+    passed: int
+    scores: Spread
+    per_scenario: dict[str, Spread]
+    consistency: Consistency
+    outliers: list[Outlier]
+    failures: dict[str, list[tuple[str, int]]]  # "execution" | "grading" -> [(reason, count)]
+    failure_counts: dict[FailureKind, int]
+
+    @property
+    def pass_rate(self) -> float | None:
+        """Passing samples over scored samples (execution failures have nothing to grade)."""
+        return self.passed / self.scored if self.scored else None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "grader": self.grader,
+            "threshold": self.threshold,
+            "samples": self.samples,
+            "scored": self.scored,
+            "passed": self.passed,
+            "passRate": _round(self.pass_rate, 4),
+            "scores": self.scores.to_json(),
+            "perScenario": {name: s.to_json() for name, s in self.per_scenario.items()},
+            "consistency": self.consistency.to_json(),
+            "outliers": [o.to_json() for o in self.outliers],
+            "failures": {
+                kind: [{"reason": reason, "count": count} for reason, count in groups]
+                for kind, groups in self.failures.items()
+            },
+            "failureCounts": dict(self.failure_counts),
+        }
+
+
+def summarize(
+    samples: Iterable[GradeSample], *, threshold: float = 0.0, outliers: int = OUTLIER_LIMIT
+) -> dict[str, GraderSummary]:
+    """Per-grader metrics, keyed by grader, in the order graders first appear."""
+    by_grader: dict[str, list[GradeSample]] = {}
+    for sample in samples:
+        by_grader.setdefault(sample.grader, []).append(sample)
+    return {
+        grader: _summarize_grader(grader, group, threshold, outliers)
+        for grader, group in by_grader.items()
+    }
+
+
+def _summarize_grader(
+    grader: str, samples: list[GradeSample], threshold: float, outlier_limit: int
+) -> GraderSummary:
+    scores = [s.score for s in samples if s.score is not None and s.execution_error is None]
+    per_scenario: dict[str, list[float]] = defaultdict(list)
+    by_conversation: dict[str, list[GradeSample]] = {}
+    counts: Counter[FailureKind] = Counter()
+    reasons: dict[str, Counter[str]] = {"execution": Counter(), "grading": Counter()}
+    for sample in samples:
+        by_conversation.setdefault(sample.conversation, []).append(sample)
+        if sample.score is not None and sample.execution_error is None:
+            per_scenario[sample.scenario or "(none)"].append(sample.score)
+        kind = sample.failure(threshold)
+        if kind is None:
+            continue
+        counts[kind] += 1
+        if kind == "execution":
+            reasons["execution"][_reason(sample.execution_error)] += 1
+        elif kind == "grader_error":
+            reasons["grading"][_reason(sample.grader_error, "the grader gave no score")] += 1
+        else:
+            reasons["grading"][_reason(sample.reason, "(no reason given)")] += 1
+    return GraderSummary(
+        grader=grader,
+        threshold=threshold,
+        samples=len(samples),
+        scored=len(scores),
+        passed=sum(1 for score in scores if score >= threshold),
+        scores=Spread.of(scores),
+        per_scenario={name: Spread.of(values) for name, values in per_scenario.items()},
+        consistency=self_consistency(
+            [[s.score for s in group if s.score is not None] for group in by_conversation.values()]
+        ),
+        outliers=_outliers(by_conversation, threshold, outlier_limit),
+        failures={
+            kind: sorted(counter.items(), key=lambda kv: (-kv[1], kv[0]))
+            for kind, counter in reasons.items()
+            if counter
+        },
+        failure_counts=dict(counts),
+    )
+
+
+def self_consistency(repeats: Iterable[Sequence[float]]) -> Consistency:
+    """Agreement over all unordered pairs of repeats within each conversation."""
+    pairs = exact = near = 0
+    for scores in repeats:
+        for i in range(len(scores)):
+            for j in range(i + 1, len(scores)):
+                pairs += 1
+                difference = abs(scores[i] - scores[j])
+                exact += difference == 0
+                near += difference <= 1
+    if not pairs:
+        return Consistency(0, None, None)
+    return Consistency(pairs, exact / pairs, near / pairs)
+
+
+def _outliers(
+    by_conversation: dict[str, list[GradeSample]], threshold: float, limit: int
+) -> list[Outlier]:
+    rows = []
+    for conversation, group in by_conversation.items():
+        scores = [s.score for s in group if s.score is not None and s.execution_error is None]
+        failed = sum(1 for s in group if s.failure(threshold) in ("execution", "grader_error"))
+        rows.append(
+            Outlier(
+                conversation=conversation,
+                scenario=group[0].scenario,
+                mean=statistics.fmean(scores) if scores else None,
+                minimum=min(scores) if scores else None,
+                maximum=max(scores) if scores else None,
+                samples=len(group),
+                failures=failed,
+                links=[s.links for s in group if s.links],
+            )
+        )
+    # Failed first (most failures first), then the lowest mean; ties keep the input order.
+    rows.sort(
+        key=lambda o: (
+            0 if o.failures else 1,
+            -o.failures,
+            math.inf if o.mean is None else o.mean,
+        )
+    )
+    return rows[:limit]
+
+
+def _reason(text: str | None, default: str = "(unknown error)") -> str:
+    text = (text or "").strip()
+    return text.splitlines()[0][:300] if text else default
+
+
+# ---- comparing two batches ------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Difference:
+    """`after - before` of a figure, with the noise the repeats measured around it."""
+
+    before: float | None
+    after: float | None
+    delta: float | None
+    standard_error: float | None
+    exceeds_noise: bool | None  # None when the noise cannot be estimated
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "before": _round(self.before, 4),
+            "after": _round(self.after, 4),
+            "delta": _round(self.delta, 4),
+            "standardError": _round(self.standard_error, 4),
+            "exceedsNoise": self.exceeds_noise,
+        }
+
+
+@dataclass(frozen=True)
+class GraderComparison:
+    grader: str
+    mean: Difference
+    pass_rate: Difference
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "grader": self.grader,
+            "mean": self.mean.to_json(),
+            "passRate": self.pass_rate.to_json(),
+        }
+
+
+def compare(
+    before: Iterable[GradeSample], after: Iterable[GradeSample], *, threshold: float = 0.0
+) -> dict[str, GraderComparison]:
+    """Compare two batches grader by grader (before and after a prompt change).
+
+    The unit of noise is the conversation: repeats of one conversation are averaged first, so
+    a grader that is inconsistent across repeats and a scenario that varies across runs both
+    widen the standard error. The difference of means uses Welch's standard error; the pass
+    rate is compared as the mean of per-conversation pass fractions, the same way. A
+    difference "exceeds the noise" when it is larger than 1.96 standard errors (about 95%).
+    """
+    first = _per_conversation(before, threshold)
+    second = _per_conversation(after, threshold)
+    out: dict[str, GraderComparison] = {}
+    for grader in [*first, *(g for g in second if g not in first)]:
+        a_means, a_passes = first.get(grader, ([], []))
+        b_means, b_passes = second.get(grader, ([], []))
+        out[grader] = GraderComparison(
+            grader=grader,
+            mean=_difference(a_means, b_means),
+            pass_rate=_difference(a_passes, b_passes),
+        )
+    return out
+
+
+def _per_conversation(
+    samples: Iterable[GradeSample], threshold: float
+) -> dict[str, tuple[list[float], list[float]]]:
+    grouped: dict[str, dict[str, list[float]]] = {}
+    for sample in samples:
+        if sample.score is None or sample.execution_error is not None:
+            continue
+        grouped.setdefault(sample.grader, {}).setdefault(sample.conversation, []).append(
+            sample.score
+        )
+    return {
+        grader: (
+            [statistics.fmean(scores) for scores in conversations.values()],
+            [
+                sum(1 for s in scores if s >= threshold) / len(scores)
+                for scores in conversations.values()
+            ],
+        )
+        for grader, conversations in grouped.items()
+    }
+
+
+def _difference(before: list[float], after: list[float]) -> Difference:
+    mean_a = statistics.fmean(before) if before else None
+    mean_b = statistics.fmean(after) if after else None
+    if mean_a is None or mean_b is None:
+        return Difference(mean_a, mean_b, None, None, None)
+    delta = mean_b - mean_a
+    if len(before) < 2 or len(after) < 2:
+        return Difference(mean_a, mean_b, delta, None, None)
+    error = math.sqrt(
+        statistics.variance(before) / len(before) + statistics.variance(after) / len(after)
+    )
+    if error == 0:
+        return Difference(mean_a, mean_b, delta, 0.0, delta != 0)
+    return Difference(mean_a, mean_b, delta, error, abs(delta) > NOISE_Z * error)
+
+
+def _round(value: float | None, digits: int = 3) -> float | None:
+    return None if value is None else round(value, digits)
