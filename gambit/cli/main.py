@@ -10,6 +10,7 @@ from ._check import check_command
 from ._run import repl_command, run_command
 from ._scenario import grade_command, scenario_command
 from ._serve import serve_command, worker_command
+from ._verify import verify_command
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -24,6 +25,7 @@ for command in (
     repl_command,
     scenario_command,
     grade_command,
+    verify_command,
     serve_command,
     worker_command,
 ):

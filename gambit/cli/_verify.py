@@ -1,0 +1,475 @@
+"""`gambit verify`: N scenario runs x M grader repeats, with metrics, thresholds and exports."""
+
+from __future__ import annotations
+
+import csv
+import datetime as _dt
+import json
+import os
+import re
+import sys
+import xml.etree.ElementTree as ET
+from pathlib import Path
+from typing import Any
+
+import click
+
+from gambit.core import load_deck_tree, save_state
+from gambit.core._verify import GraderSummary
+from gambit.core._verify_run import (
+    VerifyProgress,
+    VerifyReport,
+    declared_refs,
+    grade_rows,
+    run_verify,
+)
+
+from ._common import TraceSink, deck_argument_exists, fail, make_router, run_async, select_mode
+
+
+def _pass_rate(value: str) -> float:
+    """`0.8`, `80%` or `80` (a percentage when above 1)."""
+    text = value.strip()
+    try:
+        number = float(text.removesuffix("%"))
+    except ValueError:
+        raise click.BadParameter(f"{value!r} is not a rate (write 0.8 or 80%)") from None
+    rate = number / 100 if text.endswith("%") or number > 1 else number
+    if not 0 <= rate <= 1:
+        raise click.BadParameter(f"{value!r} is not between 0 and 100%")
+    return rate
+
+
+@click.command("verify")
+@click.argument("root", type=click.Path(path_type=Path))
+@click.option(
+    "--scenario",
+    "scenarios",
+    multiple=True,
+    type=click.Path(path_type=Path),
+    help="Scenario deck to run (repeatable; default: the deck's [[scenarios]]).",
+)
+@click.option(
+    "--grader",
+    "graders",
+    multiple=True,
+    type=click.Path(path_type=Path),
+    help="Grader deck (repeatable; default: the deck's [[graders]]).",
+)
+@click.option(
+    "--runs", type=click.IntRange(1, 1000), default=1, show_default=True, help="Runs per scenario."
+)
+@click.option(
+    "--repeats",
+    type=click.IntRange(1, 100),
+    default=1,
+    show_default=True,
+    help="Grades of each run by each grader (their agreement is the self-consistency).",
+)
+@click.option(
+    "--concurrency",
+    type=click.IntRange(1, 256),
+    default=4,
+    show_default=True,
+    help="Scenario runs and grades in flight at once.",
+)
+@click.option(
+    "--max-turns",
+    type=click.IntRange(1, 200),
+    default=12,
+    show_default=True,
+    help="Most persona messages per run.",
+)
+@click.option(
+    "--threshold",
+    type=float,
+    default=0.0,
+    show_default=True,
+    help="A grade passes when its score is at least this.",
+)
+@click.option("--fail-under", type=float, help="Exit 1 when a grader's mean score is below this.")
+@click.option(
+    "--min-pass-rate",
+    type=str,
+    help="Exit 1 when a grader's pass rate is below this (0.8 or 80%).",
+)
+@click.option("--context", help="Context input for the root deck (JSON, or a plain string).")
+@click.option(
+    "--junit",
+    "junit_path",
+    type=click.Path(path_type=Path),
+    help="Write JUnit XML: one test case per scenario run and grader.",
+)
+@click.option(
+    "--json",
+    "json_path",
+    type=click.Path(path_type=Path),
+    help="Write the whole report (runs, grades, metrics) as one JSON object.",
+)
+@click.option(
+    "--grades-csv",
+    type=click.Path(path_type=Path),
+    help="Write one CSV row per graded turn.",
+)
+@click.option(
+    "--grades-jsonl",
+    type=click.Path(path_type=Path),
+    help="Write one JSON line per graded turn.",
+)
+@click.option(
+    "--sessions",
+    "sessions_dir",
+    type=click.Path(path_type=Path),
+    help="Folder for each run's SavedState (default .gambit/verify/<deck>-<time>/).",
+)
+@click.option(
+    "--trace",
+    "trace_path",
+    type=click.Path(path_type=Path),
+    help="Append every trace event to this file.",
+)
+@click.option("--quiet", is_flag=True, help="No progress bar.")
+@click.option(
+    "--responses",
+    is_flag=True,
+    help="Responses mode (the default; overrides GAMBIT_CHAT_FALLBACK=1).",
+)
+@click.option("--model", help="Model for decks that set none.")
+@click.option("--model-force", help="Model for every deck, overriding their own.")
+def verify_command(
+    root: Path,
+    scenarios: tuple[Path, ...],
+    graders: tuple[Path, ...],
+    runs: int,
+    repeats: int,
+    concurrency: int,
+    max_turns: int,
+    threshold: float,
+    fail_under: float | None,
+    min_pass_rate: str | None,
+    context: str | None,
+    junit_path: Path | None,
+    json_path: Path | None,
+    grades_csv: Path | None,
+    grades_jsonl: Path | None,
+    sessions_dir: Path | None,
+    trace_path: Path | None,
+    quiet: bool,
+    responses: bool,
+    model: str | None,
+    model_force: str | None,
+) -> None:
+    """Run every scenario --runs times, grade each run --repeats times, and report the metrics.
+
+    Prints, per grader: pass rate (score >= --threshold), mean, median, min/max, standard
+    deviation, self-consistency of the repeats, and the outliers. Exits 1 when a scenario run
+    or a grader failed, or when --fail-under / --min-pass-rate is missed.
+    """
+    from gambit.cli._common import parse_value
+
+    rate = _pass_rate(min_pass_rate) if min_pass_rate is not None else None
+    for path in (root, *scenarios, *graders):
+        deck_argument_exists(path)
+    strict = os.environ.get("GAMBIT_STRICT") == "1"
+    folder = sessions_dir or _default_sessions_dir(root)
+
+    async def main() -> VerifyReport:
+        tree = load_deck_tree(root, strict=strict)
+        if not scenarios and not declared_refs(tree, "scenarios"):
+            fail(f"{root}: no scenario to run; declare [[scenarios]] or pass --scenario")
+        if not graders and not declared_refs(tree, "graders"):
+            fail(f"{root}: no grader; declare [[graders]] or pass --grader")
+        router = make_router(root)
+        sink = TraceSink(trace_path, False) if trace_path is not None else None
+        bar = _Progress(enabled=not quiet)
+        try:
+            with bar:
+                return await run_verify(
+                    tree,
+                    provider=router,
+                    scenarios=list(scenarios) or None,
+                    graders=list(graders) or None,
+                    runs=runs,
+                    repeats=repeats,
+                    concurrency=concurrency,
+                    max_turns=max_turns,
+                    threshold=threshold,
+                    context=parse_value(context),
+                    on_progress=bar.update,
+                    on_run=lambda r: (
+                        r.state is not None and save_state(folder / f"{r.id}.json", r.state)
+                    ),
+                    strict=strict,
+                    mode=select_mode(responses, os.environ),
+                    stream=False,
+                    default_model=model,
+                    model_override=model_force,
+                    model_resolver=router,
+                    **({"on_trace": sink} if sink is not None else {}),
+                )
+        finally:
+            if sink is not None:
+                sink.close()
+            await router.aclose()
+
+    report: VerifyReport = run_async(main())
+    summaries = report.summaries()
+    _print_summary(report, summaries)
+    click.echo(f"sessions saved to {folder}/")
+    if json_path is not None:
+        _write(json_path, json.dumps(report.to_json(), ensure_ascii=False, indent=2) + "\n")
+    if junit_path is not None:
+        _write(junit_path, junit_xml(report))
+    rows = list(grade_rows(report))
+    if grades_jsonl is not None:
+        _write(grades_jsonl, "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows))
+    if grades_csv is not None:
+        grades_csv.parent.mkdir(parents=True, exist_ok=True)
+        with grades_csv.open("w", newline="", encoding="utf-8") as handle:
+            writer = csv.DictWriter(handle, fieldnames=list(CSV_FIELDS))
+            writer.writeheader()
+            writer.writerows(rows)
+    problems = _threshold_problems(report, summaries, fail_under, rate)
+    for problem in problems:
+        click.echo(f"error: {problem}", err=True)
+    if problems:
+        sys.exit(1)
+
+
+CSV_FIELDS = (
+    "session",
+    "run",
+    "scenario",
+    "grader",
+    "graderHash",
+    "repeat",
+    "turn",
+    "score",
+    "reason",
+    "flag",
+    "humanRating",
+)
+
+
+def _default_sessions_dir(root: Path) -> Path:
+    stamp = _dt.datetime.now(_dt.UTC).strftime("%Y%m%dT%H%M%SZ")
+    name = root.parent.name if root.name == "PROMPT.md" else root.stem
+    slug = re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-") or "deck"
+    return Path(".gambit") / "verify" / f"{slug}-{stamp}"
+
+
+def _write(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+
+
+def _label(report: VerifyReport, grader: str) -> str:
+    for grade in report.grades:
+        if grade.grader == grader and grade.grader_label:
+            return grade.grader_label
+    path = Path(grader)
+    return path.parent.name if path.name == "PROMPT.md" else path.stem
+
+
+def _fmt(value: float | None, spec: str = "+.2f") -> str:
+    return "-" if value is None else format(value, spec)
+
+
+def _print_summary(report: VerifyReport, summaries: dict[str, GraderSummary]) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console(highlight=False)
+    if not console.is_terminal and "COLUMNS" not in os.environ:
+        console.width = 160  # a CI log is wide; rich's default of 80 would wrap every cell
+    failed_runs = [r for r in report.runs if r.status == "failed"]
+    tokens = sum(r.tokens for r in report.runs) + sum(g.tokens for g in report.grades)
+    console.print(
+        f"{len(report.runs)} scenario runs ({len(failed_runs)} failed), "
+        f"{len(report.grades)} grades, {tokens} tokens, {report.duration_ms / 1000:.2f}s"
+    )
+    table = Table(title=f"Verify (pass: score >= {report.threshold:+g})")
+    for column in (
+        "grader",
+        "samples",
+        "pass rate",
+        "mean",
+        "median",
+        "min / max",
+        "stdev",
+        "agree exact / ±1",
+        "failures",
+    ):
+        table.add_column(column, justify="left" if column == "grader" else "right")
+    for grader, summary in summaries.items():
+        scores, consistency = summary.scores, summary.consistency
+        rate = summary.pass_rate
+        table.add_row(
+            _label(report, grader),
+            f"{summary.scored}/{summary.samples}",
+            "-" if rate is None else f"{rate:.0%}",
+            _fmt(scores.mean),
+            _fmt(scores.median),
+            f"{_fmt(scores.minimum, '+g')} / {_fmt(scores.maximum, '+g')}",
+            _fmt(scores.stdev, ".2f"),
+            "-"
+            if consistency.exact is None
+            else f"{consistency.exact:.0%} / {consistency.within_one:.0%}",
+            ", ".join(f"{n} {kind.replace('_', ' ')}" for kind, n in summary.failure_counts.items())
+            or "0",
+        )
+    console.print(table)
+    for grader, summary in summaries.items():
+        if summary.outliers:
+            console.print(f"outliers for {_label(report, grader)} (failed first, then lowest):")
+            for outlier in summary.outliers[:5]:
+                console.print(
+                    f"  {outlier.conversation} ({outlier.scenario}): "
+                    f"mean {_fmt(outlier.mean)}, {outlier.failures} failed"
+                )
+    for run in failed_runs[:5]:
+        console.print(f"failed run {run.id} ({run.scenario_label or run.scenario}): {run.error}")
+
+
+def _threshold_problems(
+    report: VerifyReport,
+    summaries: dict[str, GraderSummary],
+    fail_under: float | None,
+    min_pass_rate: float | None,
+) -> list[str]:
+    problems = []
+    failed_runs = sum(r.status == "failed" for r in report.runs)
+    if failed_runs:
+        problems.append(f"{failed_runs} of {len(report.runs)} scenario runs failed")
+    for grader, summary in summaries.items():
+        label = _label(report, grader)
+        errors = summary.failure_counts.get("grader_error", 0)
+        if errors:
+            problems.append(f"{label}: {errors} grades failed")
+        mean = summary.scores.mean
+        if fail_under is not None and (mean is None or mean < fail_under):
+            problems.append(
+                f"{label}: mean score {_fmt(mean)} is below --fail-under {fail_under:+g}"
+            )
+        rate = summary.pass_rate
+        if min_pass_rate is not None and (rate is None or rate < min_pass_rate):
+            shown = "-" if rate is None else f"{rate:.0%}"
+            problems.append(
+                f"{label}: pass rate {shown} is below --min-pass-rate {min_pass_rate:.0%}"
+            )
+    return problems
+
+
+def junit_xml(report: VerifyReport) -> str:
+    """JUnit XML: a test suite per grader, a test case per scenario run.
+
+    A case fails when a repeat scored below the threshold and errors when the run or the
+    grader failed; the scores and reasons are in the case's system-out.
+    """
+    by_run = {run.id: run for run in report.runs}
+    suites = ET.Element("testsuites", name="gambit verify", time=f"{report.duration_ms / 1000:.3f}")
+    graders = list(dict.fromkeys(grade.grader for grade in report.grades))
+    totals = {"tests": 0, "failures": 0, "errors": 0}
+    for grader in graders:
+        grades = [g for g in report.grades if g.grader == grader]
+        suite = ET.SubElement(suites, "testsuite", name=_label(report, grader))
+        counts = {"tests": 0, "failures": 0, "errors": 0}
+        seconds = 0.0
+        for run_id in dict.fromkeys(g.run_id for g in grades):
+            run = by_run[run_id]
+            repeats = [g for g in grades if g.run_id == run_id]
+            duration = ((run.duration_ms or 0) + sum(g.duration_ms or 0 for g in repeats)) / 1000
+            seconds += duration
+            case = ET.SubElement(
+                suite,
+                "testcase",
+                classname=run.scenario_label or Path(run.scenario).parent.name,
+                name=f"run {run.index} ({run.id})",
+                time=f"{duration:.3f}",
+            )
+            counts["tests"] += 1
+            lines = []
+            for g in repeats:
+                lines.append(
+                    f"repeat {g.repeat}: score {_fmt(g.score, '+g')}"
+                    + (f" error {g.error}" if g.error else "")
+                    + (f" reason {r}" if (r := _reason(g)) else "")
+                )
+            if run.status == "failed":
+                ET.SubElement(case, "error", message=run.error or "the scenario run failed")
+                counts["errors"] += 1
+            elif any(g.error or g.score is None for g in repeats):
+                first = next(g for g in repeats if g.error or g.score is None)
+                ET.SubElement(case, "error", message=first.error or "the grader gave no score")
+                counts["errors"] += 1
+            elif any(g.score is not None and g.score < report.threshold for g in repeats):
+                low = min(g.score for g in repeats if g.score is not None)
+                ET.SubElement(
+                    case,
+                    "failure",
+                    message=f"score {low:+g} is below the threshold {report.threshold:+g}",
+                )
+                counts["failures"] += 1
+            ET.SubElement(case, "system-out").text = "\n".join(lines)
+        for key, value in counts.items():
+            suite.set(key, str(value))
+            totals[key] += value
+        suite.set("time", f"{seconds:.3f}")
+    for key, value in totals.items():
+        suites.set(key, str(value))
+    ET.indent(suites)
+    return (
+        '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(suites, encoding="unicode") + "\n"
+    )
+
+
+def _reason(grade: Any) -> str | None:
+    if grade.grading is None:
+        return None
+    for result in grade.grading.grades:
+        if result.reason:
+            return result.reason
+    return None
+
+
+class _Progress:
+    """A rich progress bar on stderr for scenario runs and grades (silent when disabled)."""
+
+    def __init__(self, *, enabled: bool):
+        self.enabled = enabled
+        self.progress: Any = None
+        self.tasks: dict[str, Any] = {}
+
+    def __enter__(self) -> _Progress:
+        if self.enabled:
+            from rich.console import Console
+            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+
+            self.progress = Progress(
+                TextColumn("{task.description}"),
+                BarColumn(),
+                MofNCompleteColumn(),
+                TextColumn("{task.fields[detail]}"),
+                console=Console(stderr=True),
+                transient=False,
+            )
+            self.progress.__enter__()
+            for phase, title in (("run", "scenario runs"), ("grade", "grades")):
+                self.tasks[phase] = self.progress.add_task(title, total=None, detail="")
+        return self
+
+    def update(self, state: VerifyProgress) -> None:
+        if self.progress is None:
+            return
+        for phase, task in self.tasks.items():
+            counts = state.counts[phase]  # type: ignore[index]
+            self.progress.update(
+                task,
+                total=state.totals[phase],  # type: ignore[index]
+                completed=counts["completed"] + counts["failed"],
+                detail=f"running {counts['running']}, failed {counts['failed']}",
+            )
+
+    def __exit__(self, *exc: Any) -> None:
+        if self.progress is not None:
+            self.progress.__exit__(*exc)

@@ -1,0 +1,182 @@
+"""`gambit verify` through the console script against the fake model server on 127.0.0.1:
+metrics in the summary, thresholds as exit codes, JUnit read back by a JUnit parser, exports."""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+from junitparser import Error, Failure, JUnitXml
+
+from tests.support.fake_model_server import FakeModelServer, FunctionCall, Reply
+
+GAMBIT = str(Path(sys.executable).parent / "gambit")
+MODEL = "openrouter/test-model"
+
+
+def write(root: Path, rel: str, text: str) -> None:
+    path = root / rel
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(textwrap.dedent(text).lstrip(), encoding="utf-8")
+
+
+@pytest.fixture
+def workspace(tmp_path: Path) -> Path:
+    write(
+        tmp_path,
+        "bot/PROMPT.md",
+        f"""
+        +++
+        label = "Bot"
+        startMode = "user"
+        [modelParams]
+        model = "{MODEL}"
+        [[scenarios]]
+        path = "../persona/PROMPT.md"
+        label = "Asks once"
+        [[graders]]
+        path = "../grader/PROMPT.md"
+        label = "Helpful"
+        +++
+        You help customers.
+        """,
+    )
+    write(
+        tmp_path,
+        "persona/PROMPT.md",
+        f"""
+        +++
+        [modelParams]
+        model = "{MODEL}"
+        +++
+        You are a customer with one question.
+        """,
+    )
+    write(
+        tmp_path,
+        "grader/PROMPT.md",
+        f"""
+        +++
+        contextSchema = "gambit://schemas/graders/contexts/conversation.zod.ts"
+        responseSchema = "gambit://schemas/graders/grader_output.zod.ts"
+        [modelParams]
+        model = "{MODEL}"
+        +++
+        Grade the conversation.
+
+        ![](gambit://snippets/respond.md)
+        """,
+    )
+    return tmp_path
+
+
+def respond(score: int, reason: str) -> Reply:
+    return Reply(
+        function_calls=[
+            FunctionCall("gambit_respond", {"payload": {"score": score, "reason": reason}})
+        ]
+    )
+
+
+def conversation() -> list[Reply]:
+    return [Reply(text="Where is my order?"), Reply(text="It has shipped."), Reply(text="")]
+
+
+def verify(server: FakeModelServer, *args: str, cwd: Path) -> subprocess.CompletedProcess:
+    env = {**os.environ, **server.env(), "COLUMNS": "200"}
+    env.pop("GAMBIT_CHAT_FALLBACK", None)
+    return subprocess.run(
+        [GAMBIT, "verify", "bot/PROMPT.md", "--quiet", *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=cwd,
+        timeout=120,
+    )
+
+
+def test_metrics_junit_and_exports(fake_server: FakeModelServer, workspace: Path):
+    # With one slot the order is fixed: both runs (queued first), then the grades in run order.
+    fake_server.queue(
+        *conversation(),
+        *conversation(),
+        respond(2, "clear"),
+        respond(2, "clear"),
+        respond(-2, "curt"),
+        respond(1, "fine"),
+    )
+    result = verify(
+        fake_server,
+        "--runs", "2", "--repeats", "2", "--concurrency", "1",
+        "--junit", "out/junit.xml", "--json", "out/report.json",
+        "--grades-csv", "out/grades.csv", "--grades-jsonl", "out/grades.jsonl",
+        "--sessions", "out/sessions",
+        cwd=workspace,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    assert "2 scenario runs (0 failed), 4 grades" in result.stdout
+    row = next(line for line in result.stdout.splitlines() if "Helpful" in line)
+    assert "4/4" in row and "75%" in row and "+0.75" in row  # 3 of 4 pass; mean (2+2-2+1)/4
+    assert "50% / 50%" in row  # run 1 repeats agree exactly; run 2's (-2, 1) differ by 3
+
+    suites = JUnitXml.fromfile(str(workspace / "out/junit.xml"))
+    (suite,) = list(suites)
+    assert suite.name == "Helpful" and suite.tests == 2 and suite.failures == 1
+    cases = list(suite)
+    assert [c.classname for c in cases] == ["Asks once", "Asks once"]
+    assert cases[0].result == []
+    (failure,) = cases[1].result
+    assert isinstance(failure, Failure) and "score -2 is below the threshold +0" in failure.message
+
+    report = json.loads((workspace / "out/report.json").read_text())
+    summary = report["summaries"][str((workspace / "grader/PROMPT.md").resolve())]
+    assert summary["passRate"] == 0.75 and summary["consistency"]["pairs"] == 2
+    rows = list(csv.DictReader((workspace / "out/grades.csv").open()))
+    assert [r["score"] for r in rows] == ["2", "2", "-2", "1"]
+    assert {r["scenario"] for r in rows} == {"Asks once"} and rows[0]["graderHash"]
+    assert len((workspace / "out/grades.jsonl").read_text().splitlines()) == 4
+    assert len(list((workspace / "out/sessions").glob("*.json"))) == 2
+
+
+def test_thresholds_exit_1_and_say_which(fake_server: FakeModelServer, workspace: Path):
+    fake_server.queue(*conversation(), respond(-1, "vague"))
+    result = verify(
+        fake_server, "--min-pass-rate", "80%", "--fail-under", "0", "--concurrency", "1",
+        cwd=workspace,
+    )  # fmt: skip
+    assert result.returncode == 1
+    assert "Helpful: pass rate 0% is below --min-pass-rate 80%" in result.stderr
+    assert "Helpful: mean score -1.00 is below --fail-under +0" in result.stderr
+
+
+def test_a_failed_run_is_an_error_case_and_exit_1(fake_server: FakeModelServer, workspace: Path):
+    fake_server.queue(
+        Reply(text="Where is my order?"),
+        Reply(status=400, error={"message": "bad request", "type": "invalid_request_error"}),
+    )
+    result = verify(fake_server, "--junit", "junit.xml", cwd=workspace)
+    assert result.returncode == 1
+    assert "1 of 1 scenario runs failed" in result.stderr
+    (case,) = list(next(iter(JUnitXml.fromfile(str(workspace / "junit.xml")))))
+    (error,) = case.result
+    assert isinstance(error, Error) and "bad request" in error.message
+
+
+def test_a_deck_without_graders_is_named(fake_server: FakeModelServer, workspace: Path):
+    (workspace / "bot/PROMPT.md").write_text(
+        (workspace / "bot/PROMPT.md").read_text().replace("[[graders]]", "[[ungraded]]")
+    )
+    result = verify(fake_server, cwd=workspace)
+    assert result.returncode == 1
+    assert "no grader; declare [[graders]] or pass --grader" in result.stderr
+
+
+def test_min_pass_rate_must_be_a_rate(fake_server: FakeModelServer, workspace: Path):
+    result = verify(fake_server, "--min-pass-rate", "lots", cwd=workspace)
+    assert result.returncode == 2 and "is not a rate" in result.stderr
