@@ -8,6 +8,7 @@ keeps its score, reason and evidence, and the grading run is recorded at the fro
 
 from __future__ import annotations
 
+import asyncio
 import datetime as _dt
 import statistics
 from collections.abc import Callable
@@ -137,12 +138,15 @@ async def grade_state(
     provider: ModelProvider,
     on_grade: Callable[[Grade], None] | None = None,
     strict: bool = False,
+    turn_concurrency: int = 4,
     **run_options: Any,
 ) -> tuple[GradingRun, SavedState]:
     """Grade `state` with `grader`; returns the run and the state with it recorded in meta.
 
     `run_options` are passed to `run_deck` (model_resolver, default_model, on_trace, mode...).
-    A grader that fails is recorded with status "error", not raised.
+    A grader that fails is recorded with status "error", not raised; in "turns" mode the
+    turns are graded concurrently (at most `turn_concurrency` at once) and the turns that did
+    grade are kept beside the error of one that failed.
     """
     tree = grader if isinstance(grader, DeckTree) else None
     if tree is None and not isinstance(grader, Deck):
@@ -157,24 +161,42 @@ async def grade_state(
     refs = session.get("messageRefs", [])
     try:
         if mode == "turns":
-            for index, message in enumerate(session["messages"]):
-                if message.get("role") != "assistant" or not message.get("content"):
-                    continue
+            # Each assistant turn is graded on its own, concurrently (reference §3.6).
+            slots = asyncio.Semaphore(max(1, turn_concurrency))
+
+            async def grade_turn(index: int, message: dict[str, Any]) -> Grade:
                 ref_id = refs[index].get("id") if index < len(refs) else None
                 to_grade = dict(message)
                 if ref_id:
                     to_grade["messageRefId"] = ref_id
-                result = await run_deck(
-                    target,
-                    provider=provider,
-                    context={"session": session, "messageToGrade": to_grade},
-                    **run_options,
-                )
+                async with slots:
+                    result = await run_deck(
+                        target,
+                        provider=provider,
+                        context={"session": session, "messageToGrade": to_grade},
+                        **run_options,
+                    )
                 grade = _grade_from_output(result.output)
                 grade.message_index, grade.message_ref_id = index, ref_id
-                grades.append(grade)
                 if on_grade is not None:
                     on_grade(grade)
+                return grade
+
+            outcomes = await asyncio.gather(
+                *(
+                    grade_turn(index, message)
+                    for index, message in enumerate(session["messages"])
+                    if message.get("role") == "assistant" and message.get("content")
+                ),
+                return_exceptions=True,
+            )
+            for outcome in outcomes:
+                if isinstance(outcome, Grade):
+                    grades.append(outcome)
+                elif isinstance(outcome, asyncio.CancelledError):
+                    raise outcome
+                elif error is None and isinstance(outcome, BaseException):
+                    error = f"{type(outcome).__name__}: {outcome}"
         else:
             result = await run_deck(
                 target, provider=provider, context={"session": session}, **run_options
@@ -199,3 +221,55 @@ async def grade_state(
     meta["gradingRuns"] = [run.to_json(), *(meta.get("gradingRuns") or [])]
     updated.meta = meta
     return run, updated
+
+
+# ---- grading flags (reference §3.6): a person marks a grade as doubtful, with a reason --------
+
+
+def flag_ref_id(run_id: str, turn_index: int | None, message_ref_id: str | None = None) -> str:
+    """The id a flag is kept under: the graded message's ref, else the run (and turn)."""
+    if message_ref_id:
+        return message_ref_id
+    return f"gradingRun:{run_id}" + (f"#turn:{turn_index}" if turn_index is not None else "")
+
+
+def grading_flags(meta: dict[str, Any] | None) -> list[dict[str, Any]]:
+    flags = (meta or {}).get("gradingFlags")
+    return [f for f in flags if isinstance(f, dict)] if isinstance(flags, list) else []
+
+
+def toggle_grading_flag(
+    meta: dict[str, Any] | None,
+    *,
+    ref_id: str,
+    run_id: str,
+    turn_index: int | None = None,
+    reason: str = "",
+    now: str | None = None,
+) -> tuple[dict[str, Any], dict[str, Any] | None]:
+    """Flag `ref_id`, or unflag it when it is flagged; returns (new meta, the flag or None)."""
+    flags = grading_flags(meta)
+    kept = [f for f in flags if f.get("refId") != ref_id]
+    flag = None
+    if len(kept) == len(flags):
+        flag = {
+            "id": new_id("gflag"),
+            "refId": ref_id,
+            "runId": run_id,
+            "turnIndex": turn_index,
+            "reason": reason,
+            "createdAt": now or _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
+        }
+        kept.append(flag)
+    return {**(meta or {}), "gradingFlags": kept}, flag
+
+
+def set_grading_flag_reason(
+    meta: dict[str, Any] | None, *, ref_id: str, reason: str
+) -> dict[str, Any]:
+    """Change the reason of an existing flag; a missing flag is an error (reference #51)."""
+    flags = grading_flags(meta)
+    if not any(f.get("refId") == ref_id for f in flags):
+        raise KeyError(f"Flag not found for refId: {ref_id}")
+    updated = [{**f, "reason": reason} if f.get("refId") == ref_id else f for f in flags]
+    return {**(meta or {}), "gradingFlags": updated}

@@ -171,6 +171,18 @@ def respond(payload, **extra) -> Reply:
     return Reply(function_calls=[FunctionCall("gambit_respond", {"payload": payload, **extra})])
 
 
+def respond_by_turn(replies: dict[str, Reply]):
+    """A reply chosen by the message a per-turn grader was given (turns are graded at once,
+    so their calls arrive in any order)."""
+
+    def reply(request) -> Reply:
+        text = json.dumps(request.body)
+        graded = text[text.index("messageToGrade") :]
+        return next(r for needle, r in replies.items() if needle in graded[:400])
+
+    return reply
+
+
 # ---- run ------------------------------------------------------------------------------------
 
 
@@ -403,10 +415,17 @@ def test_scenario_with_init_fill_and_graders(
         Reply(text="Where is my order A1?"),  # persona
         Reply(text="It has shipped."),  # bot
         Reply(text=""),  # persona is done
-        respond(
-            {"score": 2, "reason": "friendly", "evidence": ["Hello Sam"]}
-        ),  # turn grader, message 1
-        respond({"score": 3, "reason": "concrete"}),  # turn grader, message 2
+        *[
+            respond_by_turn(
+                {
+                    "Hello Sam": respond(
+                        {"score": 2, "reason": "friendly", "evidence": ["Hello Sam"]}
+                    ),
+                    "It has shipped": respond({"score": 3, "reason": "concrete"}),
+                }
+            )
+        ]
+        * 2,  # the turn grader, once per assistant message
         respond({"score": -1, "reason": "too short"}),  # conversation grader
     )
     state = workspace / "s.json"
