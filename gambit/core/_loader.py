@@ -97,6 +97,7 @@ LEGACY_ARRAY_HINTS = {
     "graderDecks": "[[graders]]",
 }
 SNIPPET_PACKAGE = "gambit.core.snippets"
+STDLIB_DECK_PACKAGE = "gambit.core.decks"  # gambit://decks/... (the agent bridge decks)
 DEPRECATED_SNIPPETS = {"generate-test-input.md": "gambit://snippets/init.md"}
 CODE_SUFFIXES = (".ts", ".tsx", ".js", ".mjs", ".cjs", ".mts")
 
@@ -1108,11 +1109,14 @@ class _Loader:
                 hint=f"use {raw.rstrip('/')}/PROMPT.md",
             )
             rel = rel.rstrip("/") + "/PROMPT.md"
+        bundled = resources.files(STDLIB_DECK_PACKAGE).joinpath(rel.removeprefix("decks/"))
+        if bundled.is_file():
+            return str(Path(str(bundled)).resolve())
         self.diag.error(
             f"stdlib deck {'gambit://' + rel} is not bundled with Gambit for Python",
             file=file,
             key=key,
-            hint="the SDK bridge decks (codex-sdk, agent-sdk) are not available here; write a local deck instead",
+            hint="the bundled stdlib decks are gambit://decks/openai/codex-sdk/PROMPT.md and gambit://decks/anthropic/agent-sdk/PROMPT.md",
         )
         return None
 
