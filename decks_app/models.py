@@ -43,7 +43,12 @@ class Workspace(models.Model):
 
 
 class Session(models.Model):
-    ORIGINS = [("manual", "manual"), ("import", "import"), ("replay", "replay")]
+    ORIGINS = [
+        ("manual", "manual"),
+        ("import", "import"),
+        ("replay", "replay"),
+        ("grade", "grade"),  # a grade run's own session; `source` is the graded session
+    ]
 
     id = models.CharField(primary_key=True, max_length=40, default=new_session_id)
     workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="sessions")

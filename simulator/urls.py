@@ -1,12 +1,34 @@
 from django.contrib import admin
 from django.urls import path, re_path
 
-from decks_app.views import compare, exports, feedback, replay, session, sessions, shell, trace
+from decks_app.views import (
+    compare,
+    exports,
+    feedback,
+    grade,
+    replay,
+    session,
+    sessions,
+    shell,
+    trace,
+)
 
 urlpatterns = [
     path("", shell.index, name="index"),
-    re_path(r"^(?P<tab>build|grade)/$", shell.tab, name="tab"),
-    re_path(r"^(?P<tab>build|grade)\.(?P<fmt>json)$", shell.tab),
+    re_path(r"^(?P<tab>build)/$", shell.tab, name="tab"),
+    re_path(r"^(?P<tab>build)\.(?P<fmt>json)$", shell.tab),
+    path("grade/", grade.grade_tab, name="grade"),
+    re_path(r"^grade\.(?P<fmt>json)$", grade.grade_tab),
+    path("grade/run", grade.grade_start, name="grade_start"),
+    path("grade/runs/<str:run_id>/", grade.grade_run_page, name="grade_run"),
+    re_path(r"^grade/runs/(?P<run_id>[^/]+)\.(?P<fmt>json)$", grade.grade_run_page),
+    path("grade/runs/<str:run_id>/flag/<str:position>", grade.grade_flag, name="grade_flag"),
+    path(
+        "grade/runs/<str:run_id>/flag/<str:position>/reason",
+        grade.grade_flag_reason,
+        name="grade_flag_reason",
+    ),
+    path("grade/runs/<str:run_id>/stop", grade.grade_stop, name="grade_stop"),
     path("test/", sessions.sessions_list, name="sessions"),
     re_path(r"^test\.(?P<fmt>json)$", sessions.sessions_list),
     path("test/new", sessions.session_create, name="session_create"),

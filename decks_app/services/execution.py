@@ -26,7 +26,7 @@ from django.utils import timezone
 
 from decks_app.models import Run, Session, TraceEvent
 from decks_app.services import events as event_log
-from decks_app.services import providers
+from decks_app.services import grading, providers
 from decks_app.services.sessions import with_message_refs
 from decks_app.services.workspaces import find_deck, jailed_path
 from gambit.core import run_deck, state_from_dict, state_to_dict
@@ -152,6 +152,7 @@ class _Job:
     state: dict[str, Any] | None
     next_seq: int
     turns: list[str | None] = field(default_factory=list)  # replay: the source's messages
+    graded_state: dict[str, Any] | None = None  # grader: the graded session's state
     source_events: list[dict[str, Any]] = field(default_factory=list)
 
 
@@ -189,6 +190,8 @@ def _load(run_id: str) -> _Job:
         state=session_state_dict(session),
         next_seq=next_seq,
     )
+    if run.kind == "grader" and session.source_id:
+        job.graded_state = session_state_dict(session.source)
     if run.kind == "replay" and session.source_id:
         source_runs = list(session.source.runs.order_by("created_at"))
         job.turns = [r.message for r in source_runs if r.kind in ("manual", "replay")]
@@ -275,6 +278,20 @@ async def execute_run(run_id: str, *, router: Any = None) -> str:
         return await run_deck(job.deck_file, **kwargs)
 
     async def body() -> Any:
+        if run.kind == "grader":
+            return await grading.grade_session(
+                workspace_root=session.workspace.root,
+                grader_path=run.message or "",
+                state=job.graded_state,
+                run_options={
+                    "provider": provider,
+                    "model_resolver": resolver,
+                    "on_trace": on_trace,
+                    "stream": False,
+                    "run_id": run.id,
+                    **({"model_override": override} if override else {}),
+                },
+            )
         if run.kind == "replay":
             state = None
             result = None
@@ -312,6 +329,7 @@ async def execute_run(run_id: str, *, router: Any = None) -> str:
             status, error = "canceled", "Run canceled"
         except Exception as exc:
             status, error = "failed", str(exc) or type(exc).__name__
+            output = getattr(exc, "output", None)  # a failed grade keeps the turns it graded
             log.info("run %s failed: %s", run.id, error)
     except asyncio.CancelledError:
         # The worker is shutting down: stop the deck and record the run as interrupted.
@@ -377,6 +395,8 @@ def _finish(
         run.cost = float(cost) if isinstance(cost, int | float) else None
         run.save()
         changed = False
+        if run.kind == "grader":
+            grading.record_grading(run, session)
         state = latest.get("state")
         if state is not None:
             data = state_to_dict(state)

@@ -70,11 +70,21 @@ def compact_json(value: Any) -> str:
 
 @register.filter
 def signed(value: Any) -> str:
+    if isinstance(value, float) and not value.is_integer():
+        return f"{value:+.2f}"
     try:
         n = int(value)
     except (TypeError, ValueError):
         return str(value)
     return f"+{n}" if n > 0 else str(n)
+
+
+@register.filter
+def score_class(value: Any) -> str:
+    """The colour class of a -3..+3 score badge."""
+    from decks_app.services.grading import score_class as classify
+
+    return classify(value)
 
 
 @register.simple_tag

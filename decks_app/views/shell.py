@@ -1,4 +1,4 @@
-"""The app shell: `/` goes to the Test tab; Build and Grade say what is coming next."""
+"""The app shell: `/` goes to the Test tab; Build says what is coming next."""
 
 from __future__ import annotations
 
@@ -12,7 +12,6 @@ from decks_app.views.base import page
 
 COMING = {
     "build": "Build: browse and edit the workspace's decks with an assistant. Coming next.",
-    "grade": "Grade: run grader decks over sessions and compare scores. Coming next.",
 }
 
 

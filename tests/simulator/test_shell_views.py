@@ -8,7 +8,7 @@ def test_it_redirects_the_root_to_the_test_tab(client):
     assert r.status_code == 302 and r["Location"] == "/test/"
 
 
-@pytest.mark.parametrize("tab", ["build", "grade"])
+@pytest.mark.parametrize("tab", ["build"])
 def test_it_says_coming_next(client, tab):
     r = client.get(f"/{tab}/")
     assert r.status_code == 200

@@ -1,0 +1,200 @@
+"""The Grade tab: start a grade run, execute it, read results, flag; the 405/403/404 matrix
+and the htmx variant. Grade runs execute through the same run executor as chat turns."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from decks_app.models import Run, Session
+from decks_app.services import execution
+from tests.simulator.conftest import chat_session
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+TONE = "support/graders/tone/PROMPT.md"
+
+
+def _graded(client, workspace):
+    session = chat_session(workspace, reply="Your order A1002 ships <b>today</b>.")
+    response = client.post("/grade/run", {"session": session.id, "grader": TONE})
+    assert response.status_code == 302
+    run_id = response["Location"].rstrip("/").split("/")[-1]
+    return session, run_id
+
+
+def _execute(run_id: str) -> str:
+    assert execution.claim_next_run("test-worker") == run_id
+    return asyncio.run(asyncio.wait_for(execution.execute_run(run_id), 30))
+
+
+def test_an_empty_workspace_says_how_to_get_a_session(client, workspace):
+    page = client.get("/grade/")
+    assert page.status_code == 200
+    assert "No sessions found. Run the Test view" in page.content.decode()
+    assert client.get("/grade.json").json()["sessions"] == []
+
+
+def test_it_lists_the_graders_of_the_sessions_deck(client, workspace):
+    session = chat_session(workspace)
+    data = client.get(f"/grade.json?session={session.id}").json()
+    assert data["session"] == session.id
+    assert data["graders"] == [
+        {
+            "path": TONE,
+            "label": "Tone",
+            "description": None,
+            "mode": "turns",
+            "error": None,
+        }
+    ]
+    assert 'name="grader"' in client.get(f"/grade/?session={session.id}").content.decode()
+
+
+def test_a_grade_run_grades_each_turn_and_is_recorded_in_the_session(client, workspace):
+    session, run_id = _graded(client, workspace)
+    assert Run.objects.get(pk=run_id).status == "queued"
+    assert _execute(run_id) == "completed"
+    data = client.get(f"/grade/runs/{run_id}.json").json()
+    assert data["status"] == "completed" and data["mode"] == "turns"
+    assert data["session"] == session.id and data["graderHash"]
+    (row,) = data["results"]
+    assert row["title"] == "Assistant turn 1" and isinstance(row["score"], int)
+    assert row["input"]["assistant"] == "Your order A1002 ships <b>today</b>."
+    assert row["input"]["user"] == "hello"
+    session.refresh_from_db()
+    recorded = session.meta["gradingRuns"][0]
+    assert recorded["runId"] == run_id and recorded["graderPath"] == TONE
+    assert recorded["results"][0]["messageRefId"] == "msg-000000000000000000000003"
+    # the tab lists it; the grading session is not a conversation in the Test tab
+    tab = client.get(f"/grade.json?session={session.id}").json()
+    assert [r["id"] for r in tab["runs"]] == [run_id] and tab["imported"] == []
+    listed = [s["id"] for s in client.get("/test.json").json()["sessions"]]
+    assert session.id in listed and data["gradingSession"] not in listed
+    html = client.get(f"/grade/runs/{run_id}/").content.decode()
+    assert "ships &lt;b&gt;today&lt;/b&gt;" in html  # model and user text escaped
+    assert "Show input" in html
+
+
+def test_flags_toggle_with_a_reason_and_a_reason_needs_a_flag(client, workspace):
+    session, run_id = _graded(client, workspace)
+    _execute(run_id)
+    missing = client.post(f"/grade/runs/{run_id}/flag/0/reason?format=json", {"reason": "x"})
+    assert missing.status_code == 404
+    assert "Flag not found for refId: msg-000000000000000000000003" in missing.json()["error"]
+    flagged = client.post(
+        f"/grade/runs/{run_id}/flag/0?format=json", {"reason": "the quote is invented"}
+    )
+    assert flagged.json()["flag"]["reason"] == "the quote is invented"
+    client.post(f"/grade/runs/{run_id}/flag/0/reason", {"reason": "score too high"})
+    data = client.get(f"/grade/runs/{run_id}.json").json()
+    assert data["results"][0]["flag"]["reason"] == "score too high"
+    session.refresh_from_db()
+    assert session.meta["gradingFlags"][0]["refId"] == "msg-000000000000000000000003"
+    unflagged = client.post(f"/grade/runs/{run_id}/flag/0?format=json")
+    assert unflagged.json() == {"flag": None}
+    assert client.post(f"/grade/runs/{run_id}/flag/7?format=json").status_code == 400
+    too_long = client.post(f"/grade/runs/{run_id}/flag/0?format=json", {"reason": "x" * 2001})
+    assert too_long.status_code == 400
+
+
+def test_a_grader_that_is_not_declared_or_nothing_to_grade_is_refused(client, workspace):
+    session = chat_session(workspace)
+    bad = client.post("/grade/run?format=json", {"session": session.id, "grader": "../etc/x"})
+    assert bad.status_code == 400 and "is not a grader of support/PROMPT.md" in bad.json()["error"]
+    empty = Session.objects.create(workspace=workspace, deck_path="support/PROMPT.md")
+    nothing = client.post("/grade/run?format=json", {"session": empty.id, "grader": TONE})
+    assert nothing.status_code == 400 and "no conversation to grade" in nothing.json()["error"]
+    assert client.post("/grade/run", {"session": "nope", "grader": TONE}).status_code == 400
+
+
+def test_a_failed_grader_shows_its_cause(client, workspace, settings, tmp_path):
+    session, run_id = _graded(client, workspace)
+    grader = tmp_path / "missing"
+    Run.objects.filter(pk=run_id).update(message=str(grader.name) + "/PROMPT.md")
+    assert _execute(run_id) == "failed"
+    data = client.get(f"/grade/runs/{run_id}.json").json()
+    assert data["status"] == "failed" and data["error"]
+    assert "Grader run failed" in client.get(f"/grade/runs/{run_id}/").content.decode()
+
+
+def test_cli_gradings_in_the_session_are_shown_as_imported(client, workspace):
+    session = chat_session(workspace)
+    session.meta = {
+        **(session.meta or {}),
+        "gradingRuns": [
+            {
+                "id": "grade-cli",
+                "graderPath": TONE,
+                "graderLabel": "Tone",
+                "mode": "turns",
+                "status": "completed",
+                "runAt": "2026-11-24T10:00:00+00:00",
+                "score": 2,
+                "results": [{"score": 2, "reason": "kind", "messageIndex": 2}],
+            }
+        ],
+    }
+    session.save()
+    data = client.get(f"/grade.json?session={session.id}").json()
+    assert [g["id"] for g in data["imported"]] == ["grade-cli"]
+    assert (
+        "Imported grades (from the CLI)"
+        in client.get(f"/grade/?session={session.id}").content.decode()
+    )
+
+
+def test_stopping_a_queued_grade_cancels_it(client, workspace):
+    _, run_id = _graded(client, workspace)
+    assert client.post(f"/grade/runs/{run_id}/stop?format=json").json() == {"stopped": [run_id]}
+    assert Run.objects.get(pk=run_id).status == "canceled"
+
+
+def test_htmx_gets_the_result_fragment_only(client, workspace):
+    _, run_id = _graded(client, workspace)
+    html = client.get(f"/grade/runs/{run_id}/", HTTP_HX_REQUEST="true").content.decode()
+    assert 'id="grade-result"' in html and "<html" not in html
+    assert 'hx-trigger="every 1s"' in html  # a queued run polls until it finishes
+    tab = client.get("/grade/", HTTP_HX_REQUEST="true").content.decode()
+    assert 'id="grade-history"' in tab and "<html" not in tab
+
+
+@pytest.mark.parametrize(
+    ("method", "url"),
+    [
+        ("get", "/grade/run"),
+        ("post", "/grade/"),
+        ("get", "/grade/runs/{run}/flag/0"),
+        ("get", "/grade/runs/{run}/stop"),
+        ("post", "/grade/runs/{run}/"),
+    ],
+)
+def test_wrong_methods_are_405(client, workspace, method, url):
+    _, run_id = _graded(client, workspace)
+    assert getattr(client, method)(url.format(run=run_id)).status_code == 405
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "/grade/runs/run-000000000000000000000000/",
+        "/grade/runs/not-an-id/",
+        "/grade/runs/run-000000000000000000000000.json",
+        "/grade/?session=session-000000000000000000000000",
+    ],
+)
+def test_unknown_ids_are_404(client, workspace, url):
+    assert client.get(url).status_code == 404
+
+
+def test_a_chat_run_id_is_not_a_grade_run(client, workspace):
+    session = chat_session(workspace)
+    run = Run.objects.create(session=session, kind="manual", message="hi", status="completed")
+    assert client.get(f"/grade/runs/{run.id}/").status_code == 404
+
+
+def test_posts_need_the_csrf_token(csrf_client, workspace):
+    session = chat_session(workspace)
+    response = csrf_client.post("/grade/run", {"session": session.id, "grader": TONE})
+    assert response.status_code == 403
