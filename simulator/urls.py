@@ -2,6 +2,7 @@ from django.contrib import admin
 from django.urls import path, re_path
 
 from decks_app.views import (
+    calibration,
     compare,
     exports,
     feedback,
@@ -20,6 +21,8 @@ urlpatterns = [
     path("grade/", grade.grade_tab, name="grade"),
     re_path(r"^grade\.(?P<fmt>json)$", grade.grade_tab),
     path("grade/run", grade.grade_start, name="grade_start"),
+    path("grade/calibration/", calibration.calibration_page, name="calibration"),
+    re_path(r"^grade/calibration\.(?P<fmt>json)$", calibration.calibration_page),
     path("grade/runs/<str:run_id>/", grade.grade_run_page, name="grade_run"),
     re_path(r"^grade/runs/(?P<run_id>[^/]+)\.(?P<fmt>json)$", grade.grade_run_page),
     path("grade/runs/<str:run_id>/flag/<str:position>", grade.grade_flag, name="grade_flag"),

@@ -80,6 +80,14 @@ def signed(value: Any) -> str:
 
 
 @register.filter
+def percent(value: Any) -> str:
+    """0.875 -> "88%"; None -> "–" (a figure that cannot be computed is never shown as 0)."""
+    if not isinstance(value, int | float) or isinstance(value, bool):
+        return "–"
+    return f"{value:.0%}"
+
+
+@register.filter
 def score_class(value: Any) -> str:
     """The colour class of a -3..+3 score badge."""
     from decks_app.services.grading import score_class as classify
