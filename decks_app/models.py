@@ -48,6 +48,8 @@ class Session(models.Model):
         ("import", "import"),
         ("replay", "replay"),
         ("grade", "grade"),  # a grade run's own session; `source` is the graded session
+        ("verify", "verify"),  # a Verify batch's own session (its settings in `context`)
+        ("scenario", "scenario"),  # a scenario run; `source` is its batch's session, if any
     ]
 
     id = models.CharField(primary_key=True, max_length=40, default=new_session_id)
@@ -88,6 +90,7 @@ class Run(models.Model):
         ("replay", "replay"),
         ("scenario", "scenario"),
         ("grader", "grader"),
+        ("verify", "verify"),
     ]
     STATUSES = [
         ("queued", "queued"),

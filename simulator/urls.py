@@ -12,6 +12,7 @@ from decks_app.views import (
     sessions,
     shell,
     trace,
+    verify,
 )
 
 urlpatterns = [
@@ -22,6 +23,14 @@ urlpatterns = [
     re_path(r"^grade\.(?P<fmt>json)$", grade.grade_tab),
     path("grade/run", grade.grade_start, name="grade_start"),
     path("grade/calibration/", calibration.calibration_page, name="calibration"),
+    path("grade/verify/", verify.verify_tab, name="verify"),
+    re_path(r"^grade/verify\.(?P<fmt>json)$", verify.verify_tab),
+    path("grade/verify/run", verify.verify_start, name="verify_start"),
+    path("grade/verify/compare", verify.verify_compare, name="verify_compare"),
+    re_path(r"^grade/verify/compare\.(?P<fmt>json)$", verify.verify_compare),
+    path("grade/verify/<str:run_id>/", verify.verify_batch, name="verify_batch"),
+    re_path(r"^grade/verify/(?P<run_id>[^/]+)\.(?P<fmt>json)$", verify.verify_batch),
+    path("grade/verify/<str:run_id>/stop", verify.verify_stop, name="verify_stop"),
     re_path(r"^grade/calibration\.(?P<fmt>json)$", calibration.calibration_page),
     path("grade/runs/<str:run_id>/", grade.grade_run_page, name="grade_run"),
     re_path(r"^grade/runs/(?P<run_id>[^/]+)\.(?P<fmt>json)$", grade.grade_run_page),

@@ -26,7 +26,7 @@ from django.utils import timezone
 
 from decks_app.models import Run, Session, TraceEvent
 from decks_app.services import events as event_log
-from decks_app.services import grading, providers
+from decks_app.services import grading, providers, verify
 from decks_app.services.sessions import with_message_refs
 from decks_app.services.workspaces import find_deck, jailed_path
 from gambit.core import run_deck, state_from_dict, state_to_dict
@@ -278,6 +278,18 @@ async def execute_run(run_id: str, *, router: Any = None) -> str:
         return await run_deck(job.deck_file, **kwargs)
 
     async def body() -> Any:
+        if run.kind == "verify":
+            return await verify.execute_verify(
+                run=run,
+                session=session,
+                run_options={
+                    "provider": provider,
+                    "model_resolver": resolver,
+                    "stream": False,
+                    **({"model_override": override} if override else {}),
+                },
+                db=db,
+            )
         if run.kind == "grader":
             return await grading.grade_session(
                 workspace_root=session.workspace.root,

@@ -376,7 +376,7 @@ def list_sessions(workspace: Workspace, flt: SessionFilter | None = None, limit:
     flt = flt or SessionFilter()
     qs = (
         Session.objects.filter(workspace=workspace)
-        .exclude(origin="grade")  # grade runs are listed on the Grade tab
+        .exclude(origin__in=("grade", "verify"))  # listed on the Grade tab and Verify
         .annotate(
             tokens=Sum("runs__total_tokens", distinct=False),
             cost_sum=Sum("runs__cost"),

@@ -48,8 +48,10 @@ def page(
     return render(request, template, context)
 
 
-def error_response(request: HttpRequest, message: str, status: int = 400) -> HttpResponse:
-    if wants_json(request) or request.headers.get("Accept", "").startswith("application/json"):
+def error_response(
+    request: HttpRequest, message: str, status: int = 400, fmt: str | None = None
+) -> HttpResponse:
+    if wants_json(request, fmt) or request.headers.get("Accept", "").startswith("application/json"):
         return json_response({"error": message}, status=status)
     return render(request, "decks_app/error.html#error", {"message": message}, status=status)
 

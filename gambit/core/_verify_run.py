@@ -277,14 +277,18 @@ async def run_verify(
     on_progress: Callable[[VerifyProgress], None] | None = None,
     on_run: Callable[[ScenarioRunRecord], None] | None = None,
     on_grade: Callable[[GradeRecord], None] | None = None,
+    trace_for: Callable[[ScenarioRunRecord | GradeRecord], Callable[[dict[str, Any]], None]]
+    | None = None,
     strict: bool = False,
     **run_options: Any,
 ) -> VerifyReport:
     """Run every scenario `runs` times and grade each run `repeats` times with every grader.
 
     `scenarios` / `graders` default to the root deck's `[[scenarios]]` / `[[graders]]`.
-    `run_options` go to every `run_deck` call (model routing, mode, tracing). Failures are
-    recorded on their records, never raised; cancelling the call cancels everything in flight.
+    `run_options` go to every `run_deck` call (model routing, mode, tracing). `trace_for`
+    gives each scenario run and grade its own trace callback (beside `on_trace`, which sees
+    everything). Failures are recorded on their records, never raised; cancelling the call
+    cancels everything in flight.
     """
     if runs < 1 or repeats < 1 or concurrency < 1:
         raise ValueError("runs, repeats and concurrency must be at least 1")
@@ -334,9 +338,15 @@ async def run_verify(
         if on_progress is not None:
             on_progress(progress)
 
-    def tracer(meter: _Meter) -> Callable[[dict[str, Any]], None]:
+    def tracer(
+        meter: _Meter, record: ScenarioRunRecord | GradeRecord
+    ) -> Callable[[dict[str, Any]], None]:
+        own = trace_for(record) if trace_for is not None else None
+
         def on_trace(event: dict[str, Any]) -> None:
             meter.observe(event)
+            if own is not None:
+                own(event)
             if user_trace is not None:
                 user_trace(event)
 
@@ -354,7 +364,7 @@ async def run_verify(
                     tree,
                     state,
                     provider=provider,
-                    on_trace=tracer(meter),
+                    on_trace=tracer(meter, record),
                     **{**run_options, "stream": False},
                 )
                 record.grading = grading
@@ -387,7 +397,7 @@ async def run_verify(
                     context=context,
                     max_turns=max_turns,
                     on_state=partial.append,
-                    on_trace=tracer(meter),
+                    on_trace=tracer(meter, record),
                     strict=strict,
                     **run_options,
                 )

@@ -1,0 +1,62 @@
+// Draws the Verify batch charts from the JSON the page embeds (no inline script; works
+// offline with the vendored Chart.js). Redrawn after each htmx swap of the batch.
+(function () {
+  const charts = [];
+  function draw() {
+    const source = document.getElementById("verify-chart-data");
+    if (!source || typeof Chart === "undefined") return;
+    while (charts.length) charts.pop().destroy();
+    const data = JSON.parse(source.textContent);
+    const scale = [-3, -2, -1, 0, 1, 2, 3];
+    const graders = Object.keys(data.scores);
+    const scores = document.getElementById("chart-scores");
+    if (scores) {
+      charts.push(new Chart(scores, {
+        type: "bar",
+        data: {
+          labels: scale.map((s) => (s > 0 ? "+" + s : String(s))),
+          datasets: graders.map((g) => ({
+            label: g,
+            data: scale.map((s) => data.scores[g].filter((v) => Math.round(v) === s).length),
+          })),
+        },
+        options: { animation: false, scales: { y: { beginAtZero: true, ticks: { precision: 0 } } } },
+      }));
+    }
+    const spread = document.getElementById("chart-spread");
+    if (spread) {
+      const scenarios = [...new Set(Object.values(data.spread).flatMap((s) => Object.keys(s)))];
+      charts.push(new Chart(spread, {
+        type: "bar",
+        data: {
+          labels: scenarios,
+          datasets: Object.entries(data.spread).flatMap(([g, per]) => [
+            { label: g + " mean", data: scenarios.map((s) => (per[s] || {}).mean ?? null) },
+            { label: g + " min", type: "line", showLine: false, data: scenarios.map((s) => (per[s] || {}).min ?? null) },
+            { label: g + " max", type: "line", showLine: false, data: scenarios.map((s) => (per[s] || {}).max ?? null) },
+          ]),
+        },
+        options: { animation: false, scales: { y: { min: -3, max: 3 } } },
+      }));
+    }
+    const runs = document.getElementById("chart-runs");
+    if (runs) {
+      charts.push(new Chart(runs, {
+        type: "bar",
+        data: {
+          labels: data.runs.map((r) => r.label),
+          datasets: [
+            { label: "latency (ms)", data: data.runs.map((r) => r.durationMs), yAxisID: "ms" },
+            { label: "tokens", type: "line", data: data.runs.map((r) => r.tokens), yAxisID: "tokens" },
+          ],
+        },
+        options: {
+          animation: false,
+          scales: { ms: { position: "left", beginAtZero: true }, tokens: { position: "right", beginAtZero: true } },
+        },
+      }));
+    }
+  }
+  document.addEventListener("DOMContentLoaded", draw);
+  document.body.addEventListener("htmx:afterSettle", draw);
+})();
