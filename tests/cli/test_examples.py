@@ -53,3 +53,15 @@ def test_support_action_with_respond_runs_offline(tmp_path: Path):
     events = [json.loads(line) for line in trace.read_text().splitlines()]
     calls = [e for e in events if e["type"] in ("model.call", "model.result")]
     assert calls and all(e["offline"] is True and e["provider"] == "offline" for e in calls)
+
+
+def test_support_verify_offline_as_in_the_readme(tmp_path: Path):
+    result = gambit(
+        "verify", str(SUPPORT / "PROMPT.md"), "--runs", "5", "--repeats", "3", "--concurrency", "4",
+        "--max-turns", "2", "--junit", "verify.xml", "--grades-csv", "grades.csv",
+        "--model-force", "offline/echo", cwd=tmp_path,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    assert "5 scenario runs (0 failed), 15 grades" in result.stdout
+    assert (tmp_path / "verify.xml").read_text().count("<testcase ") == 5
+    assert len((tmp_path / "grades.csv").read_text().splitlines()) == 1 + 15 * 2  # 2 turns each
