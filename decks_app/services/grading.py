@@ -338,3 +338,77 @@ def set_flag_reason(session: Session, run: Run, position: int, reason: str) -> N
         locked.state_version += 1
         locked.save(update_fields=["meta", "state_version", "updated_at"])
     session.meta = meta
+
+
+# ---------------------------------------------------------------- exports
+
+EXPORT_FIELDS = (
+    "session",
+    "scenario",
+    "grader",
+    "graderHash",
+    "gradeRun",
+    "turn",
+    "messageRefId",
+    "score",
+    "reason",
+    "flag",
+    "flagReason",
+    "humanRating",
+)
+
+
+def export_rows(workspace: Workspace, *, batch_run_id: str | None = None) -> list[dict[str, Any]]:
+    """One row per graded turn (or conversation grade) across the workspace's sessions, or
+    the scenario sessions of one Verify batch: the same columns as `gambit verify`'s export,
+    plus the flag and the human rating of the graded message."""
+    from decks_app.models import Feedback
+
+    sessions = Session.objects.filter(workspace=workspace).exclude(origin__in=("grade", "verify"))
+    if batch_run_id:
+        sessions = sessions.filter(meta__verifyBatchRunId=batch_run_id)
+    sessions = list(sessions.order_by("created_at"))
+    ratings = {
+        (fb.session_id, fb.message_ref_id): fb.score
+        for fb in Feedback.objects.filter(session__in=sessions)
+    }
+    rows = []
+    for session in sessions:
+        meta = session.meta or {}
+        flags = {f.get("refId"): f for f in grading_flags(meta)}
+        scenario = meta.get("scenarioPath")
+        for grading in reversed(meta.get("gradingRuns") or []):  # oldest first
+            if not isinstance(grading, dict):
+                continue
+            run_id = grading.get("runId") or grading.get("id") or ""
+            for result in grading.get("results") or []:
+                turns = grading.get("mode") == "turns"
+                ref = result.get("messageRefId")
+                flag_id = (
+                    flag_ref_id(run_id, result.get("messageIndex"), ref)
+                    if turns
+                    else f"gradingRun:{run_id}"
+                )
+                flag = flags.get(flag_id)
+                human = (
+                    ratings.get((session.id, ref))
+                    if turns and ref
+                    else (session.conversation_score or {}).get("score")
+                )
+                rows.append(
+                    {
+                        "session": session.id,
+                        "scenario": scenario,
+                        "grader": grading.get("graderLabel") or grading.get("graderPath"),
+                        "graderHash": grading.get("graderHash"),
+                        "gradeRun": run_id,
+                        "turn": result.get("messageIndex") if turns else None,
+                        "messageRefId": ref,
+                        "score": result.get("score"),
+                        "reason": result.get("reason") or result.get("error"),
+                        "flag": bool(flag),
+                        "flagReason": (flag or {}).get("reason"),
+                        "humanRating": human,
+                    }
+                )
+    return rows

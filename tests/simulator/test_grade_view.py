@@ -198,3 +198,37 @@ def test_posts_need_the_csrf_token(csrf_client, workspace):
     session = chat_session(workspace)
     response = csrf_client.post("/grade/run", {"session": session.id, "grader": TONE})
     assert response.status_code == 403
+
+
+def test_grades_export_as_csv_and_jsonl_with_flags_and_ratings(client, workspace):
+    import csv
+    import io
+    import json
+
+    from decks_app.models import Feedback
+
+    session, run_id = _graded(client, workspace)
+    _execute(run_id)
+    Feedback.objects.create(
+        session=session, message_ref_id="msg-000000000000000000000003", score=-2
+    )
+    client.post(f"/grade/runs/{run_id}/flag/0", {"reason": "too generous"})
+    rows = list(
+        csv.DictReader(io.StringIO(client.get("/grade/export/grades.csv").content.decode()))
+    )
+    (row,) = rows
+    assert (
+        row["session"] == session.id
+        and row["gradeRun"] == run_id
+        and row["grader"].startswith("Tone")
+    )
+    assert (
+        row["humanRating"] == "-2" and row["flag"] == "True" and row["flagReason"] == "too generous"
+    )
+    assert row["messageRefId"] == "msg-000000000000000000000003" and row["graderHash"]
+    lines = client.get("/grade/export/grades.jsonl").content.decode().splitlines()
+    assert json.loads(lines[0])["humanRating"] == -2
+    assert (
+        client.get("/grade/export/grades.csv?batch=run-000000000000000000000000").status_code == 404
+    )
+    assert client.post("/grade/export/grades.csv").status_code == 405
