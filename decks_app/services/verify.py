@@ -372,9 +372,11 @@ def _save_grade(session_id: str | None, record: GradeRecord, root: Path) -> None
 def batch_dict(run: Run) -> dict[str, Any]:
     output = run.output if isinstance(run.output, dict) else {}
     report = output.get("report") or {}
+    labels = {g["grader"]: g.get("graderLabel") or g["grader"] for g in report.get("grades") or []}
     return {
         "id": run.id,
         "deck": run.session.deck_path,
+        "graderLabels": labels,
         "status": run.status,
         "error": run.error or None,
         "settings": output.get("settings") or run.session.context,

@@ -1,0 +1,127 @@
+"""The Grade tab, Verify and calibration end to end in Chromium against `gambit serve`.
+
+The model is a fake server on 127.0.0.1 that answers by what it is asked: a grader (offered
+`gambit_respond`) gets a score that depends on the conversation, everything else a short
+streamed text. A session is rated in the Test tab, graded and flagged in the Grade tab, the
+rating and the grade meet on the calibration page, and a Verify batch shows its metrics
+and draws its charts.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import zlib
+from pathlib import Path
+
+import pytest
+from playwright.sync_api import expect
+
+from tests.e2e.conftest import _free_port, serve_simulator, stop
+from tests.support.fake_model_server import FakeModelServer, FunctionCall, Reply
+
+SHOTS = Path("/tmp/gambit-e2e")
+
+
+class AnsweringModel(FakeModelServer):
+    """Grades with a score drawn from the request (varied, but the same for the same input)."""
+
+    def _next_reply(self, request):
+        body = request.body if isinstance(request.body, dict) else {}
+        tools = json.dumps(body.get("tools") or [])
+        if (
+            "gambit_respond" in tools
+            and "function_call_output" not in json.dumps(body.get("input", ""))[-400:]
+        ):
+            score = zlib.crc32(json.dumps(body.get("input")).encode()) % 5 - 2
+            payload = {"score": score, "reason": f"scored {score:+d}", "evidence": ["on its way"]}
+            return Reply(function_calls=[FunctionCall("gambit_respond", {"payload": payload})])
+        return Reply(deltas=["Your parcel ", "is on its way."], delay=0.01)
+
+
+@pytest.fixture(scope="module")
+def grade_url(tmp_path_factory):
+    model = AnsweringModel().start()
+    folder = tmp_path_factory.mktemp("grade-sim")
+    log = (folder / "serve.log").open("w")
+    env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "REDIS_URL")}
+    env.update(model.env())
+    env.update({"GAMBIT_SIM_DB": str(folder / "sim.sqlite3")})
+    port = _free_port()
+    proc = serve_simulator(env, port, log)
+    yield f"http://127.0.0.1:{port}"
+    stop(proc)
+    log.close()
+    model.stop()
+
+
+def test_grade_flag_calibrate_and_verify(page, grade_url):
+    # A conversation, rated +2 by a person.
+    page.goto(grade_url + "/test/")
+    page.select_option("select[name=deck]", "support/PROMPT.md")
+    page.click("#new-session")
+    page.wait_for_url(re.compile(r".*/test/session-[0-9a-f]{24}/$"))
+    session_id = page.url.rstrip("/").split("/")[-1]
+    page.fill("textarea[name=message]", "Where is my parcel?")
+    page.click("#send")
+    expect(page.locator("#status")).to_have_text("completed", timeout=20_000)
+    page.locator("#conversation .feedback button[data-score='2']").first.click()
+    expect(page.locator("#conversation .feedback button[data-score='2']").first).to_have_attribute(
+        "aria-pressed", "true"
+    )
+
+    # Grade it: the run page polls until the grade is in, then shows score, reason, evidence.
+    page.goto(f"{grade_url}/grade/?session={session_id}")
+    page.select_option("#grade-grader", "support/graders/tone/PROMPT.md")
+    page.click("#run-grader")
+    page.wait_for_url(re.compile(r".*/grade/runs/run-[0-9a-f]{24}/$"))
+    expect(page.locator("#grade-result [data-status]")).to_have_text("completed", timeout=20_000)
+    result = page.locator(".grade-result").first
+    expect(result.locator(".score-badge")).to_have_text(re.compile(r"^[+-]?\d$"))
+    expect(result.locator(".reason")).to_contain_text("scored")
+    expect(result.locator(".evidence")).to_contain_text("on its way")
+    result.locator("summary", has_text="Show input").click()
+    expect(result.locator("details pre").last).to_contain_text("is on its way.")
+
+    # Flag it with a reason; the flag and its reason survive a reload.
+    result.locator("input[name=reason]").fill("the evidence is generic")
+    result.get_by_role("button", name="Flag").click()
+    expect(page.locator(".grade-result.flagged")).to_have_count(1)
+    page.reload()
+    expect(page.locator(".grade-result.flagged textarea[name=reason]")).to_have_value(
+        "the evidence is generic"
+    )
+    grade_score = int(page.locator(".grade-result .score-badge").first.inner_text())
+
+    # Calibration pairs the person's +2 with the grader's score on the same message.
+    page.goto(grade_url + "/grade/calibration/")
+    article = page.locator(
+        "article.calibration[data-grader='support/graders/tone/PROMPT.md']"
+    ).first
+    expect(article.locator("[data-figure=pairs]")).to_contain_text("1")
+    expect(article.locator("[data-figure=exact]")).to_have_text(
+        "100%" if grade_score == 2 else "0%"
+    )
+    expect(article.locator("table.confusion")).to_be_visible()
+
+    # Verify: 2 runs x 2 grades, live progress, then metrics and drawn charts.
+    page.goto(grade_url + "/grade/verify/")
+    page.fill("input[name=runs]", "2")
+    page.fill("input[name=repeats]", "2")
+    page.fill("input[name=maxTurns]", "1")
+    page.click("#run-verify")
+    page.wait_for_url(re.compile(r".*/grade/verify/run-[0-9a-f]{24}/$"))
+    expect(page.locator("#verify-batch [data-status]")).to_have_text("completed", timeout=60_000)
+    expect(page.locator("[data-progress=run]")).to_contain_text("2 completed")
+    expect(page.locator("[data-progress=grade]")).to_contain_text("4 completed")
+    expect(page.locator("table.metrics [data-figure=consistency]")).to_contain_text("runs")
+    page.wait_for_function("() => window.Chart && Chart.getChart('chart-scores')")
+    assert page.evaluate("Chart.getChart('chart-runs').data.labels.length") == 2
+    SHOTS.mkdir(exist_ok=True)
+    page.screenshot(path=str(SHOTS / "verify.png"), full_page=True)
+    # every scenario run links to its own session
+    first_run = page.locator("table.runs a").first
+    first_run.click()
+    page.wait_for_url(re.compile(r".*/test/session-[0-9a-f]{24}/$"))
+    expect(page.locator("#conversation")).to_contain_text("is on its way.")
