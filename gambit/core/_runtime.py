@@ -522,6 +522,19 @@ def _envelope_fields(source: dict[str, Any]) -> dict[str, Any]:
     return fields
 
 
+ENVELOPE_KEYS = frozenset({"payload", "status", "message", "code", "meta"})
+
+
+def _is_envelope(value: Any) -> bool:
+    """`{payload, status?, message?, code?, meta?}`: an action result envelope (seed 002)."""
+    return (
+        isinstance(value, dict)
+        and "payload" in value
+        and set(value) <= ENVELOPE_KEYS
+        and not is_end_signal(value)
+    )
+
+
 def _normalise_result(result: Any) -> dict[str, Any]:
     """A child's result as an envelope (seed 002 "Action result envelope")."""
     if isinstance(result, dict) and not is_end_signal(result):
@@ -546,8 +559,13 @@ async def _execute(
     resumed: bool = False,
     emitted: list[dict[str, Any]] | None = None,
     context_validated: bool = False,
+    action: ActionDecl | None = None,
 ) -> Any:
-    """Run one deck (root or child). `emitted` collects a compute child's intermediate items."""
+    """Run one deck (root or child). `emitted` collects a compute child's intermediate items.
+
+    `action` is the `[[actions]]` entry that called it: its resolved schemas (inline, from the
+    execute module, or both; seed 002) are the ones that apply to the call.
+    """
     if depth >= (limits.guardrails.max_depth or DEFAULT_MAX_DEPTH):
         raise RunError(
             f"Max depth {limits.guardrails.max_depth} exceeded",
@@ -557,15 +575,22 @@ async def _execute(
     limits = _deck_limits(deck, limits)
     limits.check(deck.path)
     is_root = depth == 0
-    if not is_root and (deck.context_schema is None or deck.response_schema is None):
+    context_schema = deck.context_schema
+    response_schema = deck.response_schema
+    if action is not None:
+        context_schema = action.context_schema or context_schema
+        response_schema = action.response_schema or response_schema
+    if not is_root and (context_schema is None or response_schema is None):
+        where = f"action {action.name!r} or " if action is not None and action.execute else ""
         raise RunError(
-            f"Deck {deck.path} must declare contextSchema and responseSchema (non-root)",
+            f"Deck {deck.path} must declare contextSchema and responseSchema (non-root): "
+            f"declare them in {where}the deck",
             code="invalid_deck",
             deck_path=deck.path,
         )
     if context is not _MISSING and not context_validated:
         context = _validate(
-            deck.context_schema, context, what="context", deck_path=deck.path, code="invalid_input"
+            context_schema, context, what="context", deck_path=deck.path, code="invalid_input"
         )
     if deck.kind == "compute":
         assert deck.definition is not None
@@ -580,6 +605,7 @@ async def _execute(
             message,
             root_state,
             emitted,
+            response_schema,
         )
     execution = _LlmExecution(run, deck, depth, parent_action_call_id, limits, root_state)
     return await execution.start(context, message, resumed)
@@ -790,6 +816,7 @@ async def _run_compute(
     message: Any,
     root_state: _RootState | None,
     emitted: list[dict[str, Any]] | None,
+    response_schema: Schema | None = None,
 ) -> Any:
     action_call_id = new_id("action")
     loop = asyncio.get_running_loop()
@@ -816,9 +843,17 @@ async def _run_compute(
             if inspect.isawaitable(result):
                 result = await _with_deadline(result, limits, deck.path)
         limits.check(deck.path)
-        output = _validate_output(
-            deck.response_schema, result, deck_path=deck.path, is_root=depth == 0
-        )
+        schema = response_schema if response_schema is not None else deck.response_schema
+        if depth > 0 and _is_envelope(result):
+            # Seed 002: the payload is validated; status, message, code and meta go to the parent.
+            output = {
+                **result,
+                "payload": _validate_output(
+                    schema, result["payload"], deck_path=deck.path, is_root=False
+                ),
+            }
+        else:
+            output = _validate_output(schema, result, deck_path=deck.path, is_root=depth == 0)
     except BaseException as exc:
         ctx._cancel_spawned()
         ctx._complete_emitter(False, str(exc))
@@ -1450,6 +1485,8 @@ class _LlmExecution:
                 parent_action_call_id=call.call_id,
                 limits=self.limits,
                 emitted=emitted,
+                context_validated=schema is not None,
+                action=action,
             )
         except asyncio.CancelledError:
             if busy is not None and busy.task is not None:
