@@ -48,7 +48,8 @@ INSPECT_VERSION = "0.3.285"
 PROMPTFOO_VERSION = "0.123.1"
 WRAPPER = (
     "import resource, subprocess, sys, time; t = time.perf_counter(); "
-    "code = subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE).returncode; "
+    "p = subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE); "
+    "code = p.returncode; sys.stderr.write(p.stderr.decode(errors='replace')[-600:]); "
     "wall = time.perf_counter() - t; "
     "rss = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss; "
     "print(wall, rss, code)"
@@ -211,12 +212,46 @@ def _install_inspect() -> tuple[list[str] | None, str]:
     return [str(inspect)], ""
 
 
+def _node_major_minor(node: str) -> tuple[int, int]:
+    try:
+        out = subprocess.run([node, "--version"], capture_output=True, text=True).stdout
+        major, minor, *_ = out.strip().lstrip("v").split(".")
+        return int(major), int(minor)
+    except (OSError, ValueError):
+        return (0, 0)
+
+
+def _node_path() -> str | None:
+    """A folder holding a Node.js >= 22.22 (promptfoo's minimum), installed from npm if needed."""
+    system = shutil.which("node")
+    if system and _node_major_minor(system) >= (22, 22):
+        return str(Path(system).parent)
+    folder = PEERS / "node22"
+    node = folder / "node_modules" / ".bin" / "node"
+    if not node.exists():
+        print(
+            f"installing Node.js 22 from npm into {folder} (promptfoo needs >= 22.22)...",
+            flush=True,
+        )
+        folder.mkdir(parents=True, exist_ok=True)
+        try:
+            subprocess.run(
+                ["npm", "install", "--silent", "--no-audit", "--no-fund", "node@22"],
+                cwd=folder,
+                check=True,
+                timeout=900,
+            )
+        except (subprocess.SubprocessError, OSError):
+            return None
+    return str(node.parent) if _node_major_minor(str(node)) >= (22, 22) else None
+
+
 def _install_promptfoo() -> tuple[list[str] | None, str]:
     folder = PEERS / "promptfoo"
     binary = folder / "node_modules" / ".bin" / "promptfoo"
+    if shutil.which("npm") is None:
+        return None, "promptfoo needs npm, which is not installed"
     if not binary.exists():
-        if shutil.which("npm") is None:
-            return None, "promptfoo needs npm, which is not installed"
         print(
             f"installing promptfoo {PROMPTFOO_VERSION} into {folder} (first run only)...",
             flush=True,
@@ -256,6 +291,8 @@ def measure(model: BenchModel, command: list[str], env: dict[str, str], cwd: Pat
     )
     wall, rss_kb, code = out.stdout.split()
     span = (model.last - model.first) if model.first is not None and model.last else None
+    if int(code) != 0:
+        print(f"  exit {code}: {out.stderr.strip()[-600:]}", flush=True)
     return {
         "wall": float(wall),
         "span": span,
@@ -311,7 +348,7 @@ def main() -> None:
                 [
                     *inspect,
                     "eval",
-                    str(task),
+                    task.name,  # inspect wants a path relative to its working folder
                     "--model",
                     "openai/bench",
                     "--max-connections",
@@ -329,11 +366,16 @@ def main() -> None:
                 },
                 work,
             )
+        node: str | None = None
         promptfoo, why = _install_promptfoo()
         if promptfoo is None:
             skipped.append(why)
         else:
             config = promptfoo_workload(work, args.runs, model.base_url)
+            node = _node_path()
+            if node is None:
+                skipped.append("promptfoo needs Node.js >= 22.22, which could not be installed")
+        if promptfoo is not None and node is not None:
             tools["promptfoo"] = (
                 [
                     *promptfoo,
@@ -354,6 +396,7 @@ def main() -> None:
                     "PROMPTFOO_DISABLE_UPDATE": "1",
                     "PROMPTFOO_CONFIG_DIR": str(work / "promptfoo-config"),
                     "OPENAI_API_KEY": "bench",
+                    "PATH": node + os.pathsep + base_env.get("PATH", ""),
                 },
                 work,
             )

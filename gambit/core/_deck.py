@@ -167,6 +167,8 @@ class Deck:
     definition: DeckDefinition | None = None
     passthrough: dict[str, Any] = field(default_factory=dict)
     warnings: list[Problem] = field(default_factory=list)
+    # `[[responseItemExtensions]]`: namespaced item type -> the schema of its `data`
+    item_extensions: dict[str, Schema] = field(default_factory=dict)
 
     @property
     def system_prompt(self) -> str:

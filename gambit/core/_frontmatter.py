@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import json
 import re
-import tomllib
 from dataclasses import dataclass
 from typing import Any, Literal
 
+import tomli  # TOML 1.1 (newlines and trailing commas in inline tables); tomllib is 1.0 until 3.15
 import yaml
 
 FrontMatterFormat = Literal["toml", "yaml", "json", "none"]
@@ -30,6 +30,7 @@ _CLOSERS: dict[str, str] = {
     "---yaml": "---",
     "---json": "---",
 }
+TOML_NESTING_LIMIT = 400  # tomli's own limit
 _TOML_LINE = re.compile(r"\(at line (\d+), column \d+\)")
 
 
@@ -89,12 +90,17 @@ def parse_front_matter(text: str) -> ParsedMarkdown:
 def _parse(raw: str, fmt: FrontMatterFormat, first_line: int) -> dict[str, Any]:
     if fmt == "toml":
         try:
-            data: Any = tomllib.loads(raw)
-        except tomllib.TOMLDecodeError as exc:
+            data: Any = tomli.loads(raw)
+        except tomli.TOMLDecodeError as exc:
             match = _TOML_LINE.search(str(exc))
             line = first_line + int(match.group(1)) - 1 if match else None
             message = _TOML_LINE.sub("", str(exc)).strip()
             raise FrontMatterError(f"invalid TOML front matter: {message}", line=line) from None
+        except RecursionError:
+            raise FrontMatterError(
+                f"invalid TOML front matter: arrays or inline tables nested more than "
+                f"{TOML_NESTING_LIMIT} levels deep"
+            ) from None
     elif fmt == "yaml":
         try:
             data = yaml.safe_load(raw) if raw.strip() else {}

@@ -494,6 +494,72 @@ class _Loader:
         for key in PASSTHROUGH_KEYS:
             if key in attrs:
                 deck.passthrough[key] = attrs[key]
+        if "responseItemExtensions" in attrs:
+            deck.item_extensions = self._parse_item_extensions(
+                attrs["responseItemExtensions"], file
+            )
+
+    def _parse_item_extensions(self, value: Any, file: str) -> dict[str, Schema]:
+        """`[[responseItemExtensions]]`: `{type = "ns:name", dataSchema = "...", description?}`."""
+        key = "responseItemExtensions"
+        if not isinstance(value, list):
+            self.diag.error(
+                f"must be an array of tables, not {_type_name(value)}",
+                file=file,
+                key=key,
+                hint='[[responseItemExtensions]]\ntype = "acme:search"\ndataSchema = "./search.json"',
+            )
+            return {}
+        out: dict[str, Schema] = {}
+        for index, entry in enumerate(value):
+            where = f"{key}[{index}]"
+            if not isinstance(entry, dict):
+                self.diag.error(f"must be a table, not {_type_name(entry)}", file=file, key=where)
+                continue
+            kind = entry.get("type")
+            if not isinstance(kind, str) or not kind.strip():
+                self.diag.error(
+                    "a response item extension must include a type",
+                    file=file,
+                    key=f"{where}.type",
+                    hint='e.g. type = "acme:search"',
+                )
+                continue
+            if ":" not in kind:
+                self.diag.error(
+                    f"response item extension type {kind!r} must be namespaced (namespace:type)",
+                    file=file,
+                    key=f"{where}.type",
+                    hint=f'e.g. type = "myapp:{kind}"',
+                )
+                continue
+            if kind in out:
+                self.diag.error(
+                    f"duplicate response item extension type {kind!r}",
+                    file=file,
+                    key=f"{where}.type",
+                )
+                continue
+            for extra in entry:
+                if extra not in ("type", "dataSchema", "description"):
+                    self.diag.warn(
+                        "unknown key; it is ignored",
+                        file=file,
+                        key=f"{where}.{extra}",
+                        hint="keys are type, dataSchema and description",
+                    )
+            if "dataSchema" not in entry:
+                self.diag.error(
+                    f"response item extension {kind!r} must include dataSchema",
+                    file=file,
+                    key=f"{where}.dataSchema",
+                    hint='e.g. dataSchema = "./schemas/search.json"',
+                )
+                continue
+            schema = self._resolve_schema(entry["dataSchema"], file, f"{where}.dataSchema")
+            if schema is not None:
+                out[kind] = schema
+        return out
 
     # ---- scalar helpers ---------------------------------------------------------------------
 

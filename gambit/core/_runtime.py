@@ -525,6 +525,34 @@ def _envelope_fields(source: dict[str, Any]) -> dict[str, Any]:
 ENVELOPE_KEYS = frozenset({"payload", "status", "message", "code", "meta"})
 
 
+def check_extension_item(deck: Deck, item: Any, source: str) -> None:
+    """Validate the `data` of an extension item whose type the deck declares.
+
+    Undeclared types pass unchanged (nothing a provider produced is dropped); a declared one
+    without `data`, or whose `data` does not match its dataSchema, fails the run.
+    """
+    data = item if isinstance(item, dict) else item.model_dump(mode="json", exclude_none=True)
+    kind = data.get("type")
+    schema = deck.item_extensions.get(kind) if isinstance(kind, str) else None
+    if schema is None:
+        return
+    if "data" not in data:
+        raise RunError(
+            f"{deck.path} emitted extension item {kind!r} without data ({source})",
+            code="invalid_output",
+            deck_path=deck.path,
+        )
+    try:
+        schema.validate(data["data"])
+    except SchemaValidationError as exc:
+        raise RunError(
+            f"{deck.path} emitted extension item {kind!r} ({source}) whose data does not match "
+            f"its dataSchema: {exc}",
+            code="invalid_output",
+            deck_path=deck.path,
+        ) from None
+
+
 def _is_envelope(value: Any) -> bool:
     """`{payload, status?, message?, code?, meta?}`: an action result envelope (seed 002)."""
     return (
@@ -699,6 +727,7 @@ class ComputeContext:
         """Emit a supplemental output item to the parent before this action completes."""
         if not isinstance(item, dict) or not isinstance(item.get("type"), str) or not item["type"]:
             raise ValueError("emit_output_item needs an item object with a non-empty type")
+        check_extension_item(self._deck, item, "ctx.emit_output_item")
         index = len(self.emitted_items)
         if index == 0:
             self._emit_response_event(
@@ -1034,9 +1063,11 @@ class _LlmExecution:
         )
 
     def _append_supplemental(self, output_items: list[Any]) -> None:
-        """Keep reasoning and extension items the model produced (nothing is dropped)."""
-        for item in output_items:
+        """Keep reasoning and extension items the model produced (nothing is dropped); an item
+        of a type the deck declares in `[[responseItemExtensions]]` must match its dataSchema."""
+        for index, item in enumerate(output_items):
             if not isinstance(item, MessageItem | FunctionCallItem | FunctionCallOutputItem):
+                check_extension_item(self.deck, item, f"response.output[{index}]")
                 self.items.append(item)
 
     # -- tools and request --------------------------------------------------------------------

@@ -30,11 +30,12 @@ from __future__ import annotations
 
 import logging
 import os
-import tomllib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+import tomli
 
 from gambit.core._errors import GambitError
 from gambit.core._messages import ChatMessage, messages_to_items
@@ -135,8 +136,8 @@ def parse_config(data: bytes | str, *, path: Path | None = None) -> GambitConfig
     where = str(path) if path else CONFIG_FILENAME
     try:
         text = data.decode("utf-8") if isinstance(data, bytes) else data
-        raw = tomllib.loads(text)
-    except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        raw = tomli.loads(text)
+    except (UnicodeDecodeError, tomli.TOMLDecodeError) as exc:
         raise ConfigError(f"{where}: {exc}") from None
     config = GambitConfig(path=path)
 

@@ -129,3 +129,88 @@ async def test_an_envelope_whose_payload_does_not_match_fails_naming_the_deck(de
         match=r"act\.py does not match its responseSchema: .*'query' is a required property",
     ):
         await run_deck(path, provider=provider)
+
+
+# ---- TOML 1.1 front matter (issue: the TypeScript Gambit's shipped decks use it) -----------
+
+
+def test_toml_1_1_inline_tables_span_lines_with_trailing_commas(decks: DeckFolder):
+    path = decks.write(
+        "d/PROMPT.md",
+        '+++\nlabel = "cold emailer"\n[modelParams]\nmodel = "test-model"\n'
+        'additionalParams = {\n  codex = { effort = "low", },\n  note = "x",\n}\n+++\nWrite.\n',
+    )
+    tree, diag = check_deck_tree(path)
+    assert not diag.errors, [p.render() for p in diag.errors]
+    assert tree.root.label == "cold emailer"
+
+
+def test_a_toml_error_keeps_its_file_and_line(decks: DeckFolder):
+    path = decks.write("d/PROMPT.md", '+++\nlabel = "x"\nbroken = = 1\n+++\nBody.\n')
+    _, diag = check_deck_tree(path)
+    (problem,) = diag.errors
+    assert problem.file == str(path) and problem.line == 3
+    assert "invalid TOML front matter" in problem.message
+
+
+def test_toml_nested_thousands_deep_is_a_clear_error(decks: DeckFolder):
+    path = decks.write("d/PROMPT.md", "+++\nx = " + "[" * 5000 + "]" * 5000 + "\n+++\nBody.\n")
+    _, diag = check_deck_tree(path)
+    (problem,) = diag.errors
+    assert "nested more than 400 levels deep" in problem.message and problem.file == str(path)
+
+
+# ---- [[responseItemExtensions]] dataSchema ---------------------------------------------------
+
+EXTENSION = '[[responseItemExtensions]]\ntype = "acme:search"\ndataSchema = "./search.json"\n'
+SEARCH = '{"type": "object", "properties": {"query": {"type": "string"}}, "required": ["query"]}'
+
+
+def test_a_missing_data_schema_file_is_an_error_naming_the_key(decks: DeckFolder):
+    path = decks.deck("d/PROMPT.md", MODEL + EXTENSION)
+    _, diag = check_deck_tree(path)
+    (problem,) = diag.errors
+    assert problem.key == "responseItemExtensions[0].dataSchema" and problem.file == str(path)
+
+
+@pytest.mark.parametrize(
+    ("table", "message"),
+    [
+        ('[[responseItemExtensions]]\ndataSchema = "./search.json"\n', "must include a type"),
+        (
+            '[[responseItemExtensions]]\ntype = "search"\ndataSchema = "./search.json"\n',
+            "must be namespaced",
+        ),
+        ('[[responseItemExtensions]]\ntype = "acme:search"\n', "must include dataSchema"),
+        (EXTENSION + EXTENSION, "duplicate response item extension type"),
+    ],
+)
+def test_extension_declarations_are_checked(decks: DeckFolder, table, message):
+    decks.write("d/search.json", SEARCH)
+    path = decks.deck("d/PROMPT.md", MODEL + table)
+    _, diag = check_deck_tree(path)
+    assert any(message in p.message for p in diag.errors), [p.render() for p in diag.errors]
+
+
+async def test_declared_extension_items_are_validated_when_produced(decks: DeckFolder):
+    from gambit.providers.offline import Reply
+
+    decks.write("d/search.json", SEARCH)
+    path = decks.deck("d/PROMPT.md", MODEL + EXTENSION)
+    ok = ScriptedProvider().enqueue(
+        Reply(text="found", extra_items=[{"type": "acme:search", "data": {"query": "q"}}])
+    )
+    result = await run_deck(path, provider=ok)
+    assert result.output == "found"
+    assert any(getattr(i, "type", None) == "acme:search" for i in result.state.items)
+    undeclared = ScriptedProvider().enqueue(
+        Reply(text="found", extra_items=[{"type": "other:thing", "data": 1}])
+    )
+    assert (await run_deck(path, provider=undeclared)).output == "found"  # kept, not checked
+    bad = ScriptedProvider().enqueue(
+        Reply(text="found", extra_items=[{"type": "acme:search", "data": {"q": 1}}])
+    )
+    with pytest.raises(
+        RunError, match=r"'acme:search' \(response.output\[1\]\) whose data does not match"
+    ):
+        await run_deck(path, provider=bad)
