@@ -104,7 +104,12 @@ class ResolvedModel:
 
 
 class ModelResolver(Protocol):
-    """Chooses a model from a deck's fallback list (aliases, availability)."""
+    """Chooses a model from a deck's fallback list (aliases, availability).
+
+    `model` is a string when there is one model (a deck's single `model`, `--model-force`,
+    or the default model) and a list only when the deck gives an ordered fallback list of
+    several, as the TypeScript Gambit passes it.
+    """
 
     def resolve_model(
         self, model: str | list[str], *, params: dict[str, Any] | None, deck_path: str | None

@@ -1133,8 +1133,12 @@ class _LlmExecution:
     def _resolve_model(self) -> ResolvedModel:
         deck = self.deck
         params = deck.model_params.provider_params() or None
+        models = deck.model_params.models or []
+        # A resolver gets one model as a string, and a fallback list only when there is one.
         candidate: str | list[str] | None = (
-            self.run.model_override or deck.model_params.models or self.run.default_model
+            self.run.model_override
+            or (models[0] if len(models) == 1 else list(models) or None)
+            or self.run.default_model
         )
         if not candidate:
             raise RunError(

@@ -214,3 +214,32 @@ async def test_declared_extension_items_are_validated_when_produced(decks: DeckF
         RunError, match=r"'acme:search' \(response.output\[1\]\) whose data does not match"
     ):
         await run_deck(path, provider=bad)
+
+
+# ---- the model resolver's argument ----------------------------------------------------------
+
+
+class RecordingResolver:
+    def __init__(self):
+        self.seen = []
+
+    def resolve_model(self, model, *, params=None, deck_path=None):
+        from gambit.core import ResolvedModel
+
+        self.seen.append(model)
+        return ResolvedModel(model=model if isinstance(model, str) else model[0], params=params)
+
+
+@pytest.mark.parametrize(
+    ("front", "expected"),
+    [
+        ('modelParams.model = "alias/model"\n', "alias/model"),
+        ('modelParams.model = ["alias/model"]\n', "alias/model"),
+        ('modelParams.model = ["a/one", "b/two"]\n', ["a/one", "b/two"]),
+    ],
+)
+async def test_a_resolver_gets_a_string_or_the_fallback_list(decks: DeckFolder, front, expected):
+    path = decks.deck("d/PROMPT.md", front)
+    resolver = RecordingResolver()
+    await run_deck(path, provider=ScriptedProvider().enqueue("hi"), model_resolver=resolver)
+    assert resolver.seen == [expected]
