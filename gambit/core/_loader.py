@@ -1404,7 +1404,8 @@ class _Loader:
                     exc.message,
                     file=exc.file,
                     line=exc.line,
-                    hint="rewrite it with the supported zod subset, or as a .json JSON Schema",
+                    hint="port this TypeScript: write the schema as JSON Schema (a .json file) "
+                    "or in the static zod subset docs/decks.md lists",
                 )
                 return None
             except ValueError as exc:
