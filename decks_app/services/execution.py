@@ -29,7 +29,8 @@ from decks_app.services import events as event_log
 from decks_app.services import grading, providers, verify
 from decks_app.services.sessions import with_message_refs
 from decks_app.services.workspaces import find_deck, jailed_path
-from gambit.core import run_deck, state_from_dict, state_to_dict
+from gambit.core import run_deck, run_scenario, state_from_dict, state_to_dict
+from gambit.core._runtime import _MISSING
 from gambit.providers.offline import ReplayProvider
 
 log = logging.getLogger(__name__)
@@ -278,6 +279,25 @@ async def execute_run(run_id: str, *, router: Any = None) -> str:
         return await run_deck(job.deck_file, **kwargs)
 
     async def body() -> Any:
+        if run.kind == "scenario":
+            root = Path(session.workspace.root)
+            settings = run.output if isinstance(run.output, dict) else {}
+            outcome = await run_scenario(
+                job.deck_file,
+                root / (run.message or ""),
+                provider=provider,
+                context=session.context if session.context is not None else _MISSING,
+                max_turns=int(settings.get("maxTurns") or 6),
+                on_state=on_state,
+                on_trace=on_trace,
+                stream=True,
+                run_id=run.id,
+                model_resolver=resolver,
+                **({"model_override": override} if override else {}),
+            )
+            return _ScenarioOutcome(
+                {**settings, "turns": outcome.turns, "stopped": outcome.stopped}, outcome.state
+            )
         if run.kind == "verify":
             return await verify.execute_verify(
                 run=run,
@@ -364,6 +384,12 @@ async def execute_run(run_id: str, *, router: Any = None) -> str:
     await db(_finish, run.id, status, error, output, latest, transcript, started)
     await event_log.notify(session.id)
     return status
+
+
+@dataclass
+class _ScenarioOutcome:
+    output: dict[str, Any]
+    state: Any
 
 
 def _cancel_requested(run_id: str) -> bool:

@@ -284,7 +284,8 @@ async def run_verify(
 ) -> VerifyReport:
     """Run every scenario `runs` times and grade each run `repeats` times with every grader.
 
-    `scenarios` / `graders` default to the root deck's `[[scenarios]]` / `[[graders]]`.
+    `scenarios` / `graders` default (None) to the root deck's `[[scenarios]]` / `[[graders]]`;
+    an empty `graders` list runs the scenarios without grading them.
     `run_options` go to every `run_deck` call (model routing, mode, tracing). `trace_for`
     gives each scenario run and grade its own trace callback (beside `on_trace`, which sees
     everything). Failures are recorded on their records, never raised; cancelling the call
@@ -295,9 +296,13 @@ async def run_verify(
     started = time.perf_counter()
     root_tree = _load(root, strict)
     scenario_trees = [
-        _load(s, strict) for s in (scenarios or declared_refs(root_tree, "scenarios"))
+        _load(s, strict)
+        for s in (scenarios if scenarios is not None else declared_refs(root_tree, "scenarios"))
     ]
-    grader_trees = [_load(g, strict) for g in (graders or declared_refs(root_tree, "graders"))]
+    grader_trees = [
+        _load(g, strict)
+        for g in (graders if graders is not None else declared_refs(root_tree, "graders"))
+    ]
     if not scenario_trees:
         raise ValueError(
             f"{root_tree.root.path}: no scenario to run; declare [[scenarios]] or pass one"

@@ -125,3 +125,23 @@ def test_grade_flag_calibrate_and_verify(page, grade_url):
     first_run.click()
     page.wait_for_url(re.compile(r".*/test/session-[0-9a-f]{24}/$"))
     expect(page.locator("#conversation")).to_contain_text("is on its way.")
+
+
+def test_a_scenario_run_streams_and_a_batch_finishes(page, grade_url):
+    page.goto(grade_url + "/test/")
+    page.select_option("#scenario-choice", label="Acme support bot: Customer whose parcel is late")
+    page.fill("#scenario-form input[name=maxTurns]", "2")
+    page.click("#run-scenario")
+    page.wait_for_url(re.compile(r".*/test/session-[0-9a-f]{24}/$"))
+    expect(page.locator("#status")).to_have_text("completed", timeout=30_000)
+    expect(page.locator("#conversation")).to_contain_text("is on its way.")
+    # a batch of three at concurrency two
+    page.goto(grade_url + "/test/")
+    page.fill("#scenario-form input[name=maxTurns]", "1")
+    page.fill("#scenario-form input[name=runs]", "3")
+    page.fill("#scenario-form input[name=concurrency]", "2")
+    page.click("#run-scenario")
+    page.wait_for_url(re.compile(r".*/grade/verify/run-[0-9a-f]{24}/$"))
+    expect(page.locator("#verify-batch [data-status]")).to_have_text("completed", timeout=60_000)
+    expect(page.locator("[data-progress=run]")).to_contain_text("3 completed")
+    expect(page.locator("table.runs tbody tr")).to_have_count(3)

@@ -1,0 +1,90 @@
+"""Scenario runs from the Test tab: one run streams into its own session; several are a batch.
+Runs execute through the run executor, with the offline model standing in (no API key)."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from decks_app.models import Run, Session
+from decks_app.services import execution
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+SCENARIO = "support/PROMPT.md|support/scenarios/late_delivery/PROMPT.md"
+
+
+def _execute(run_id: str) -> str:
+    assert execution.claim_next_run("test-worker") == run_id
+    return asyncio.run(asyncio.wait_for(execution.execute_run(run_id), 60))
+
+
+def test_the_test_tab_lists_the_root_decks_scenarios(client, workspace):
+    data = client.get("/test.json").json()
+    assert data["scenarios"] == [
+        {
+            "deck": "support/PROMPT.md",
+            "deckLabel": "Acme support bot",
+            "path": "support/scenarios/late_delivery/PROMPT.md",
+            "label": "Customer whose parcel is late",
+            "description": None,
+        }
+    ]
+    assert 'id="run-scenario"' in client.get("/test/").content.decode()
+
+
+def test_one_run_is_a_live_session_of_its_own(client, workspace):
+    response = client.post(
+        "/test/scenario",
+        {"scenario": SCENARIO, "maxTurns": "2", "runs": "1", "context": '{"name": "Sam"}'},
+    )
+    assert response.status_code == 302
+    session = Session.objects.get(pk=response["Location"].rstrip("/").split("/")[-1])
+    assert session.origin == "scenario"
+    assert session.meta["scenarioPath"] == "support/scenarios/late_delivery/PROMPT.md"
+    run = session.runs.get()
+    assert (run.kind, run.status) == ("scenario", "queued")
+    assert _execute(run.id) == "completed"
+    run.refresh_from_db()
+    session.refresh_from_db()
+    assert run.output["turns"] == 2 and run.output["stopped"] == "max_turns"
+    roles = [m["role"] for m in session.messages if m["role"] in ("user", "assistant")]
+    assert roles.count("user") == 2 and "assistant" in roles
+    assert session.meta["scenarioRunId"].startswith("scenario-")
+    data = client.get(f"/test/{session.id}.json").json()
+    assert data["status"] == "completed"
+    listed = [s["id"] for s in client.get("/test.json").json()["sessions"]]
+    assert session.id in listed
+
+
+def test_several_runs_are_a_batch(client, workspace):
+    response = client.post(
+        "/test/scenario", {"scenario": SCENARIO, "maxTurns": "1", "runs": "3", "concurrency": "2"}
+    )
+    assert response.status_code == 302 and "/grade/verify/" in response["Location"]
+    batch_id = response["Location"].rstrip("/").split("/")[-1]
+    assert _execute(batch_id) == "completed"
+    batch = client.get(f"/grade/verify/{batch_id}.json").json()
+    assert batch["progress"]["run"]["completed"] == 3 and batch["progress"]["grade"]["total"] == 0
+    assert all(r["session"] and r["turns"] == 1 for r in batch["runs"])
+
+
+@pytest.mark.parametrize(
+    ("form", "message"),
+    [
+        ({"scenario": "support/PROMPT.md|support/PROMPT.md"}, "is not a scenario of"),
+        ({"scenario": "nope|x"}, "is not a scenario of"),
+        ({"scenario": SCENARIO, "maxTurns": "0"}, "max turns must be from 1 to 200"),
+        ({"scenario": SCENARIO, "runs": "500"}, "runs must be from 1 to 100"),
+    ],
+)
+def test_bad_requests_are_named(client, workspace, form, message):
+    response = client.post("/test/scenario?format=json", form)
+    assert response.status_code == 400 and message in response.json()["error"]
+    assert not Run.objects.exists()
+
+
+def test_methods_and_csrf(client, csrf_client, workspace):
+    assert client.get("/test/scenario").status_code == 405
+    assert csrf_client.post("/test/scenario", {"scenario": SCENARIO}).status_code == 403
