@@ -46,6 +46,8 @@ def serve(target: str | None, host: str, port: int, workers: int | None) -> None
         os.environ["GAMBIT_ALLOWED_HOSTS"] = ",".join(extra)
     if workers is not None:
         os.environ["GAMBIT_INPROCESS_WORKERS"] = str(workers)
+    # The offline demo model streams at a readable pace in the browser (0 in tests and CLI).
+    os.environ.setdefault("GAMBIT_DEMO_DELAY_MS", "35")
     state_dir = Path(os.environ.get("GAMBIT_SIM_DB") or workspace / ".gambit" / "x").parent
     state_dir.mkdir(parents=True, exist_ok=True)
 

@@ -14,7 +14,7 @@ from typing import Any
 
 from gambit.providers import PROVIDERS, ProviderRouter
 
-OFFLINE_MODEL = "offline/echo"
+OFFLINE_MODEL = "offline/demo"
 
 
 def provider_env() -> Mapping[str, str]:

@@ -61,10 +61,35 @@ def context_option(context: str | None, init: str | None) -> Any:
     return parse_value(context)
 
 
+OFFLINE_FALLBACK_MODEL = "offline/demo"
+
+
 def make_router(deck_path: Path) -> Any:
+    """The provider router for a command. A deck whose models have no configured provider is
+    answered by the offline demo model, with a note on stderr, so every command works without
+    an API key; GAMBIT_REQUIRE_PROVIDER=1 makes that an error instead (for CI)."""
     from gambit.providers import ProviderRouter
 
-    return ProviderRouter.from_env(os.environ, start=deck_path.resolve().parent)
+    told: set[str | None] = set()
+
+    def note(deck: str | None, tried: str) -> None:
+        if deck in told:
+            return
+        told.add(deck)
+        click.echo(
+            f"note: no configured provider for {deck or 'this deck'} (tried {tried}); "
+            f"the offline demo model ({OFFLINE_FALLBACK_MODEL}) answers instead. Set the "
+            "provider's key or pass --model; GAMBIT_REQUIRE_PROVIDER=1 makes this an error.",
+            err=True,
+        )
+
+    require = os.environ.get("GAMBIT_REQUIRE_PROVIDER") == "1"
+    return ProviderRouter.from_env(
+        os.environ,
+        start=deck_path.resolve().parent,
+        offline_fallback=None if require else OFFLINE_FALLBACK_MODEL,
+        on_offline_fallback=note,
+    )
 
 
 def read_state(path: Path | None) -> SavedState | None:

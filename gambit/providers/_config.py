@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -241,7 +241,14 @@ class ProviderRouter:
         env: Mapping[str, str] | None = None,
         providers: Mapping[str, ModelProvider] | None = None,
         probe_ollama: bool = True,
+        offline_fallback: str | None = None,
+        on_offline_fallback: Callable[[str | None, str], None] | None = None,
     ):
+        """`offline_fallback` (e.g. "offline/demo") answers a deck none of whose models is
+        available, instead of failing; `on_offline_fallback(deck_path, tried)` is told each
+        time, so the caller can label the answer as offline."""
+        self.offline_fallback = offline_fallback
+        self.on_offline_fallback = on_offline_fallback
         self.config = config or GambitConfig()
         self.env: Mapping[str, str] = dict(env or {})
         self._providers: dict[str, ModelProvider] = dict(providers or {})
@@ -377,6 +384,14 @@ class ProviderRouter:
             route = self.route(candidate)
             tried.append(f"{candidate} ({route.provider or 'default'}: {reason})")
         deck = f" for deck {deck_path}" if deck_path else ""
+        if self.offline_fallback is not None:
+            if self.on_offline_fallback is not None:
+                self.on_offline_fallback(deck_path, ", ".join(tried))
+            return ResolvedModel(
+                model=self.offline_fallback,
+                params=merged,
+                provider=self.provider_for(self.offline_fallback),
+            )
         raise ModelNotAvailableError(f"No available model found{deck}. Tried: " + ", ".join(tried))
 
     # ------------------------------------------------------------------ provider

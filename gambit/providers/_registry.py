@@ -55,7 +55,11 @@ class ProviderSpec:
 def _offline_factory(env: Mapping[str, str], **_: Any) -> ModelProvider:
     from .offline import ScriptedProvider  # written separately; imported on demand
 
-    return ScriptedProvider(fallback_models=True)
+    try:  # the pause between streamed words of the demo models (reads like a model)
+        delay = max(0.0, float(env.get("GAMBIT_DEMO_DELAY_MS") or 0) / 1000)
+    except ValueError:
+        delay = 0.0
+    return ScriptedProvider(fallback_models=True, chunk_delay=delay)
 
 
 PROVIDERS: dict[str, ProviderSpec] = {
@@ -100,7 +104,7 @@ PROVIDERS: dict[str, ProviderSpec] = {
         ProviderSpec(
             name="offline",
             description="offline demo models (no network; labelled offline)",
-            env_vars=(),
+            env_vars=("GAMBIT_DEMO_DELAY_MS",),
             required_env=(),
             base_url_env=None,
             default_base_url=None,

@@ -308,7 +308,16 @@ def _placeholder(schema: Any, text: str, depth: int = 0) -> Any:
     return text
 
 
-BUILTIN_MODELS: Mapping[str, Callable[[CreateResponseRequest], Any]] = {"echo": echo_reply}
+def _demo(request: CreateResponseRequest) -> Any:
+    from ._demo import demo_reply
+
+    return demo_reply(request)
+
+
+BUILTIN_MODELS: Mapping[str, Callable[[CreateResponseRequest], Any]] = {
+    "echo": echo_reply,
+    "demo": _demo,
+}
 """Demo models that need no script and no API key, by name (without the `offline/` prefix)."""
 
 

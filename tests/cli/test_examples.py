@@ -65,3 +65,28 @@ def test_support_verify_offline_as_in_the_readme(tmp_path: Path):
     assert "5 scenario runs (0 failed), 15 grades" in result.stdout
     assert (tmp_path / "verify.xml").read_text().count("<testcase ") == 5
     assert len((tmp_path / "grades.csv").read_text().splitlines()) == 1 + 15 * 2  # 2 turns each
+
+
+def test_readme_scenario_and_grade_work_without_a_key(tmp_path: Path):
+    """No provider key: the offline demo model plays the persona (which ends the scenario),
+    calls the deck's action, and grades; every answer is labelled offline on stderr."""
+    state = tmp_path / "session.json"
+    result = gambit(
+        "scenario", str(SUPPORT / "PROMPT.md"), "--scenario", str(SUPPORT / "scenarios/late_delivery/PROMPT.md"),
+        "--grade", str(SUPPORT / "graders/tone/PROMPT.md"), "--max-turns", "4", "--state", str(state),
+        cwd=tmp_path,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    assert "offline demo model (offline/demo) answers instead" in result.stderr
+    assert "Scenario stopped (persona done) after 3 persona turns" in result.stdout
+    saved = json.loads(state.read_text())
+    (grading,) = saved["meta"]["gradingRuns"]
+    scores = [g["score"] for g in grading["results"]]
+    assert len(scores) == 3 and all(-3 <= s <= 3 for s in scores)
+    assert any(
+        m.get("role") == "tool" or m.get("tool_calls") for m in saved["messages"]
+    )  # the demo model called the deck's order_status action
+    grade = gambit(
+        "grade", str(SUPPORT / "graders/tone/PROMPT.md"), "--state", str(state), cwd=tmp_path
+    )
+    assert grade.returncode == 0, grade.stderr

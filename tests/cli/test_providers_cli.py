@@ -367,7 +367,7 @@ def test_fallback_list_with_nothing_available_names_every_skipped_candidate(
     fake_server: FakeModelServer, tmp_path: Path
 ):
     deck = write_deck(tmp_path, ["openai-api/gpt-4.1", "openrouter/openai/gpt-4.1"])
-    result, events = gambit_run(deck, clean_env())
+    result, events = gambit_run(deck, clean_env(GAMBIT_REQUIRE_PROVIDER="1"))
     assert result.returncode == 1
     error = result.stderr.strip()
     assert error.startswith("error: No available model found for deck")
@@ -406,3 +406,16 @@ def test_a_stream_cut_midway_fails_the_run_naming_the_provider(
     deltas = "".join(e["delta"] for e in of_type(events, "response.output_text.delta"))
     assert deltas and result.stdout.startswith(deltas)
     assert of_type(events, "run.end")[-1]["status"] == "failed"
+
+
+def test_with_no_provider_configured_the_offline_demo_model_answers_and_says_so(
+    fake_server: FakeModelServer, tmp_path: Path
+):
+    deck = write_deck(tmp_path, ["openai-api/gpt-4.1", "openrouter/openai/gpt-4.1"])
+    result, events = gambit_run(deck, clean_env())
+    assert result.returncode == 0, result.stderr
+    assert "offline demo model (offline/demo) answers instead" in result.stderr
+    assert "openai-api/gpt-4.1 (openai-api: OPENAI_API_KEY is not set)" in result.stderr
+    assert result.stderr.count("note: no configured provider") == 1
+    assert of_type(events, "model.result")[0]["model"] == "offline/demo"
+    assert fake_server.requests == []

@@ -1,0 +1,276 @@
+"""`offline/demo`: a model that needs no key and shows what Gambit does.
+
+It reads the request the way a real model would need to, and answers in the role the deck
+gives it, deterministically (the same request gets the same answer):
+
+- a deck with actions or tools calls the first one with arguments built from its JSON schema
+  (values taken from the user's words where a field asks for an id, a name or a number)
+  before it answers, so the trace shows nested calls;
+- a deck that must finish through `gambit_respond` fills a schema-valid payload;
+- a grader (its `gambit_respond` payload has a `score`) gives a score from -3 to +3 that
+  varies with what it grades, with a reason and a quoted piece of evidence;
+- a scenario persona (its instructions embed the scenario-participant snippet) plays a
+  customer for three messages, then sends the empty message that ends the scenario;
+- the init-fill request of a scenario gets a JSON object with the missing context fields;
+- anything else gets a short answer that says what it saw.
+
+Text is streamed word by word; `GAMBIT_DEMO_DELAY_MS` (read by the provider registry) sets
+the pause between words (0 by default; `gambit serve` uses 35 ms so it reads like a model).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import zlib
+from collections.abc import Sequence
+from typing import Any
+
+from gambit.core._openresponses import (
+    CreateResponseRequest,
+    FunctionCallItem,
+    FunctionCallOutputItem,
+    MessageItem,
+    item_text,
+)
+
+PERSONA_MARKER = "synthetic scenario participant"
+PERSONA_TURNS = 3
+INTERNAL_TOOLS = {"gambit_respond", "gambit_end", "gambit_context", "gambit_complete"}
+_ID = re.compile(r"\b[A-Z]{1,4}-?\d{2,}\b|\b\d{3,}\b")
+
+
+def _seed(*parts: Any) -> int:
+    return zlib.crc32(json.dumps(parts, sort_keys=True, default=str).encode())
+
+
+def _instructions(request: CreateResponseRequest) -> str:
+    texts = [request.instructions or ""]
+    texts += [
+        item_text(i) for i in request.input if isinstance(i, MessageItem) and i.role == "system"
+    ]
+    return "\n".join(t for t in texts if t)
+
+
+def _last_user_index(items: Sequence[Any]) -> int:
+    for index in range(len(items) - 1, -1, -1):
+        item = items[index]
+        if isinstance(item, MessageItem) and item.role == "user":
+            return index
+    return -1
+
+
+def _user_text(items: Sequence[Any]) -> str:
+    index = _last_user_index(items)
+    return item_text(items[index]) if index >= 0 else ""
+
+
+def _tool(request: CreateResponseRequest, name: str) -> Any:
+    return next((t for t in request.tools or [] if t.function.name == name), None)
+
+
+def demo_value(schema: Any, hint: str, words: str, depth: int = 0) -> Any:
+    """A value `schema` accepts, drawn from `words` where the field name suggests it."""
+    if not isinstance(schema, dict) or depth > 8:
+        return hint
+    if "const" in schema:
+        return schema["const"]
+    if schema.get("enum"):
+        return schema["enum"][_seed(hint, words) % len(schema["enum"])]
+    if "default" in schema:
+        return schema["default"]
+    if schema.get("examples"):
+        return schema["examples"][0]
+    for key in ("anyOf", "oneOf"):
+        if schema.get(key):
+            options = [
+                o for o in schema[key] if not (isinstance(o, dict) and o.get("type") == "null")
+            ]
+            return demo_value((options or schema[key])[0], hint, words, depth + 1)
+    kind = schema.get("type")
+    if isinstance(kind, list):
+        kind = next((k for k in kind if k != "null"), kind[0] if kind else None)
+    if kind == "object" or "properties" in schema:
+        props = schema.get("properties", {})
+        return {
+            name: demo_value(props.get(name, {}), name, words, depth + 1)
+            for name in schema.get("required", list(props)[:3])
+        }
+    if kind in ("integer", "number"):
+        low = schema.get("minimum", schema.get("exclusiveMinimum", 1))
+        high = schema.get("maximum", max(low, 5))
+        found = re.findall(r"\d+", words)
+        value = int(found[0]) if found else 1
+        value = max(low, min(high, value))
+        return int(value) if kind == "integer" else float(value)
+    if kind == "boolean":
+        return True
+    if kind == "array":
+        count = max(1, schema.get("minItems", 1))
+        return [demo_value(schema.get("items", {}), hint, words, depth + 1) for _ in range(count)]
+    if kind == "null":
+        return None
+    lowered = hint.lower()
+    if any(k in lowered for k in ("id", "order", "number", "code", "ref")):
+        match = _ID.search(words)
+        if match:
+            return match.group(0)
+    if "name" in lowered:
+        return "Sam"
+    if "email" in lowered:
+        return "sam@example.com"
+    text = words.strip() or f"demo {hint}"
+    return text[: schema.get("maxLength", 200)]
+
+
+def _calls_this_turn(items: Sequence[Any]) -> list[FunctionCallItem]:
+    start = _last_user_index(items)
+    return [
+        i
+        for i in items[start + 1 :]
+        if isinstance(i, FunctionCallItem) and i.name not in INTERNAL_TOOLS
+    ]
+
+
+def _results_this_turn(items: Sequence[Any]) -> list[str]:
+    """What the tools called this turn returned, as short readable text."""
+    start = _last_user_index(items)
+    return [
+        _readable(i.output) for i in items[start + 1 :] if isinstance(i, FunctionCallOutputItem)
+    ]
+
+
+def _readable(output: str) -> str:
+    try:
+        value = json.loads(output)
+    except ValueError:
+        return output[:300]
+    if isinstance(value, dict) and "payload" in value:
+        value = value["payload"]  # a tool result envelope: the payload is the answer
+    if isinstance(value, dict):
+        return ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in list(value.items())[:6])[:300]
+    return str(value)[:300]
+
+
+def demo_reply(request: CreateResponseRequest) -> Any:
+    """The demo model's answer to one request (a `Stream`, `Call` or text)."""
+    from .offline import Call, Stream  # the reply types live with the scripted provider
+
+    items = list(request.input)
+    said = _user_text(items)
+    instructions = _instructions(request)
+
+    # The init-fill of a scenario: fill the missing required context fields.
+    try:
+        fill = json.loads(said)
+    except ValueError:
+        fill = None
+    if isinstance(fill, dict) and fill.get("type") == "gambit_test_bot_init_fill":
+        values = {}
+        for hint in fill.get("schemaHints") or []:
+            kind = hint.get("kind")
+            spec = {"enum": hint["enumValues"]} if hint.get("enumValues") else {"type": kind}
+            values[hint.get("path", "value")] = demo_value(spec, hint.get("path", ""), "A1002")
+        if fill.get("missing") == ["(root)"]:
+            return Stream(json.dumps(values.get("(root)", "Sam")))
+        return Stream(json.dumps(values))
+
+    # A scenario persona: three customer messages, then the empty message that ends it.
+    if PERSONA_MARKER in instructions:
+        mine = sum(1 for i in items if isinstance(i, MessageItem) and i.role == "assistant")
+        if mine >= PERSONA_TURNS:
+            return Stream("")
+        goal = re.search(r"[Yy]ou (?:want|need|would like) to ([^.]+)\.", instructions)
+        lines = [
+            f"Hi! I'd like to {goal.group(1)}."
+            if goal
+            else "Hi! I have a question about my order.",
+            "Thanks. What happens next, and how long will it take?",
+            "That helps, thank you. That's all I needed.",
+        ]
+        return Stream(lines[mine])
+
+    respond = _tool(request, "gambit_respond")
+    payload_schema = (
+        respond.function.parameters.get("properties", {}).get("payload", {}) if respond else None
+    )
+    already_responded = any(
+        isinstance(i, FunctionCallItem) and i.name == "gambit_respond" for i in items
+    )
+
+    # A grader: a varied score with its reason and evidence.
+    if (
+        respond is not None
+        and not already_responded
+        and isinstance(payload_schema, dict)
+        and "score" in payload_schema.get("properties", {})
+    ):
+        graded = _graded_text(items)
+        score = _seed(graded) % 7 - 3
+        words = graded.split()
+        quote = " ".join(words[:8]) if words else "(no text)"
+        tone = "concrete and kind" if score > 0 else "acceptable" if score == 0 else "vague"
+        payload: dict[str, Any] = {
+            "score": score,
+            "reason": f"Demo grade: the reply is {tone} ({len(words)} words).",
+            "evidence": [quote],
+        }
+        props = payload_schema.get("properties", {})
+        payload = {k: v for k, v in payload.items() if k in props} | {
+            k: demo_value(props[k], k, graded)
+            for k in payload_schema.get("required", [])
+            if k not in payload
+        }
+        return Call("gambit_respond", {"payload": payload})
+
+    # A deck with actions or tools: call one before answering, once per turn.
+    tools = [t for t in request.tools or [] if t.function.name not in INTERNAL_TOOLS]
+    if tools and not _calls_this_turn(items):
+        tool = tools[_seed(said) % len(tools)]
+        args = demo_value(tool.function.parameters or {}, tool.function.name, said)
+        return Call(tool.function.name, args if isinstance(args, dict) else {"input": args})
+
+    results = _results_this_turn(items)
+    if respond is not None and not already_responded:
+        summary = f"Here is what I found: {results[-1]}." if results else "Done."
+        return Call("gambit_respond", {"payload": demo_value(payload_schema, "reply", summary)})
+
+    if results:
+        return Stream(
+            f"I looked that up for you: {results[-1]}. Is there anything else I can help with?"
+        )
+    if said:
+        return Stream(
+            f"Thanks for your message. You wrote: \u201c{said[:200]}\u201d. "
+            "I am the offline demo model, so this is a stand-in answer; set a provider key "
+            "to talk to a real model."
+        )
+    return Stream(
+        "Hello! I am the offline demo model. Ask me anything and I will walk through the "
+        "deck's tools with you."
+    )
+
+
+def _graded_text(items: Sequence[Any]) -> str:
+    """The text a grader is asked about: `messageToGrade`, else the last assistant message."""
+    for item in reversed(items):
+        if isinstance(item, FunctionCallOutputItem):
+            try:
+                context = json.loads(item.output)
+            except ValueError:
+                continue
+            if isinstance(context, dict):
+                message = context.get("messageToGrade")
+                if isinstance(message, dict) and isinstance(message.get("content"), str):
+                    return message["content"]
+                session = context.get("session")
+                if isinstance(session, dict):
+                    texts = [
+                        m.get("content")
+                        for m in session.get("messages") or []
+                        if isinstance(m, dict) and m.get("role") == "assistant"
+                    ]
+                    texts = [t for t in texts if isinstance(t, str)]
+                    if texts:
+                        return texts[-1]
+    return ""
