@@ -260,6 +260,8 @@ class RunFlags:
             "model_override": self.model_force,
             "model_resolver": router,
             "on_trace": sink,
+            # exec, a built-in tool, sees only the variables a deck's [permissions] env grants
+            "host_env": dict(os.environ),
         }
 
 

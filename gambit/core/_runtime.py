@@ -22,11 +22,12 @@ import inspect
 import json
 import re
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+from ._builtin_tools import call_builtin_tool, offered_tools, tool_definition
 from ._compute import DeckDefinition
 from ._deck import ActionDecl, Deck, DeckTree, Guardrails, HandlerDecl
 from ._errors import GambitError
@@ -47,6 +48,7 @@ from ._openresponses import (
     json_schema_text_format,
     message_item,
 )
+from ._permissions import EffectivePermissions, PermissionSet, resolve_effective
 from ._provider import (
     ChatProvider,
     ModelProvider,
@@ -197,6 +199,10 @@ class _Run:
         self.decks = decks
         self.strict = strict
         self.usage = _Usage()
+        # What the host grants the built-in tools (seed 002 [permissions]; see _permissions).
+        self.workspace_permissions: PermissionSet | None = None
+        self.session_permissions: PermissionSet | None = None
+        self.host_env: dict[str, str] = {}
 
     def trace(self, type_: str, **fields: Any) -> None:
         if self.on_trace is None:
@@ -268,6 +274,9 @@ async def run_deck(
     guardrails: Guardrails | None = None,
     run_id: str | None = None,
     strict: bool = False,
+    workspace_permissions: PermissionSet | None = None,
+    session_permissions: PermissionSet | None = None,
+    host_env: Mapping[str, str] | None = None,
 ) -> RunResult:
     """Run a deck to completion and return its validated output.
 
@@ -299,6 +308,9 @@ async def run_deck(
         decks=decks,
         strict=strict,
     )
+    run.workspace_permissions = workspace_permissions
+    run.session_permissions = session_permissions
+    run.host_env = dict(host_env or {})
     base = (
         state.model_copy(deep=True)
         if state is not None
@@ -588,6 +600,7 @@ async def _execute(
     emitted: list[dict[str, Any]] | None = None,
     context_validated: bool = False,
     action: ActionDecl | None = None,
+    parent_permissions: PermissionSet | None = None,
 ) -> Any:
     """Run one deck (root or child). `emitted` collects a compute child's intermediate items.
 
@@ -635,8 +648,35 @@ async def _execute(
             emitted,
             response_schema,
         )
-    execution = _LlmExecution(run, deck, depth, parent_action_call_id, limits, root_state)
+    permissions = _effective_permissions(run, deck, depth, action, parent_permissions)
+    execution = _LlmExecution(
+        run, deck, depth, parent_action_call_id, limits, root_state, permissions
+    )
     return await execution.start(context, message, resumed)
+
+
+def _effective_permissions(
+    run: _Run,
+    deck: Deck,
+    depth: int,
+    action: ActionDecl | None,
+    parent: PermissionSet | None,
+) -> EffectivePermissions:
+    """The deck's layered permissions: the host's grants at the root, the parent's below."""
+    base = Path(deck.path).parent
+    if depth == 0 or parent is None:
+        return resolve_effective(
+            base,
+            workspace=run.workspace_permissions,
+            declaration=deck.permissions,
+            session=run.session_permissions,
+        )
+    return resolve_effective(
+        base,
+        parent=parent,
+        declaration=deck.permissions,
+        reference=action.permissions if action is not None else None,
+    )
 
 
 # ---- compute decks ----------------------------------------------------------------------------
@@ -940,9 +980,11 @@ class _LlmExecution:
         parent_action_call_id: str | None,
         limits: _Limits,
         root_state: _RootState | None,
+        permissions: EffectivePermissions | None = None,
     ):
         self.run = run
         self.deck = deck
+        self.permissions = permissions
         self.depth = depth
         self.parent = parent_action_call_id
         self.limits = limits
@@ -989,6 +1031,9 @@ class _LlmExecution:
             deckPath=deck.path,
             actionCallId=self.action_call_id,
             parentActionCallId=self.parent,
+            permissions=self.permissions.to_json()
+            if self.permissions is not None and self._builtin_tools()
+            else None,
         )
         self._publish()
         max_passes = self.limits.guardrails.max_passes or DEFAULT_MAX_PASSES
@@ -1072,9 +1117,19 @@ class _LlmExecution:
 
     # -- tools and request --------------------------------------------------------------------
 
+    def _builtin_tools(self) -> list[str]:
+        """The built-in workspace tools this deck's permissions allow (none by default)."""
+        if self.permissions is None:
+            return []
+        declared = {a.name for a in self.deck.actions} | {t.name for t in self.deck.tools}
+        return [n for n in offered_tools(self.permissions.permissions) if n not in declared]
+
     def _tools(self) -> list[ResponseToolDefinition]:
         deck = self.deck
-        tools: list[ResponseToolDefinition] = []
+        tools: list[ResponseToolDefinition] = [
+            _tool(d["name"], d["description"], d["parameters"])
+            for d in map(tool_definition, self._builtin_tools())
+        ]
         envelope_props: dict[str, Any] = {
             "status": {"type": "number", "description": "HTTP-like status, 200 when all went well"},
             "message": {"type": "string"},
@@ -1466,7 +1521,8 @@ class _LlmExecution:
         self.last_child_result = None
         action = self.deck.action(call.name)
         tool = next((t for t in self.deck.effective_tools if t.name == call.name), None)
-        kind = "action" if action is not None else "external"
+        builtin = action is None and tool is None and call.name in self._builtin_tools()
+        kind = "action" if action is not None else "builtin" if builtin else "external"
         common = {
             "actionCallId": call.call_id,
             "name": call.name,
@@ -1478,6 +1534,14 @@ class _LlmExecution:
         complete = False
         if action is not None:
             body, extra_items, complete = await self._run_action(action, call)
+        elif builtin and self.permissions is not None:
+            body = await call_builtin_tool(
+                call.name,
+                call.args,
+                self.permissions.permissions,
+                host_env=self.run.host_env,
+                remaining_seconds=self.limits.remaining(),
+            )
         elif tool is not None:
             body = await self._run_external(tool, call)
         else:
@@ -1522,6 +1586,9 @@ class _LlmExecution:
                 emitted=emitted,
                 context_validated=schema is not None,
                 action=action,
+                parent_permissions=self.permissions.permissions
+                if self.permissions is not None
+                else None,
             )
         except asyncio.CancelledError:
             if busy is not None and busy.task is not None:

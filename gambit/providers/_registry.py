@@ -30,6 +30,7 @@ class ProviderSpec:
     default_base_url: str | None
     factory: Factory  # from_env(env, *, settings=..., **kwargs)
     offline: bool = False
+    check: Callable[[Mapping[str, str]], str | None] | None = None  # beyond required env
 
     @property
     def prefix(self) -> str:
@@ -40,7 +41,7 @@ class ProviderSpec:
         for var in self.required_env:
             if not env.get(var):
                 return f"{var} is not set"
-        return None
+        return self.check(env) if self.check is not None else None
 
     def base_url(
         self, env: Mapping[str, str], settings: Mapping[str, Any] | None = None
@@ -50,6 +51,33 @@ class ProviderSpec:
         if settings and settings.get("base_url"):
             return str(settings["base_url"])
         return self.default_base_url
+
+
+def _executable_check(setting: str, default: str) -> Callable[[Mapping[str, str]], str | None]:
+    def check(env: Mapping[str, str]) -> str | None:
+        import os
+        import shutil
+
+        binary = env.get(setting) or default
+        if "/" in binary:
+            return None if os.path.isfile(binary) else f"{binary} ({setting}) does not exist"
+        if shutil.which(binary, path=env.get("PATH", os.defpath)) is None:
+            return f"`{binary}` is not on PATH (install it or set {setting})"
+        return None
+
+    return check
+
+
+def _codex_factory(env: Mapping[str, str], **_: Any) -> ModelProvider:
+    from .agent_bridges import CodexCliProvider
+
+    return CodexCliProvider.from_env(env)
+
+
+def _claude_factory(env: Mapping[str, str], **_: Any) -> ModelProvider:
+    from .agent_bridges import ClaudeCodeProvider
+
+    return ClaudeCodeProvider.from_env(env)
 
 
 def _offline_factory(env: Mapping[str, str], **_: Any) -> ModelProvider:
@@ -100,6 +128,26 @@ PROVIDERS: dict[str, ProviderSpec] = {
             base_url_env="OPENRESPONSES_BASE_URL",
             default_base_url=None,
             factory=OpenResponsesProvider.from_env,
+        ),
+        ProviderSpec(
+            name="codex-cli",
+            description="the Codex CLI as a coding agent (codex exec --json)",
+            env_vars=("GAMBIT_CODEX_BIN",),
+            required_env=(),
+            base_url_env=None,
+            default_base_url=None,
+            factory=_codex_factory,
+            check=_executable_check("GAMBIT_CODEX_BIN", "codex"),
+        ),
+        ProviderSpec(
+            name="claude-code-cli",
+            description="Claude Code as a coding agent (claude --print stream-json)",
+            env_vars=("GAMBIT_CLAUDE_CODE_BIN", "GAMBIT_CLAUDE_CODE_PERMISSION_MODE"),
+            required_env=(),
+            base_url_env=None,
+            default_base_url=None,
+            factory=_claude_factory,
+            check=_executable_check("GAMBIT_CLAUDE_CODE_BIN", "claude"),
         ),
         ProviderSpec(
             name="offline",

@@ -281,3 +281,82 @@ async def test_exec_cwd_outside_the_read_grant_is_denied(ws: Path):
         "exec", {"command": "pwd", "cwd": "other"}, perms, host_env=dict(os.environ)
     )
     assert result["status"] == 403
+
+
+# ---- in a run: offered by [permissions], dispatched, denied calls do not stop the run -------
+
+
+async def test_a_deck_with_read_permission_reads_and_a_denied_read_goes_on(tmp_path: Path):
+    import json
+
+    from gambit.core import run_deck
+    from gambit.providers.offline import Call, ScriptedProvider
+
+    deck = tmp_path / "deck" / "PROMPT.md"
+    (tmp_path / "deck" / "docs").mkdir(parents=True)
+    (tmp_path / "deck" / "docs" / "policy.md").write_text("Refunds within 30 days.\n")
+    (tmp_path / "secret.txt").write_text("do not read\n")
+    deck.write_text('+++\nmodelParams.model = "m"\n[permissions]\nread = ["./docs"]\n+++\nHelp.\n')
+    provider = ScriptedProvider().enqueue(
+        Call("read_file", {"path": "docs/policy.md"}),
+        Call("read_file", {"path": "../secret.txt"}),
+        "Refunds are possible within 30 days.",
+    )
+    result = await run_deck(deck, provider=provider, message="refunds?")
+    assert result.output == "Refunds are possible within 30 days."
+    names = [t.function.name for t in provider.requests[0].tools or []]
+    assert names[:3] == ["read_file", "list_dir", "grep_files"] and "exec" not in names
+    outputs = [
+        json.loads(i.output) for i in provider.requests[2].input if i.type == "function_call_output"
+    ]
+    assert outputs[0]["status"] == 200 and "30 days" in outputs[0]["payload"]["content"]
+    assert outputs[1]["status"] == 403 and outputs[1]["code"] == "permission_denied"
+
+
+async def test_without_permissions_no_builtin_tool_is_offered(tmp_path: Path):
+    from gambit.core import run_deck
+    from gambit.providers.offline import ScriptedProvider
+
+    deck = tmp_path / "PROMPT.md"
+    deck.write_text('+++\nmodelParams.model = "m"\n+++\nHelp.\n')
+    provider = ScriptedProvider().enqueue("hi")
+    await run_deck(deck, provider=provider, message="x")
+    assert not provider.requests[0].tools
+
+
+async def test_an_action_cannot_widen_what_its_parent_allows(tmp_path: Path):
+    import json
+
+    from gambit.core import run_deck
+    from gambit.providers.offline import Call, ScriptedProvider
+
+    root = tmp_path / "root"
+    (root / "shared").mkdir(parents=True)
+    (root / "shared" / "a.txt").write_text("shared text\n")
+    (root / "private.txt").write_text("private\n")
+    (root / "child").mkdir()
+    (root / "child" / "PROMPT.md").write_text(
+        "+++\n"
+        'contextSchema = "gambit://schemas/scenarios/plain_chat_input_optional.zod.ts"\n'
+        'responseSchema = "gambit://schemas/scenarios/plain_chat_output.zod.ts"\n'
+        'modelParams.model = "m"\n[permissions]\nread = true\n+++\nRead.\n'
+    )
+    (root / "PROMPT.md").write_text(
+        '+++\nmodelParams.model = "m"\n[permissions]\nread = ["./shared"]\n'
+        '[[actions]]\nname = "reader"\ndescription = "reads"\npath = "./child/PROMPT.md"\n'
+        "+++\nDelegate.\n"
+    )
+    provider = ScriptedProvider().enqueue(
+        Call("reader", {}),
+        Call("read_file", {"path": "../shared/a.txt"}),
+        Call("read_file", {"path": "../private.txt"}),
+        "child done",
+        "root done",
+    )
+    result = await run_deck(root / "PROMPT.md", provider=provider, message="go")
+    assert result.output == "root done"
+    child_outputs = [
+        json.loads(i.output) for i in provider.requests[3].input if i.type == "function_call_output"
+    ]
+    statuses = [o["status"] for o in child_outputs if isinstance(o, dict) and "status" in o]
+    assert statuses == [200, 403]  # the shared file, then the private one

@@ -319,3 +319,21 @@ async def test_the_stdlib_bridge_decks_load_and_run(tmp_path: Path):
         context="What is a.md?",
     )
     assert result.output == "Reading it.It is a heading."
+
+
+async def test_the_router_routes_the_bridge_prefixes_and_names_a_missing_executable(tmp_path: Path):
+    from gambit.core import ModelNotAvailableError
+    from gambit.providers import ProviderRouter
+
+    empty = ProviderRouter(env={"PATH": str(tmp_path / "nothing")})
+    with pytest.raises(
+        ModelNotAvailableError,
+        match=r"`codex` is not on PATH \(install it or set GAMBIT_CODEX_BIN\)",
+    ):
+        empty.resolve_model("codex-cli/default", params=None, deck_path="d")
+    fake_executable(tmp_path / "bin", "claude", CLAUDE_EVENTS)
+    router = ProviderRouter(env={"PATH": str(tmp_path / "bin")})
+    resolved = router.resolve_model("claude-code-cli/default", params=None, deck_path="d")
+    assert isinstance(resolved.provider, ClaudeCodeProvider)
+    result = await resolved.provider.responses(request("claude-code-cli/default", "hi"))
+    assert result.response.output[-1].content[0].text == "It is a heading."
