@@ -24,6 +24,7 @@ def check_report(
     target: Path,
     *,
     strict: bool,
+    role: str = "root",
     providers: bool = False,
     env: Mapping[str, str] | None = None,
 ) -> dict:
@@ -48,7 +49,7 @@ def check_report(
             )
         )
     for root in roots:
-        tree, diag = check_deck_tree(root, strict=strict)
+        tree, diag = check_deck_tree(root, strict=strict, role=role)  # type: ignore[arg-type]
         errors.extend(p for p in diag.errors if p not in errors)
         warnings.extend(p for p in diag.warnings if p not in warnings)
         if tree is not None:
@@ -153,7 +154,16 @@ def provider_report(
     "configured (no network access; JSON: a `providers` key). A deck whose model list has no "
     "configured candidate is an error.",
 )
-def check_command(deck: Path, as_json: bool, strict: bool, with_providers: bool) -> None:
+@click.option(
+    "--as",
+    "role",
+    type=click.Choice(["root", "action", "scenario", "grader"]),
+    default="root",
+    show_default=True,
+    help="Check DECK in this role: `--as grader` applies the grader rules (schemas "
+    "compatible with the built-in grader schemas) as `[[graders]]` would.",
+)
+def check_command(deck: Path, as_json: bool, strict: bool, with_providers: bool, role: str) -> None:
     """Load DECK and every deck it references, and report problems.
 
     DECK is a PROMPT.md, a Python compute deck (.py), a deck folder, or a folder of deck
@@ -161,7 +171,7 @@ def check_command(deck: Path, as_json: bool, strict: bool, with_providers: bool)
     """
     strict = strict or os.environ.get("GAMBIT_STRICT") == "1"
     started = time.perf_counter()
-    report = check_report(deck, strict=strict, providers=with_providers)
+    report = check_report(deck, strict=strict, providers=with_providers, role=role)
     elapsed_ms = (time.perf_counter() - started) * 1000
     errors, warnings = report.pop("_problems")
     if as_json:

@@ -20,6 +20,7 @@ from gambit.core import (
     SavedState,
     TraceWriter,
     is_end_signal,
+    load_deck_tree,
     load_state,
     save_state,
 )
@@ -90,6 +91,25 @@ def make_router(deck_path: Path) -> Any:
         offline_fallback=None if require else OFFLINE_FALLBACK_MODEL,
         on_offline_fallback=note,
     )
+
+
+_WARNED: set[str] = set()
+
+
+def strict_mode(flag: bool = False) -> bool:
+    """`--strict`, or GAMBIT_STRICT=1: deprecations and other deck warnings are errors."""
+    return flag or os.environ.get("GAMBIT_STRICT") == "1"
+
+
+def load_tree(path: Path, *, strict: bool = False, role: str = "root") -> Any:
+    """Load a deck tree to run it; its warnings go to stderr once per deck per process."""
+    tree = load_deck_tree(path, strict=strict_mode(strict), role=role)  # type: ignore[arg-type]
+    for problem in tree.warnings:
+        line = problem.render()
+        if line not in _WARNED:
+            _WARNED.add(line)
+            click.echo(f"warning: {line}", err=True)
+    return tree
 
 
 def read_state(path: Path | None) -> SavedState | None:
@@ -211,6 +231,11 @@ def common_run_options(func: Callable[..., Any]) -> Callable[..., Any]:
         ),
         click.option("--model", help="Model for decks that set none."),
         click.option("--model-force", help="Model for every deck, overriding their own."),
+        click.option(
+            "--strict",
+            is_flag=True,
+            help="Deprecated keys and other deck warnings are errors (also GAMBIT_STRICT=1).",
+        ),
     ]
     for option in reversed(options):
         func = option(func)
@@ -230,6 +255,7 @@ class RunFlags:
     mode: str
     model: str | None
     model_force: str | None
+    strict: bool = False
 
     @classmethod
     def parse(cls, options: dict[str, Any]) -> RunFlags:
@@ -243,6 +269,7 @@ class RunFlags:
             mode=select_mode(options["responses"], os.environ),
             model=options["model"],
             model_force=options["model_force"],
+            strict=strict_mode(options.get("strict", False)),
         )
 
     @property

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import os
 import sys
 from pathlib import Path
 from typing import Any
 
 import click
 
-from gambit.core import is_end_signal, load_deck_tree, run_deck
+from gambit.core import is_end_signal, run_deck
 
 from ._common import (
     MISSING,
@@ -17,6 +16,7 @@ from ._common import (
     TraceSink,
     common_run_options,
     deck_argument_exists,
+    load_tree,
     make_router,
     read_state,
     render_output,
@@ -39,7 +39,7 @@ def run_command(deck: Path, **options: Any) -> None:
     flags = RunFlags.parse(options)
 
     async def main() -> None:
-        tree = load_deck_tree(deck, strict=os.environ.get("GAMBIT_STRICT") == "1")
+        tree = load_tree(deck, strict=flags.strict)
         sink = TraceSink(flags.trace_path, flags.verbose)
         router = make_router(deck)
         streamed: list[str] = []
@@ -89,7 +89,7 @@ def repl_command(deck: Path, **options: Any) -> None:
     interactive = sys.stdin.isatty()
 
     async def main() -> None:
-        tree = load_deck_tree(deck, strict=os.environ.get("GAMBIT_STRICT") == "1")
+        tree = load_tree(deck, strict=flags.strict)
         sink = TraceSink(flags.trace_path, flags.verbose)
         router = make_router(deck)
         write = stdout_writer()

@@ -10,7 +10,7 @@ from typing import Any
 
 import click
 
-from gambit.core import load_deck_tree, save_state
+from gambit.core import save_state
 from gambit.core._grading import GradingRun, grade_state
 from gambit.core._scenario import run_scenario
 
@@ -21,11 +21,13 @@ from ._common import (
     common_run_options,
     deck_argument_exists,
     fail,
+    load_tree,
     make_router,
     read_state,
     run_async,
     select_mode,
     stdout_writer,
+    strict_mode,
 )
 
 
@@ -88,10 +90,10 @@ def scenario_command(
     write = stdout_writer()
 
     async def main() -> None:
-        strict = os.environ.get("GAMBIT_STRICT") == "1"
-        root_tree = load_deck_tree(root, strict=strict)
-        persona_tree = load_deck_tree(scenario_path, strict=strict)
-        grader_trees = [load_deck_tree(g, strict=strict) for g in graders]
+        strict = flags.strict
+        root_tree = load_tree(root, strict=strict)
+        persona_tree = load_tree(scenario_path, strict=strict)
+        grader_trees = [load_tree(g, strict=strict, role="grader") for g in graders]
         sink = TraceSink(flags.trace_path, flags.verbose)
         router = make_router(root)
         options = flags.run_options(router, sink)
@@ -168,6 +170,12 @@ def scenario_command(
 )
 @click.option("--model", help="Model for graders that set none.")
 @click.option("--model-force", help="Model for every deck, overriding their own.")
+@click.option(
+    "--strict",
+    "strict_flag",
+    is_flag=True,
+    help="Deprecated keys and other deck warnings are errors (also GAMBIT_STRICT=1).",
+)
 def grade_command(
     grader: Path,
     state_path: Path,
@@ -177,6 +185,7 @@ def grade_command(
     responses: bool,
     model: str | None,
     model_force: str | None,
+    strict_flag: bool,
 ) -> None:
     """Grade the conversation in --state with GRADER and record the result in the state.
 
@@ -200,7 +209,7 @@ def grade_command(
     )
 
     async def main() -> None:
-        tree = load_deck_tree(grader, strict=os.environ.get("GAMBIT_STRICT") == "1")
+        tree = load_tree(grader, strict=strict_mode(strict_flag), role="grader")
         state = read_state(state_path)
         assert state is not None
         sink = TraceSink(trace_path, verbose)

@@ -14,7 +14,7 @@ from typing import Any
 
 import click
 
-from gambit.core import load_deck_tree, save_state
+from gambit.core import save_state
 from gambit.core._verify import GraderSummary
 from gambit.core._verify_run import (
     VerifyProgress,
@@ -24,7 +24,16 @@ from gambit.core._verify_run import (
     run_verify,
 )
 
-from ._common import TraceSink, deck_argument_exists, fail, make_router, run_async, select_mode
+from ._common import (
+    TraceSink,
+    deck_argument_exists,
+    fail,
+    load_tree,
+    make_router,
+    run_async,
+    select_mode,
+    strict_mode,
+)
 
 
 def _pass_rate(value: str) -> float:
@@ -136,6 +145,12 @@ def _pass_rate(value: str) -> float:
 )
 @click.option("--model", help="Model for decks that set none.")
 @click.option("--model-force", help="Model for every deck, overriding their own.")
+@click.option(
+    "--strict",
+    "strict_flag",
+    is_flag=True,
+    help="Deprecated keys and other deck warnings are errors (also GAMBIT_STRICT=1).",
+)
 def verify_command(
     root: Path,
     scenarios: tuple[Path, ...],
@@ -158,6 +173,7 @@ def verify_command(
     responses: bool,
     model: str | None,
     model_force: str | None,
+    strict_flag: bool,
 ) -> None:
     """Run every scenario --runs times, grade each run --repeats times, and report the metrics.
 
@@ -170,11 +186,11 @@ def verify_command(
     rate = _pass_rate(min_pass_rate) if min_pass_rate is not None else None
     for path in (root, *scenarios, *graders):
         deck_argument_exists(path)
-    strict = os.environ.get("GAMBIT_STRICT") == "1"
+    strict = strict_mode(strict_flag)
     folder = sessions_dir or _default_sessions_dir(root)
 
     async def main() -> VerifyReport:
-        tree = load_deck_tree(root, strict=strict)
+        tree = load_tree(root, strict=strict)
         if not scenarios and not declared_refs(tree, "scenarios"):
             fail(f"{root}: no scenario to run; declare [[scenarios]] or pass --scenario")
         if not graders and not declared_refs(tree, "graders"):

@@ -102,10 +102,13 @@ DEPRECATED_SNIPPETS = {"generate-test-input.md": "gambit://snippets/init.md"}
 CODE_SUFFIXES = (".ts", ".tsx", ".js", ".mjs", ".cjs", ".mts")
 
 
-def load_deck_tree(path: str | Path, *, strict: bool = False) -> DeckTree:
-    """Load a root deck and everything it references; raise `DeckLoadError` on any error."""
+def load_deck_tree(path: str | Path, *, strict: bool = False, role: DeckRole = "root") -> DeckTree:
+    """Load a root deck and everything it references; raise `DeckLoadError` on any error.
+
+    `role` checks the deck given as that role (a grader given to `gambit grade` must be a
+    compatible grader, as it would be under `[[graders]]`)."""
     loader = _Loader(strict=strict)
-    tree = loader.load_tree(path)
+    tree = loader.load_tree(path, role)
     loader.diag.raise_if_errors()
     assert tree is not None
     return tree
@@ -117,11 +120,11 @@ def load_deck(path: str | Path, *, strict: bool = False) -> Deck:
 
 
 def check_deck_tree(
-    path: str | Path, *, strict: bool = False
+    path: str | Path, *, strict: bool = False, role: DeckRole = "root"
 ) -> tuple[DeckTree | None, Diagnostics]:
     """Load without raising: the tree (None when the root itself failed) and every problem."""
     loader = _Loader(strict=strict)
-    tree = loader.load_tree(path)
+    tree = loader.load_tree(path, role)
     return tree, loader.diag
 
 
@@ -173,7 +176,7 @@ class _Loader:
 
     # ---- tree -------------------------------------------------------------------------------
 
-    def load_tree(self, path: str | Path) -> DeckTree | None:
+    def load_tree(self, path: str | Path, role: DeckRole = "root") -> DeckTree | None:
         root_path = Path(path)
         if root_path.is_dir():
             entry = _folder_entrypoint(root_path)
@@ -189,7 +192,7 @@ class _Loader:
         if not root_path.is_file():
             self.diag.error("deck file not found", file=root_file, hint="check the path")
             return None
-        queue: list[tuple[str, DeckRole]] = [(root_file, "root")]
+        queue: list[tuple[str, DeckRole]] = [(root_file, role)]
         while queue:
             file, role = queue.pop(0)
             if (file, role) in self._seen_roles:

@@ -287,12 +287,12 @@ async def run_deck(
     validation), `ProviderError`, `DeckError`; cancellation raises `CancelledError`.
     """
     if isinstance(deck, DeckTree):
-        root, decks = deck.root, dict(deck.decks)
+        root, decks, load_warnings = deck.root, dict(deck.decks), list(deck.warnings)
     elif isinstance(deck, Deck):
-        root, decks = deck, {deck.path: deck}
+        root, decks, load_warnings = deck, {deck.path: deck}, list(deck.warnings)
     else:
         tree = load_deck_tree(deck, strict=strict)
-        root, decks = tree.root, dict(tree.decks)
+        root, decks, load_warnings = tree.root, dict(tree.decks), list(tree.warnings)
     resolved_run_id = run_id or (state.run_id if state is not None else None) or new_id("run")
     run = _Run(
         run_id=resolved_run_id,
@@ -350,6 +350,14 @@ async def run_deck(
             provider=provider.name,
             offline=True if getattr(provider, "offline", False) else None,
         )
+        for problem in load_warnings:  # deprecations and the like, in the run's own trace
+            run.trace(
+                "log",
+                deckPath=problem.file or root.path,
+                level="warn",
+                title="deck warning",
+                message=problem.render(),
+            )
         output = await _execute(
             run,
             root,

@@ -1,0 +1,97 @@
+"""Grader compatibility wherever a grader runs (seed 002 deep rule), and deck warnings at run
+time (deprecations on stderr once, in the trace, errors under --strict)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+GAMBIT = str(Path(sys.executable).parent / "gambit")
+
+
+def gambit(*args: str, cwd: Path, env: dict | None = None) -> subprocess.CompletedProcess:
+    base = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
+    base.pop("GAMBIT_STRICT", None)
+    return subprocess.run(
+        [GAMBIT, *args],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        env={**base, **(env or {})},
+        timeout=120,
+    )
+
+
+def write(root: Path, rel: str, text: str) -> Path:
+    path = root / rel
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(textwrap.dedent(text).lstrip())
+    return path
+
+
+BAD_GRADER = """
++++
+contextSchema = "./ctx.json"
+responseSchema = "gambit://schemas/graders/grader_output.zod.ts"
+modelParams.model = "offline/demo"
++++
+Grade.
+"""
+CTX = '{"type": "object", "properties": {"transcript": {"type": "string"}}, "required": ["transcript"]}'
+
+
+def test_gambit_grade_refuses_an_incompatible_grader_with_checks_error(tmp_path: Path):
+    grader = write(tmp_path, "g/PROMPT.md", BAD_GRADER)
+    write(tmp_path, "g/ctx.json", CTX)
+    state = write(
+        tmp_path,
+        "s.json",
+        json.dumps(
+            {
+                "runId": "r",
+                "messages": [
+                    {"role": "user", "content": "hi"},
+                    {"role": "assistant", "content": "hello"},
+                ],
+            }
+        ),
+    )
+    graded = gambit("grade", str(grader), "--state", str(state), cwd=tmp_path)
+    assert graded.returncode == 1
+    assert "not compatible with the built-in grader context schemas" in graded.stderr
+    checked = gambit("check", str(grader), "--as", "grader", cwd=tmp_path)
+    assert checked.returncode == 1
+    assert "not compatible with the built-in grader context schemas" in checked.stderr
+    assert gambit("check", str(grader), cwd=tmp_path).returncode == 0  # as a root it loads
+
+
+def test_deprecations_warn_once_on_stderr_go_in_the_trace_and_fail_under_strict(tmp_path: Path):
+    deck = write(
+        tmp_path,
+        "d/PROMPT.md",
+        """
+        +++
+        inputSchema = "gambit://schemas/scenarios/plain_chat_input_optional.zod.ts"
+        modelParams.model = "offline/demo"
+        +++
+        Hello.
+        """,
+    )
+    trace = tmp_path / "t.jsonl"
+    ran = gambit("run", str(deck), "--message", "hi", "--trace", str(trace), cwd=tmp_path)
+    assert ran.returncode == 0, ran.stderr
+    warnings = [line for line in ran.stderr.splitlines() if line.startswith("warning:")]
+    assert len(warnings) == 1 and 'deprecated "inputSchema"' in warnings[0]
+    events = [json.loads(line) for line in trace.read_text().splitlines()]
+    logs = [e for e in events if e["type"] == "log" and e.get("level") == "warn"]
+    assert len(logs) == 1 and 'deprecated "inputSchema"' in logs[0]["message"]
+    strict = gambit("run", str(deck), "--message", "hi", "--strict", cwd=tmp_path)
+    assert strict.returncode == 1 and 'deprecated "inputSchema"' in strict.stderr
+    env_strict = gambit(
+        "run", str(deck), "--message", "hi", cwd=tmp_path, env={"GAMBIT_STRICT": "1"}
+    )
+    assert env_strict.returncode == 1
