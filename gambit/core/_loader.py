@@ -29,6 +29,7 @@ from ._builtin_schemas import (
     grader_compatibility_problems,
     resolve_builtin_schema_uri,
 )
+from ._builtin_tools import BUILTIN_TOOL_NAMES
 from ._compute import DeckDefinition
 from ._deck import (
     REASONING_EFFORTS,
@@ -53,7 +54,17 @@ from ._zod import ZodTranslationError, translate_zod_file
 
 NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 MAX_NAME_LENGTH = 64
-BUILTIN_SYNTHETIC_NAMES = ("gambit_context", "gambit_init")
+# The keys each entry of the four entry arrays may have (seed 002); others warn.
+_REF_KEYS = frozenset({"path", "label", "description", "id", "permissions"})
+ENTRY_KEYS: dict[str, frozenset[str]] = {
+    "actions": frozenset(
+        {"name", "description", "path", "execute", "contextSchema", "responseSchema"}
+    )
+    | _REF_KEYS,
+    "tools": frozenset({"name", "description", "inputSchema", "label", "id"}),
+    "scenarios": _REF_KEYS,
+    "graders": _REF_KEYS,
+}
 # Only `.md` and `gambit://` targets are embeds; any other image stays an image.
 EMBED_RE = re.compile(r"!\[([^\]\n]*)\]\(([^)\s]+)\)")
 LEGACY_MARKERS = {
@@ -769,6 +780,14 @@ class _Loader:
             commands = self._permission_list(raw_run, "run", file, key, None)
             perms.run = {"paths": [], "commands": commands} if commands else False
         elif isinstance(raw_run, dict):
+            for sub in raw_run:
+                if sub not in ("paths", "commands"):
+                    self.diag.warn(
+                        "unknown key; it is ignored",
+                        file=file,
+                        key=f"{key}.run.{sub}",
+                        hint="[permissions.run] has paths and commands",
+                    )
             lists: dict[str, list[str]] = {}
             for sub in ("paths", "commands"):
                 entry = raw_run.get(sub)
@@ -893,6 +912,21 @@ class _Loader:
     # ---- arrays -----------------------------------------------------------------------------
 
     def _entries(self, value: Any, file: str, key: str) -> list[tuple[int, dict[str, Any]]]:
+        entries = self._table_entries(value, file, key)
+        known = ENTRY_KEYS.get(key)
+        if known is not None:
+            for index, entry in entries:
+                for name in entry:
+                    if name not in known:
+                        self.diag.warn(
+                            "unknown key; it is ignored",
+                            file=file,
+                            key=f"{key}[{index + 1}].{name}",
+                            hint="known keys: " + ", ".join(sorted(known)),
+                        )
+        return entries
+
+    def _table_entries(self, value: Any, file: str, key: str) -> list[tuple[int, dict[str, Any]]]:
         if value is None:
             return []
         if not isinstance(value, list):
@@ -991,14 +1025,27 @@ class _Loader:
             action.label = self._opt_str(entry, "label", file, key + ".")
             action.id = self._opt_str(entry, "id", file, key + ".")
             if action.target:
-                # A later entry with the same name replaces the earlier one, keeping its position.
+                if name in actions and actions[name].declared_in == file:
+                    self.diag.error(
+                        f"duplicate action name {name}",
+                        file=file,
+                        key=key,
+                        hint="action names must be unique in a deck; rename or remove one",
+                    )
+                    continue
+                # An action of an embedded card is replaced, in place, by the deck's own.
                 actions[name] = action
         return list(actions.values())
 
     def _check_name(self, name: str, file: str, key: str, what: str) -> None:
-        if name.startswith("gambit_") and not (
-            what == "Action" and name in BUILTIN_SYNTHETIC_NAMES
-        ):
+        if name in BUILTIN_TOOL_NAMES:
+            self.diag.error(
+                f"{what} name {name} conflicts with a built-in tool name",
+                file=file,
+                key=key,
+                hint=f"{name} is a built-in workspace tool (granted by [permissions]); rename it",
+            )
+        elif name.startswith("gambit_"):
             self.diag.error(
                 f"{what} name {name} is reserved (prefix gambit_)",
                 file=file,
@@ -1554,6 +1601,13 @@ class _Loader:
 
     def _apply_card(self, attrs: dict[str, Any], file: str, deck: Deck) -> None:
         """Front matter of an embedded snippet (a legacy card) contributes to the deck."""
+        if "mcpServers" in attrs:
+            self.diag.error(
+                "[[mcpServers]] in a snippet's front matter is unsupported in this phase",
+                file=file,
+                key="mcpServers",
+                hint="remove the [[mcpServers]] tables; declare external tools with [[tools]] in the deck",
+            )
         if attrs.get("handlers"):
             self.diag.error(
                 "Card at this path cannot declare handlers (deck-only)",

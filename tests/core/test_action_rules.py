@@ -15,7 +15,7 @@ import pytest
 from gambit.core import RunError, check_deck_tree, run_deck
 from gambit.providers.offline import Call, ScriptedProvider
 
-from .conftest import MODEL, DeckFolder
+from .conftest import ACTION_SCHEMAS, MODEL, DeckFolder
 
 NO_SCHEMAS = """
 import gambit
@@ -243,3 +243,69 @@ async def test_a_resolver_gets_a_string_or_the_fallback_list(decks: DeckFolder, 
     resolver = RecordingResolver()
     await run_deck(path, provider=ScriptedProvider().enqueue("hi"), model_resolver=resolver)
     assert resolver.seen == [expected]
+
+
+# ---- names, duplicates, unknown entry keys, snippets (issue 8 §1) ----------------------------
+
+
+def _errors(path) -> list[str]:
+    _, diag = check_deck_tree(path)
+    return [p.render() for p in diag.errors]
+
+
+def _warnings(path) -> list[str]:
+    _, diag = check_deck_tree(path)
+    return [p.render() for p in diag.warnings]
+
+
+@pytest.mark.parametrize("name", ["gambit_context", "gambit_init", "gambit_respond", "gambit_x"])
+def test_gambit_names_are_reserved_for_actions(decks: DeckFolder, name):
+    decks.deck("d/child/PROMPT.md", MODEL + ACTION_SCHEMAS)
+    path = decks.deck(
+        "d/PROMPT.md",
+        MODEL + f'[[actions]]\nname = "{name}"\ndescription = "d"\npath = "./child/PROMPT.md"\n',
+    )
+    assert any(f"Action name {name} is reserved (prefix gambit_)" in e for e in _errors(path))
+
+
+def test_built_in_tool_names_are_reserved(decks: DeckFolder):
+    decks.deck("d/child/PROMPT.md", MODEL + ACTION_SCHEMAS)
+    path = decks.deck(
+        "d/PROMPT.md",
+        MODEL + '[[actions]]\nname = "read_file"\ndescription = "d"\npath = "./child/PROMPT.md"\n',
+    )
+    assert any("conflicts with a built-in tool name" in e for e in _errors(path))
+
+
+def test_duplicate_action_names_are_an_error(decks: DeckFolder):
+    decks.deck("d/child/PROMPT.md", MODEL + ACTION_SCHEMAS)
+    entry = '[[actions]]\nname = "same"\ndescription = "d"\npath = "./child/PROMPT.md"\n'
+    path = decks.deck("d/PROMPT.md", MODEL + entry + entry)
+    assert any("duplicate action name same" in e for e in _errors(path))
+
+
+@pytest.mark.parametrize(
+    ("table", "key"),
+    [
+        (
+            '[[actions]]\nname = "a"\ndescription = "d"\npath = "./child/PROMPT.md"\ncolour = 1\n',
+            "actions[1].colour",
+        ),
+        ('[[tools]]\nname = "t"\nsize = 2\n', "tools[1].size"),
+        ('[[scenarios]]\npath = "./child/PROMPT.md"\nweight = 3\n', "scenarios[1].weight"),
+        ('[[graders]]\npath = "./child/PROMPT.md"\nstrictness = 3\n', "graders[1].strictness"),
+        ('[permissions.run]\ncommands = ["ls"]\nshell = true\n', "permissions.run.shell"),
+    ],
+)
+def test_unknown_keys_in_entries_warn(decks: DeckFolder, table, key):
+    decks.deck("d/child/PROMPT.md", MODEL + ACTION_SCHEMAS)
+    path = decks.deck("d/PROMPT.md", MODEL + table)
+    assert any(f"{key}: unknown key; it is ignored" in w for w in _warnings(path)), _warnings(path)
+
+
+def test_mcp_servers_in_a_snippet_fail_fast(decks: DeckFolder):
+    decks.write("d/snip.md", '+++\n[[mcpServers]]\nname = "x"\n+++\nSnippet text.\n')
+    path = decks.deck("d/PROMPT.md", MODEL, "![](./snip.md)")
+    assert any(
+        "[[mcpServers]] in a snippet's front matter is unsupported" in e for e in _errors(path)
+    )
