@@ -52,6 +52,8 @@ from ._frontmatter import FrontMatterError, parse_front_matter
 from ._schema import Schema, deep_match_problems, schema_from_json, schema_from_pydantic
 from ._zod import ZodTranslationError, translate_zod_file
 
+MAX_SCHEMA_DEPTH = 128  # levels of JSON nesting in a schema file (two per nested object property)
+MAX_EMBED_DEPTH = 32  # snippets embedded inside snippets
 NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 MAX_NAME_LENGTH = 64
 # The keys each entry of the four entry arrays may have (seed 002); others warn.
@@ -1429,6 +1431,8 @@ class _Loader:
             if not isinstance(data, dict):
                 self.diag.error("a JSON Schema file must hold an object", file=str(target))
                 return None
+            if not self._shallow_enough(data, str(target)):
+                return None
             try:
                 return schema_from_json(data, source=str(target))
             except ValueError as exc:
@@ -1448,7 +1452,17 @@ class _Loader:
             return self._schema_from_spec(module.schema, str(target), "schema")
         if name.endswith(".ts"):
             try:
-                return schema_from_json(translate_zod_file(target), source=str(target))
+                translated = translate_zod_file(target)
+                if not self._shallow_enough(translated, str(target)):
+                    return None
+                return schema_from_json(translated, source=str(target))
+            except RecursionError:
+                self.diag.error(
+                    f"the schema is nested more than {MAX_SCHEMA_DEPTH} levels deep",
+                    file=str(target),
+                    hint="flatten it, or split it with $defs and $ref",
+                )
+                return None
             except ZodTranslationError as exc:
                 self.diag.error(
                     exc.message,
@@ -1468,6 +1482,19 @@ class _Loader:
             hint="use a .json JSON Schema, a .py module exporting `schema`, a .zod.ts file or a gambit://schemas/ URI",
         )
         return None
+
+    def _shallow_enough(self, data: Any, file: str) -> bool:
+        """A schema nested past MAX_SCHEMA_DEPTH is an error naming the file and the limit
+        (deeper ones would exhaust the recursion of the validators)."""
+        depth = _json_depth(data, MAX_SCHEMA_DEPTH + 1)
+        if depth > MAX_SCHEMA_DEPTH:
+            self.diag.error(
+                f"the schema is nested more than {MAX_SCHEMA_DEPTH} levels deep",
+                file=file,
+                hint="flatten it, or split it with $defs and $ref",
+            )
+            return False
+        return True
 
     # ---- body and embeds --------------------------------------------------------------------
 
@@ -1490,6 +1517,13 @@ class _Loader:
     def _embed(
         self, target: str, file: str, stack: list[str], deck: Deck, embeds: list[str]
     ) -> str:
+        if len(stack) > MAX_EMBED_DEPTH:
+            self.diag.error(
+                f"snippets are embedded more than {MAX_EMBED_DEPTH} levels deep (at ![]({target}))",
+                file=file,
+                hint="embed the snippets side by side instead of each inside the next",
+            )
+            return ""
         if target in LEGACY_MARKERS:
             text, replacement = LEGACY_MARKERS[target]
             self.diag.deprecated(
@@ -1666,6 +1700,23 @@ def _merge_actions(earlier: list[ActionDecl], later: list[ActionDecl]) -> list[A
     for action in later:
         merged[action.name] = action
     return list(merged.values())
+
+
+def _json_depth(value: Any, stop: int) -> int:
+    """Nesting depth of a JSON value, counted without recursion (stops counting at `stop`)."""
+    deepest = 0
+    pending: list[tuple[Any, int]] = [(value, 1)]
+    while pending:
+        item, depth = pending.pop()
+        if depth > deepest:
+            deepest = depth
+            if deepest >= stop:
+                return deepest
+        if isinstance(item, dict):
+            pending.extend((child, depth + 1) for child in item.values())
+        elif isinstance(item, list):
+            pending.extend((child, depth + 1) for child in item)
+    return deepest
 
 
 def _snippet_exists(rel: str) -> bool:

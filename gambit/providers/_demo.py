@@ -135,8 +135,13 @@ def _calls_this_turn(items: Sequence[Any]) -> list[FunctionCallItem]:
 def _results_this_turn(items: Sequence[Any]) -> list[str]:
     """What the tools called this turn returned, as short readable text."""
     start = _last_user_index(items)
+    internal = {
+        i.call_id for i in items if isinstance(i, FunctionCallItem) and i.name in INTERNAL_TOOLS
+    }
     return [
-        _readable(i.output) for i in items[start + 1 :] if isinstance(i, FunctionCallOutputItem)
+        _readable(i.output)
+        for i in items[start + 1 :]
+        if isinstance(i, FunctionCallOutputItem) and i.call_id not in internal
     ]
 
 

@@ -309,3 +309,32 @@ def test_mcp_servers_in_a_snippet_fail_fast(decks: DeckFolder):
     assert any(
         "[[mcpServers]] in a snippet's front matter is unsupported" in e for e in _errors(path)
     )
+
+
+# ---- deep nesting gives a clear error, never a RecursionError --------------------------------
+
+
+def _nested_schema(levels: int) -> str:
+    return '{"type":"object","properties":{"a":' * levels + '{"type":"string"}' + "}}" * levels
+
+
+@pytest.mark.parametrize("levels", [100, 3000])
+def test_a_schema_nested_too_deep_names_the_file_and_the_limit(decks: DeckFolder, levels):
+    decks.write("d/deep.json", _nested_schema(levels))
+    path = decks.deck("d/PROMPT.md", MODEL + 'contextSchema = "./deep.json"\n')
+    (error,) = _errors(path)
+    assert "deep.json" in error and "nested more than 128 levels deep" in error
+
+
+def test_a_schema_60_levels_deep_loads(decks: DeckFolder):
+    decks.write("d/deep.json", _nested_schema(60))
+    path = decks.deck("d/PROMPT.md", MODEL + 'contextSchema = "./deep.json"\n')
+    assert _errors(path) == []
+
+
+def test_a_snippet_chain_500_deep_names_the_limit(decks: DeckFolder):
+    for i in range(500):
+        decks.write(f"d/s{i}.md", f"text {i}\n![](./s{i + 1}.md)\n" if i < 499 else "end\n")
+    path = decks.deck("d/PROMPT.md", MODEL, "![](./s0.md)")
+    (error,) = _errors(path)
+    assert "snippets are embedded more than 32 levels deep" in error
