@@ -142,7 +142,8 @@ class TraceSink:
         elif kind in ("model.call", "model.result"):
             detail = f"{event.get('model')} {event.get('finishReason', '')}".strip()
         elif kind in ("tool.call", "tool.result", "action.start", "action.end"):
-            detail = f"{event.get('name')} ({event.get('toolKind', '')})".rstrip(" ()")
+            tool_kind = event.get("toolKind")
+            detail = f"{event.get('name')}" + (f" ({tool_kind})" if tool_kind else "")
         elif kind == "run.end":
             detail = f"{event.get('status')}" + (
                 f": {event['error']}" if event.get("error") else ""
@@ -179,16 +180,30 @@ def render_output(output: Any) -> str:
     return json.dumps(output, ensure_ascii=False, indent=2)
 
 
-def run_async(coro: Coroutine[Any, Any, Any]) -> Any:
-    """Run a command's coroutine; every failure becomes one line on stderr and exit code 1."""
+def run_async(coro: Coroutine[Any, Any, Any], *, verbose: bool = False) -> Any:
+    """Run a command's coroutine; every failure becomes one line on stderr and exit code 1
+    (with `verbose`, the traceback first)."""
     try:
         return asyncio.run(coro)
     except KeyboardInterrupt:
         fail("run canceled")
     except (GambitError, DeckError) as exc:
+        _traceback(exc, verbose)
         fail(str(exc).splitlines()[0] if not isinstance(exc, DeckError) else _deck_error_line(exc))
     except OSError as exc:
+        _traceback(exc, verbose)
         fail(f"{exc.strerror or exc}: {exc.filename}" if exc.filename else str(exc))
+    except Exception as exc:  # a bug of ours or of a library: still one line, never lost
+        _traceback(exc, verbose)
+        hint = "" if verbose else " (run with --verbose for the traceback)"
+        fail(f"{type(exc).__name__}: {exc}{hint}")
+
+
+def _traceback(exc: BaseException, verbose: bool) -> None:
+    if verbose:
+        import traceback
+
+        traceback.print_exception(exc, file=sys.stderr)
 
 
 def _deck_error_line(exc: DeckError) -> str:

@@ -49,12 +49,15 @@ def run_command(deck: Path, **options: Any) -> None:
             streamed.append(text)
             write(text)
 
+        context, message = flags.context, flags.message_or_none
+        if tree.root.kind == "compute" and context is MISSING and message is not None:
+            context, message = message, None  # a compute deck's input is what it is told
         try:
             result = await run_deck(
                 tree,
                 provider=router,
-                context=flags.context,
-                message=flags.message_or_none,
+                context=context,
+                message=message,
                 state=read_state(flags.state_path),
                 on_state=state_saver(flags.state_path),
                 on_stream_text=on_text if flags.stream else None,
@@ -64,14 +67,14 @@ def run_command(deck: Path, **options: Any) -> None:
             sink.close()
             await router.aclose()
         text = render_output(result.output)
-        if flags.stream and streamed and "".join(streamed).strip() == text.strip():
-            write("\n")  # the answer already streamed
+        if flags.stream and streamed and "".join(streamed).rstrip().endswith(text.strip()):
+            write("\n")  # the answer already streamed (after whatever a handler streamed)
         else:
             if streamed:
                 write("\n")
             click.echo(text)
 
-    run_async(main())
+    run_async(main(), verbose=flags.verbose)
 
 
 @click.command("repl")
@@ -98,31 +101,51 @@ def repl_command(deck: Path, **options: Any) -> None:
         options = flags.run_options(router, sink, stream=True)
         pending_context: Any = flags.context
 
+        compute = tree.root.kind == "compute"
+
         async def turn(user: Any) -> bool:
             nonlocal state, pending_context
             write("assistant> ")
-            result = await run_deck(
-                tree,
-                provider=router,
-                context=pending_context if state is None else MISSING,
-                message=user,
-                state=state,
-                on_state=save,
-                on_stream_text=write,
-                **options,
-            )
+            streamed: list[str] = []
+
+            def on_text(text: str) -> None:
+                streamed.append(text)
+                write(text)
+
+            if compute:  # each line is the compute deck's input; it keeps no conversation
+                context = user if user is not None else pending_context
+                result = await run_deck(
+                    tree, provider=router, context=context, on_stream_text=on_text, **options
+                )
+            else:
+                result = await run_deck(
+                    tree,
+                    provider=router,
+                    context=pending_context if state is None else MISSING,
+                    message=user,
+                    state=state,
+                    on_state=save,
+                    on_stream_text=on_text,
+                    **options,
+                )
+                state = result.state
             pending_context = MISSING
-            state = result.state
             if is_end_signal(result.output):
                 write(render_output(result.output) + "\n")
                 return False
+            if not "".join(streamed).strip():
+                write(render_output(result.output))  # nothing streamed: print the answer
             write("\n")
             return True
 
         try:
             if flags.message is not MISSING:
                 go_on = await turn(flags.message)
-            elif state is None and (tree.root.start_mode or "assistant") == "assistant":
+            elif (
+                not compute
+                and state is None
+                and (tree.root.start_mode or "assistant") == "assistant"
+            ):
                 go_on = await turn(None)
             else:
                 go_on = True
@@ -139,4 +162,4 @@ def repl_command(deck: Path, **options: Any) -> None:
             sink.close()
             await router.aclose()
 
-    run_async(main())
+    run_async(main(), verbose=flags.verbose)

@@ -131,17 +131,22 @@ def scenario_command(
                 f"Scenario stopped ({result.stopped.replace('_', ' ')}) after {result.turns} persona turns; session saved to {state_file}"
             )
             state = result.state
+            failed = []
             for tree in grader_trees:
                 run, state = await grade_state(
                     tree, state, provider=router, **{**options, "stream": False}
                 )
                 save_state(state_file, state)
                 _print_grading(run)
+                if run.status == "error":
+                    failed.append(f"{run.grader_label or run.grader_path}: {run.error}")
+            if failed:  # like gambit grade: a grader that fails fails the command
+                fail("grader failed: " + "; ".join(failed))
         finally:
             sink.close()
             await router.aclose()
 
-    run_async(main())
+    run_async(main(), verbose=flags.verbose)
 
 
 @click.command("grade")
@@ -232,4 +237,4 @@ def grade_command(
             score = "no score" if run.score is None else f"{run.score:+.2f}"
             fail(f"mean score {score} is below --fail-under {fail_under:+g}")
 
-    run_async(main())
+    run_async(main(), verbose=flags.verbose)

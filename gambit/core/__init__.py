@@ -48,6 +48,7 @@ from ._provider import (
 )
 from ._runtime import (
     ComputeContext,
+    DeckCodeError,
     DeckFailure,
     RunError,
     RunResult,
@@ -79,6 +80,7 @@ __all__ = [
     "Deck",
     "DeckDefinition",
     "DeckError",
+    "DeckCodeError",
     "DeckFailure",
     "DeckLoadError",
     "DeckRef",

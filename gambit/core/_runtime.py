@@ -101,6 +101,18 @@ class DeckFailure(RunError):
     """Raised by `ctx.fail(...)` in a compute deck."""
 
 
+class DeckCodeError(RunError):
+    """A compute deck's own code raised; the original exception is the `__cause__`."""
+
+    def __init__(self, deck_path: str, exc: BaseException):
+        detail = str(exc) or "(no message)"
+        super().__init__(
+            f"{deck_path} raised {type(exc).__name__}: {detail}",
+            code="deck_failed",
+            deck_path=deck_path,
+        )
+
+
 class _DeadlineExceeded(RunError):
     """The run's own deadline passed (guardrails.timeoutMs); never confused with a
     `TimeoutError` raised by deck code or a tool handler."""
@@ -913,12 +925,19 @@ async def _run_compute(
     )
     limits.check(deck.path)
     try:
-        if inspect.iscoroutinefunction(definition.run):
-            result = await _with_deadline(definition.run(ctx), limits, deck.path)
-        else:
-            result = await _with_deadline(asyncio.to_thread(definition.run, ctx), limits, deck.path)
-            if inspect.isawaitable(result):
-                result = await _with_deadline(result, limits, deck.path)
+        try:
+            if inspect.iscoroutinefunction(definition.run):
+                result = await _with_deadline(definition.run(ctx), limits, deck.path)
+            else:
+                result = await _with_deadline(
+                    asyncio.to_thread(definition.run, ctx), limits, deck.path
+                )
+                if inspect.isawaitable(result):
+                    result = await _with_deadline(result, limits, deck.path)
+        except (GambitError, asyncio.CancelledError):
+            raise
+        except Exception as exc:  # the deck's own code failed: one clear error naming it
+            raise DeckCodeError(deck.path, exc) from exc
         limits.check(deck.path)
         schema = response_schema if response_schema is not None else deck.response_schema
         if depth > 0 and _is_envelope(result):
@@ -1625,11 +1644,14 @@ class _LlmExecution:
     async def _handle_error(
         self, handler: HandlerDecl, action: ActionDecl, call: _ToolCall, exc: Exception
     ) -> dict[str, Any]:
+        message = (
+            str(exc.__cause__) if isinstance(exc, DeckCodeError) and exc.__cause__ else str(exc)
+        )
         payload = {
             "kind": "error",
             "label": action.label or self.deck.label,
             "source": {"deckPath": self.deck.path, "actionName": action.name},
-            "error": {"message": str(exc)},
+            "error": {"message": message},
             "childInput": call.args,
         }
         try:
@@ -1646,13 +1668,13 @@ class _LlmExecution:
         except Exception:
             return {
                 "status": 500,
-                "message": f"Handled error: {exc}",
+                "message": f"Handled error: {message}",
                 "code": "HANDLER_FALLBACK",
                 "payload": payload,
                 "meta": {"handlerFailed": True},
             }
         out_dict = out if isinstance(out, dict) else {}
-        body: dict[str, Any] = {"status": 500, "message": str(exc), **_envelope_fields(out_dict)}
+        body: dict[str, Any] = {"status": 500, "message": message, **_envelope_fields(out_dict)}
         body["payload"] = out_dict.get("payload", out)
         return body
 

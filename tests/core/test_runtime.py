@@ -532,8 +532,10 @@ async def test_child_failure_without_on_error_fails_the_parent(decks: DeckFolder
     )
     provider = ScriptedProvider()
     provider.enqueue(Call("boom", {}))
-    with pytest.raises(ValueError, match="kaput"):
+    # Issue 8 §2: deck code that raises fails the run with a RunError naming the deck.
+    with pytest.raises(RunError, match=r"boom\.py raised ValueError: kaput") as info:
         await run_deck(path, provider=provider)
+    assert isinstance(info.value.__cause__, ValueError)
 
 
 @pytest.mark.parametrize("handler_fails", [False, True])

@@ -53,8 +53,10 @@ async def test_timeout_error_raised_by_compute_code_is_not_a_guardrail_timeout(
         "import gambit\ndef run(ctx):\n    raise TimeoutError('database timed out')\n"
         "deck = gambit.define_deck(run=run)\n",
     )
-    with pytest.raises(TimeoutError, match="database timed out"):
+    # The deck's own TimeoutError, named as the deck's failure (not the guardrail's timeout).
+    with pytest.raises(RunError, match="raised TimeoutError: database timed out") as info:
         await run_deck(path, provider=ScriptedProvider())
+    assert info.value.code == "deck_failed" and isinstance(info.value.__cause__, TimeoutError)
 
 
 async def test_async_on_tool_raising_timeout_error_gives_an_error_envelope(decks: DeckFolder):

@@ -1,0 +1,143 @@
+"""Failures are one clear line and nothing is lost (issue 8 §2), through the console script."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from gambit.core import RunError, run_deck
+from gambit.providers.offline import ScriptedProvider
+
+GAMBIT = str(Path(sys.executable).parent / "gambit")
+ROOT = Path(__file__).resolve().parents[2]
+BOOM = """
+import gambit
+def run(ctx):
+    ctx.log("about to fail")
+    raise KeyError("missing customer id")
+deck = gambit.define_deck(run=run)
+"""
+
+
+def gambit(*args: str, cwd: Path, stdin: str | None = None) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
+    return subprocess.run(
+        [GAMBIT, *args], capture_output=True, text=True, cwd=cwd, env=env, input=stdin, timeout=120
+    )
+
+
+def write(root: Path, rel: str, text: str) -> Path:
+    path = root / rel
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(textwrap.dedent(text).lstrip())
+    return path
+
+
+def test_deck_code_that_raises_is_one_line_exit_1_and_keeps_the_trace(tmp_path: Path):
+    deck = write(tmp_path, "deck.py", BOOM)
+    result = gambit("run", str(deck), "--trace", "t.jsonl", cwd=tmp_path)
+    assert result.returncode == 1
+    assert result.stderr.strip().splitlines() == [
+        f"error: {deck} raised KeyError: 'missing customer id'"
+    ]
+    events = [json.loads(line) for line in (tmp_path / "t.jsonl").read_text().splitlines()]
+    assert events[-1]["type"] == "run.end" and events[-1]["status"] == "failed"
+    assert "missing customer id" in events[-1]["error"]
+    assert any(e["type"] == "log" and e.get("message") == "about to fail" for e in events)
+    verbose = gambit("run", str(deck), "--verbose", cwd=tmp_path)
+    assert "Traceback (most recent call last)" in verbose.stderr
+    assert 'raise KeyError("missing customer id")' in verbose.stderr
+
+
+async def test_run_deck_raises_a_run_error_naming_the_deck_with_the_cause(tmp_path: Path):
+    deck = write(tmp_path, "deck.py", BOOM)
+    with pytest.raises(RunError, match="deck.py raised KeyError") as info:
+        await run_deck(deck, provider=ScriptedProvider())
+    assert info.value.code == "deck_failed" and isinstance(info.value.__cause__, KeyError)
+
+
+def test_a_compute_deck_takes_the_message_as_its_input(tmp_path: Path):
+    hello = ROOT / "examples" / "hello" / "deck.py"
+    assert gambit("run", str(hello), "--message", "Bob", cwd=tmp_path).stdout == "Hello, Bob!\n"
+
+
+def test_repl_on_a_compute_deck_prints_every_answer_and_no_empty_turn(tmp_path: Path):
+    hello = ROOT / "examples" / "hello" / "deck.py"
+    result = gambit("repl", str(hello), cwd=tmp_path, stdin="Ada\n\nBob\n")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines() == ["assistant> Hello, Ada!", "assistant> Hello, Bob!"]
+
+
+def test_stream_prints_the_answer_once(tmp_path: Path):
+    deck = write(
+        tmp_path,
+        "d/PROMPT.md",
+        """
+        +++
+        modelParams.model = "offline/echo"
+        +++
+        Echo.
+        """,
+    )
+    result = gambit("run", str(deck), "--message", "hello there", "--stream", cwd=tmp_path)
+    assert result.stdout == "You said: hello there\n"
+
+
+def test_verbose_lines_are_well_formed(tmp_path: Path):
+    result = gambit(
+        "run", str(ROOT / "examples/support/PROMPT.md"), "--context", '{"name": "Sam"}',
+        "--message", "Where is A1002?", "--verbose", cwd=tmp_path,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    lines = [line for line in result.stderr.splitlines() if line.startswith("[trace")]
+    assert len(lines) > 5
+    for line in lines:
+        assert re.fullmatch(r"\[trace \+\d+ms\] [a-z_.]+( .+)?", line), line
+        assert line.count("(") == line.count(")"), line
+
+
+def test_scenario_exits_1_when_a_grader_fails(tmp_path: Path):
+    write(
+        tmp_path,
+        "bot/PROMPT.md",
+        '+++\nstartMode = "user"\nmodelParams.model = "offline/demo"\n+++\nHelp.\n',
+    )
+    write(
+        tmp_path,
+        "persona/PROMPT.md",
+        """
+        +++
+        modelParams.model = "offline/demo"
+        +++
+        You are a customer. ![](gambit://snippets/scenario-participant.md)
+        """,
+    )
+    write(
+        tmp_path,
+        "grader/deck.py",
+        """
+        import gambit
+        def run(ctx):
+            raise RuntimeError("rubric file missing")
+        deck = gambit.define_deck(
+            run=run,
+            context_schema="gambit://schemas/graders/contexts/conversation.zod.ts",
+            response_schema="gambit://schemas/graders/grader_output.zod.ts",
+        )
+        """,
+    )
+    result = gambit(
+        "scenario", "bot/PROMPT.md", "--scenario", "persona/PROMPT.md", "--grade", "grader/deck.py",
+        "--max-turns", "1", "--state", "s.json", cwd=tmp_path,
+    )  # fmt: skip
+    assert result.returncode == 1
+    assert "grader failed" in result.stderr and "rubric file missing" in result.stderr
+    saved = json.loads((tmp_path / "s.json").read_text())
+    assert saved["meta"]["gradingRuns"][0]["status"] == "error"  # recorded, not lost
