@@ -50,6 +50,7 @@ class Session(models.Model):
         ("grade", "grade"),  # a grade run's own session; `source` is the graded session
         ("verify", "verify"),  # a Verify batch's own session (its settings in `context`)
         ("scenario", "scenario"),  # a scenario run; `source` is its batch's session, if any
+        ("api", "api"),  # a conversation held through /v1/responses
     ]
 
     id = models.CharField(primary_key=True, max_length=40, default=new_session_id)
@@ -91,6 +92,7 @@ class Run(models.Model):
         ("scenario", "scenario"),
         ("grader", "grader"),
         ("verify", "verify"),
+        ("api", "api"),
     ]
     STATUSES = [
         ("queued", "queued"),
@@ -170,3 +172,24 @@ class Feedback(models.Model):
                 condition=models.Q(score__gte=-3, score__lte=3), name="feedback_score_range"
             ),
         ]
+
+
+def new_api_key_id() -> str:
+    return new_id("key")
+
+
+class ApiKey(models.Model):
+    """A key for `/v1/*`. Only a hash of the key is stored; the key is shown once."""
+
+    id = models.CharField(primary_key=True, max_length=40, default=new_api_key_id)
+    name = models.CharField(max_length=100)
+    digest = models.CharField(max_length=64, unique=True, help_text="sha256 of the key")
+    prefix = models.CharField(
+        max_length=16, help_text="the key's first characters, to tell keys apart"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    last_used_at = models.DateTimeField(null=True, blank=True)
+    revoked = models.BooleanField(default=False)
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.prefix}…)"

@@ -81,7 +81,14 @@ def serve(target: str | None, host: str, port: int, workers: int | None) -> None
         *providers.banner_lines(),
         "  decks whose provider is not configured run with the offline demo model "
         f"({providers.OFFLINE_MODEL}), labelled offline",
+        f"  Open Responses endpoint: http://{shown_host}:{port}/v1/responses (model deck/<folder>;"
+        " API key required: `gambit keys create NAME`)",
     ]
+    if settings.GAMBIT_CHAT_COMPLETIONS:
+        lines.append(
+            "  WARNING: /v1/chat/completions is enabled; it is a legacy endpoint kept for old "
+            "clients, use /v1/responses"
+        )
     if interrupted:
         lines.append(
             f"  {len(interrupted)} run(s) left running by a previous server: marked interrupted"
@@ -168,3 +175,43 @@ def work(slots: int, burst: bool, max_runs: int | None) -> None:
                 watcher.cancel()
 
     asyncio.run(main())
+
+
+def keys(action: str, name: str | None, folder: str | None) -> None:
+    """`gambit keys`: create, list or revoke the API keys of /v1/* in the served database."""
+    from simulator.profiles import default_workspace
+
+    workspace = Path(folder).resolve() if folder else default_workspace()
+    os.environ["GAMBIT_WORKSPACE"] = str(workspace)
+    Path(os.environ.get("GAMBIT_SIM_DB") or workspace / ".gambit" / "x").parent.mkdir(
+        parents=True, exist_ok=True
+    )
+    _setup_django()
+    from django.core.management import call_command
+
+    call_command("migrate", interactive=False, verbosity=0)
+    from decks_app.models import ApiKey
+    from decks_app.services.api_keys import create_key
+
+    if action == "create":
+        if not name:
+            raise SystemExit("gambit keys create: give the key a NAME")
+        _, key = create_key(name)
+        _echo(key)
+        print(
+            f"created API key {name!r}; it is shown only now. Use: Authorization: Bearer <key>",
+            file=sys.stderr,
+        )
+    elif action == "list":
+        for record in ApiKey.objects.order_by("created_at"):
+            state = "revoked" if record.revoked else "active"
+            _echo(
+                f"{record.name}\t{record.prefix}…\t{state}\tcreated {record.created_at:%Y-%m-%d %H:%M}"
+            )
+    else:
+        if not name:
+            raise SystemExit("gambit keys revoke: give the NAME of the key")
+        count = ApiKey.objects.filter(name=name, revoked=False).update(revoked=True)
+        if not count:
+            raise SystemExit(f"gambit keys revoke: no active key named {name!r}")
+        _echo(f"revoked {count} key(s) named {name!r}")

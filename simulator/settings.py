@@ -75,3 +75,6 @@ LOGGING = {
     "handlers": {"console": {"class": "logging.StreamHandler"}},
     "loggers": {"decks_app": {"handlers": ["console"], "level": "INFO"}},
 }
+
+# Legacy /v1/chat/completions (seed 003): off unless enabled (`gambit serve --chat-completions`).
+GAMBIT_CHAT_COMPLETIONS = os.environ.get("GAMBIT_CHAT_COMPLETIONS") == "1"

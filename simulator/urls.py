@@ -13,6 +13,7 @@ from decks_app.views import (
     sessions,
     shell,
     trace,
+    v1,
     verify,
 )
 
@@ -68,5 +69,8 @@ urlpatterns = [
     re_path(r"^test/(?P<session_id>[^/]+)/compare\.(?P<fmt>json)$", compare.compare_page),
     path("test/<str:session_id>/export/state.json", exports.export_state, name="export_state"),
     path("test/<str:session_id>/export/trace.jsonl", exports.export_trace, name="export_trace"),
+    path("v1/responses", v1.responses, name="v1_responses"),
+    path("v1/models", v1.models, name="v1_models"),
+    path("v1/chat/completions", v1.chat_completions, name="v1_chat_completions"),
     path("admin/", admin.site.urls),
 ]

@@ -28,13 +28,25 @@ def _simulator():
     default=None,
     help="concurrent runs executed inside this process (default 8 embedded, 0 distributed)",
 )
-def serve_command(deck_or_folder: str | None, host: str, port: int, workers: int | None) -> None:
+@click.option(
+    "--chat-completions",
+    is_flag=True,
+    help="Also serve the legacy /v1/chat/completions (off by default; /v1/responses is always on).",
+)
+def serve_command(
+    deck_or_folder: str | None, host: str, port: int, workers: int | None, chat_completions: bool
+) -> None:
     """Serve the simulator for a deck or folder (default: the bundled examples).
 
     Applies migrations, starts Daphne and, in the embedded profile, the in-process workers.
     With DATABASE_URL and REDIS_URL set it uses PostgreSQL and Redis, and runs are executed
-    by `gambit worker` processes.
+    by `gambit worker` processes. The workspace's decks are also served as an Open Responses
+    endpoint at /v1/responses (API key required: `gambit keys create NAME`).
     """
+    if chat_completions:
+        import os
+
+        os.environ["GAMBIT_CHAT_COMPLETIONS"] = "1"
     _simulator().serve(deck_or_folder, host, port, workers)
 
 
@@ -45,3 +57,18 @@ def serve_command(deck_or_folder: str | None, host: str, port: int, workers: int
 def worker_command(slots: int, burst: bool, max_runs: int | None) -> None:
     """Execute queued simulator runs (the distributed profile's worker processes)."""
     _simulator().work(slots, burst, max_runs)
+
+
+@click.command("keys")
+@click.argument("action", type=click.Choice(["create", "list", "revoke"]))
+@click.argument("name", required=False)
+@click.option(
+    "--workspace", "folder", default=None, help="the served folder (default: the examples)"
+)
+def keys_command(action: str, name: str | None, folder: str | None) -> None:
+    """Manage the API keys of /v1/* (create NAME, list, revoke NAME).
+
+    A key is printed once, when it is created; only its digest is stored. GAMBIT_API_KEYS
+    (comma-separated) also grants access, for containers and CI.
+    """
+    _simulator().keys(action, name, folder)

@@ -1,0 +1,717 @@
+"""Serving decks as an Open Responses endpoint (`POST /v1/responses`, seeds 003 and 004).
+
+`model` names a deck of the served workspace (`deck/<folder>`, listed by `GET /v1/models`)
+or a provider model, proxied through the router. Either way the call is recorded as a
+session (origin "api") with one run per request, its trace and its usage, so it can be
+inspected, rated and graded in the Test tab like any other conversation.
+
+A deck runs through `run_deck`. The client's function tools become external tools of the
+deck for that call: when the model calls one, the run stops there, its state is saved, and
+the call goes back to the client as a `function_call` item; the client's
+`function_call_output` (with `previous_response_id`) resumes the run. Text streams as it is
+produced; the stream is the spec's sequence (created, in_progress, output_item.added,
+content_part.added, output_text.delta..., output_text.done, content_part.done,
+output_item.done, completed | failed | incomplete), every event numbered.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import json
+import logging
+import time
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+from django.db import transaction
+from django.utils import timezone
+
+from decks_app.api.responses_schemas import (
+    ApiError,
+    CreateResponseBody,
+    FunctionCallOutputParam,
+    FunctionCallParam,
+    Item,
+    ItemReferenceParam,
+    MessageParam,
+)
+from decks_app.models import Run, Session, Workspace
+from decks_app.services import execution, providers
+from decks_app.services.workspaces import DeckInfo, jailed_path, list_decks
+from gambit.core import (
+    DeckError,
+    GambitError,
+    ProviderError,
+    RunError,
+    check_deck_tree,
+    new_id,
+    run_deck,
+    state_from_dict,
+)
+from gambit.core._deck import ToolDecl
+from gambit.core._openresponses import (
+    CreateResponseRequest,
+    FunctionCallItem,
+    FunctionCallOutputItem,
+    MessageItem,
+    ResponseToolDefinition,
+    item_to_dict,
+    message_item,
+)
+from gambit.core._runtime import _MISSING
+from gambit.core._schema import schema_from_json
+from gambit.core._state import SavedState, new_state, state_items
+
+DECK_PREFIX = "deck/"
+log = logging.getLogger(__name__)
+
+
+# ---------------------------------------------------------------- models
+
+
+def deck_name(info: DeckInfo) -> str:
+    """`support/PROMPT.md` -> `support`; `hello/deck.py` -> `hello`; `x.deck.md` -> `x`."""
+    path = Path(info.path)
+    if path.name in ("PROMPT.md", "deck.py"):
+        return str(path.parent) if str(path.parent) != "." else path.stem
+    return str(path.with_suffix("")).removesuffix(".deck")
+
+
+def served_decks(workspace: Workspace) -> dict[str, DeckInfo]:
+    return {DECK_PREFIX + deck_name(d): d for d in list_decks(workspace) if not d.error}
+
+
+def list_models(workspace: Workspace) -> dict[str, Any]:
+    created = int(workspace.created_at.timestamp()) if workspace.created_at else 0
+    return {
+        "object": "list",
+        "data": [
+            {
+                "id": name,
+                "object": "model",
+                "created": created,
+                "owned_by": "gambit",
+                "label": d.label,
+            }
+            for name, d in sorted(served_decks(workspace).items())
+        ],
+    }
+
+
+# ---------------------------------------------------------------- the call
+
+
+@dataclasses.dataclass
+class _Pause(Exception):
+    """The deck called one of the client's tools: the run stops and hands it the call."""
+
+    call_id: str
+    name: str
+    arguments: str
+
+
+class ResponseCall:
+    """One `POST /v1/responses`: resolves the model, runs it, yields the stream events."""
+
+    def __init__(self, workspace: Workspace, body: CreateResponseBody, items: list[Item]):
+        self.workspace = workspace
+        self.body = body
+        self.items = items
+        self.response_id = new_id("resp")
+        self.created_at = int(time.time())
+        self.sequence = 0
+        self.output: list[dict[str, Any]] = []
+        self.usage: dict[str, Any] | None = None
+        self.session: Session | None = None
+        self.run: Run | None = None
+        self.deck: DeckInfo | None = None
+
+    # -- setup (synchronous, in a thread) ---------------------------------------------------
+
+    def prepare(self) -> None:
+        """Find the deck (or provider model) and the session; create this call's run."""
+        model = self.body.model
+        previous = None
+        if self.body.previous_response_id:
+            previous = (
+                Run.objects.select_related("session")
+                .filter(kind="api", output__id=self.body.previous_response_id)
+                .first()
+            )
+            if previous is None:
+                raise ApiError(
+                    404,
+                    f"no response {self.body.previous_response_id!r} to continue",
+                    code="previous_response_not_found",
+                    param="previous_response_id",
+                )
+        if model.startswith(DECK_PREFIX):
+            self.deck = served_decks(self.workspace).get(model)
+            if self.deck is None:
+                raise ApiError(
+                    404,
+                    f"model {model!r} is not a deck of this workspace (GET /v1/models lists them)",
+                    code="model_not_found",
+                    param="model",
+                )
+        else:
+            router = providers.make_router(self.workspace.root)
+            reason = router.unavailable_reason(model, probe=False)
+            if reason is not None:
+                raise ApiError(
+                    404,
+                    f"model {model!r} is not available: {reason}",
+                    code="model_not_found",
+                    param="model",
+                )
+        with transaction.atomic():
+            if previous is not None:
+                self.session = Session.objects.select_for_update().get(pk=previous.session_id)
+                if self.session.runs.filter(status__in=Run.ACTIVE).exists():
+                    raise ApiError(
+                        409,
+                        "the previous response's conversation is still running",
+                        code="conversation_busy",
+                        param="previous_response_id",
+                    )
+            else:
+                self.session = Session.objects.create(
+                    workspace=self.workspace,
+                    deck_path=self.deck.path if self.deck else "",
+                    deck_label=(self.deck.label if self.deck else model)[:200],
+                    model="" if self.deck else model[:200],
+                    origin="api",
+                    format="responses",
+                    state_run_id=new_id("run"),
+                    meta={
+                        "deckPath": self.deck.path if self.deck else None,
+                        "api": {"model": model, "metadata": self.body.metadata or {}},
+                    },
+                )
+            self.run = Run.objects.create(
+                session=self.session,
+                kind="api",
+                status="running",
+                message=_last_user_text(self.items),
+                model=model[:200],
+                worker_id="api",
+                started_at=timezone.now(),
+                heartbeat_at=timezone.now(),
+                output={"id": self.response_id},
+            )
+
+    # -- events -----------------------------------------------------------------------------
+
+    def _event(self, type_: str, **fields: Any) -> dict[str, Any]:
+        self.sequence += 1
+        return {"type": type_, "sequence_number": self.sequence, **fields}
+
+    def resource(self, status: str, error: dict[str, Any] | None = None) -> dict[str, Any]:
+        done = status in ("completed", "failed", "incomplete")
+        return {
+            "id": self.response_id,
+            "object": "response",
+            "created_at": self.created_at,
+            "completed_at": int(time.time()) if done else None,
+            "status": status,
+            "model": self.body.model,
+            "output": [dict(item) for item in self.output],
+            "usage": self.usage,
+            "error": error,
+            "incomplete_details": None,
+            "instructions": self.body.instructions,
+            "metadata": self.body.metadata or {},
+            "previous_response_id": self.body.previous_response_id,
+            "tools": [t.model_dump(exclude_none=True) for t in self.body.tools or []],
+            "tool_choice": self.body.tool_choice if self.body.tool_choice is not None else "auto",
+            "parallel_tool_calls": False,
+            "temperature": self.body.temperature,
+            "top_p": self.body.top_p,
+            "max_output_tokens": self.body.max_output_tokens,
+            "text": {"format": {"type": "text"}},
+            "truncation": "disabled",
+            "store": True,
+            "background": False,
+        }
+
+    async def events(self) -> AsyncIterator[dict[str, Any]]:
+        """The whole stream; cancelling the iteration cancels the run and records it."""
+        yield self._event("response.created", response=self.resource("in_progress"))
+        yield self._event("response.in_progress", response=self.resource("in_progress"))
+        deltas: asyncio.Queue[str | None] = asyncio.Queue()
+        runner = asyncio.create_task(self._execute(deltas))
+        message: dict[str, Any] | None = None
+        text = ""
+        try:
+            while True:
+                delta = await deltas.get()
+                if delta is None:
+                    break
+                if message is None:
+                    message, opening = self._open_message()
+                    for event in opening:
+                        yield event
+                text += delta
+                message["content"][0]["text"] = text
+                yield self._event(
+                    "response.output_text.delta",
+                    item_id=message["id"],
+                    output_index=self.output.index(message),
+                    content_index=0,
+                    delta=delta,
+                    logprobs=[],
+                )
+            outcome = await runner
+        except BaseException:
+            runner.cancel()
+            with contextlib.suppress(BaseException):
+                await runner
+            raise
+        final_text, pause, error, status = outcome
+        if final_text and message is None and pause is None:
+            message, opening = self._open_message()
+            for event in opening:
+                yield event
+        if message is not None:
+            if final_text and final_text.startswith(text) and final_text != text:
+                rest = final_text[len(text) :]
+                text = final_text
+                message["content"][0]["text"] = text
+                yield self._event(
+                    "response.output_text.delta",
+                    item_id=message["id"],
+                    output_index=self.output.index(message),
+                    content_index=0,
+                    delta=rest,
+                    logprobs=[],
+                )
+            for event in self._close_message(
+                message, "completed" if status != "failed" else "incomplete"
+            ):
+                yield event
+        if pause is not None:
+            for event in self._function_call(pause):
+                yield event
+        if status == "failed":
+            yield self._event("response.failed", response=self.resource("failed", error))
+        else:
+            yield self._event("response.completed", response=self.resource("completed"))
+        await asyncio.to_thread(self._store_resource, status)
+
+    def _open_message(self) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+        message = {
+            "type": "message",
+            "id": new_id("msg"),
+            "role": "assistant",
+            "status": "in_progress",
+            "content": [{"type": "output_text", "text": "", "annotations": [], "logprobs": []}],
+        }
+        self.output.append(message)
+        index = len(self.output) - 1
+        return message, [
+            self._event(
+                "response.output_item.added",
+                output_index=index,
+                item={**message, "content": []},
+            ),
+            self._event(
+                "response.content_part.added",
+                item_id=message["id"],
+                output_index=index,
+                content_index=0,
+                part={"type": "output_text", "text": "", "annotations": [], "logprobs": []},
+            ),
+        ]
+
+    def _close_message(self, message: dict[str, Any], status: str) -> list[dict[str, Any]]:
+        message["status"] = status
+        index = self.output.index(message)
+        part = message["content"][0]
+        return [
+            self._event(
+                "response.output_text.done",
+                item_id=message["id"],
+                output_index=index,
+                content_index=0,
+                text=part["text"],
+                logprobs=[],
+            ),
+            self._event(
+                "response.content_part.done",
+                item_id=message["id"],
+                output_index=index,
+                content_index=0,
+                part=part,
+            ),
+            self._event("response.output_item.done", output_index=index, item=message),
+        ]
+
+    def _function_call(self, pause: _Pause) -> list[dict[str, Any]]:
+        item = {
+            "type": "function_call",
+            "id": new_id("fc"),
+            "call_id": pause.call_id,
+            "name": pause.name,
+            "arguments": "",
+            "status": "in_progress",
+        }
+        self.output.append(item)
+        index = len(self.output) - 1
+        events = [self._event("response.output_item.added", output_index=index, item=dict(item))]
+        events.append(
+            self._event(
+                "response.function_call_arguments.delta",
+                item_id=item["id"],
+                output_index=index,
+                delta=pause.arguments,
+            )
+        )
+        item["arguments"] = pause.arguments
+        events.append(
+            self._event(
+                "response.function_call_arguments.done",
+                item_id=item["id"],
+                output_index=index,
+                arguments=pause.arguments,
+            )
+        )
+        item["status"] = "completed"
+        events.append(self._event("response.output_item.done", output_index=index, item=item))
+        return events
+
+    # -- running ----------------------------------------------------------------------------
+
+    async def _execute(self, deltas: asyncio.Queue[str | None]) -> tuple[str, Any, Any, str]:
+        """Run the deck (or proxy the model); returns (final text, pause, error, status)."""
+        assert self.run is not None and self.session is not None
+        writer = execution.EventWriter(self.run.id, self.session.id, 1)
+        latest: dict[str, Any] = {"state": None, "usage": None}
+        started = time.monotonic()
+        status, error_text, final_text = "completed", "", ""
+        pause: _Pause | None = None
+        error: dict[str, Any] | None = None
+        paused = asyncio.Event()
+        router = providers.make_router(self.workspace.root)
+
+        def on_trace(event: dict[str, Any]) -> None:
+            if event.get("type") == "run.end":
+                latest["usage"] = event.get("usage")
+            writer.add(event)
+
+        async def on_tool(request: dict[str, Any]) -> Any:
+            nonlocal pause
+            pause = _Pause(
+                request["actionCallId"], request["name"], json.dumps(request.get("args") or {})
+            )
+            paused.set()
+            await asyncio.Event().wait()  # the run is stopped here and resumed by the client
+
+        try:
+            if self.deck is not None:
+                task = asyncio.create_task(
+                    self._run_deck(router, on_trace, on_tool, latest, deltas)
+                )
+            else:
+                task = asyncio.create_task(self._proxy(router, on_trace, latest, deltas))
+            waiter = asyncio.create_task(paused.wait())
+            done, _ = await asyncio.wait({task, waiter}, return_when=asyncio.FIRST_COMPLETED)
+            if task not in done:  # a client tool was called: stop the run, keep its state
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
+                status = "completed"
+                state = latest.get("state")
+                if state is not None and pause is not None:
+                    # The pass that made the call was not published yet: keep the call in the
+                    # conversation, so the client's function_call_output answers it.
+                    call = FunctionCallItem(
+                        call_id=pause.call_id, name=pause.name, arguments=pause.arguments
+                    )
+                    latest["state"] = state.model_copy(
+                        update={"items": [*state_items(state), call]}
+                    )
+            else:
+                waiter.cancel()
+                final_text = task.result()
+        except asyncio.CancelledError:
+            status, error_text = "canceled", "the client disconnected"
+            await writer.close()
+            await execution.db(
+                execution._finish,
+                self.run.id,
+                "canceled",
+                error_text,
+                self.resource("incomplete"),
+                latest,
+                [],
+                started,
+            )
+            await deltas.put(None)
+            raise
+        except (ApiError, GambitError, DeckError, ProviderError) as exc:
+            status, error_text = "failed", str(exc).splitlines()[0]
+            code = getattr(exc, "code", None) or "run_failed"
+            error = {"code": str(code), "message": error_text}
+        except Exception as exc:  # a bug: the response fails with the cause, the stream ends
+            log.exception("response %s failed", self.response_id)
+            status, error_text = "failed", f"{type(exc).__name__}: {exc}"
+            error = {"code": "server_error", "message": error_text}
+        finally:
+            with contextlib.suppress(Exception):
+                await router.aclose()
+        await writer.close()
+        usage = latest.get("usage") or {}
+        self.usage = {
+            "input_tokens": int(usage.get("promptTokens") or 0),
+            "output_tokens": int(usage.get("completionTokens") or 0),
+            "total_tokens": int(usage.get("totalTokens") or 0),
+            "input_tokens_details": {
+                "cached_tokens": int(usage.get("cachedTokens") or 0),
+                "cache_write_tokens": 0,
+            },
+            "output_tokens_details": {"reasoning_tokens": int(usage.get("reasoningTokens") or 0)},
+        }
+        await execution.db(
+            execution._finish,
+            self.run.id,
+            "failed" if status == "failed" else "completed",
+            error_text,
+            {"id": self.response_id},
+            latest,
+            [],
+            started,
+        )
+        await deltas.put(None)
+        return final_text, pause, error, status
+
+    async def _run_deck(self, router, on_trace, on_tool, latest, deltas) -> str:
+        assert self.deck is not None and self.session is not None
+        file = jailed_path(self.workspace, self.deck.path)
+        tree, diag = await asyncio.to_thread(check_deck_tree, file)
+        if tree is None or diag.errors:
+            raise ApiError(
+                500,
+                f"the deck {self.deck.path} does not load; run gambit check on it",
+                type="server_error",
+                code="deck_error",
+            )
+        if self.body.tools:
+            tools = [
+                ToolDecl(
+                    name=t.name,
+                    description=t.description,
+                    input_schema=schema_from_json(t.parameters, source=f"tools[{t.name}]")
+                    if t.parameters
+                    else None,
+                )
+                for t in self.body.tools
+            ]
+            root = dataclasses.replace(tree.root, tools=[*tree.root.tools, *tools])
+            tree = dataclasses.replace(tree, root=root, decks={**tree.decks, root.path: root})
+        override, _, _ = providers.effective_model("", self.deck.models, router)
+        state, context, message = self._conversation(tree.root)
+        options: dict[str, Any] = {}
+        if override:
+            options["model_override"] = override
+
+        def on_state(new_state: SavedState) -> None:
+            latest["state"] = new_state
+
+        result = await run_deck(
+            tree,
+            provider=router,
+            model_resolver=router,
+            context=context,
+            message=message,
+            state=state,
+            stream=True,
+            on_stream_text=lambda text: deltas.put_nowait(text),
+            on_trace=on_trace,
+            on_state=on_state,
+            on_tool=on_tool,
+            run_id=self.run.id if self.run else None,
+            **options,
+        )
+        latest["state"] = result.state or latest["state"]
+        output = result.output
+        if isinstance(output, dict) and "payload" in output:
+            output = output["payload"]
+        return output if isinstance(output, str) else json.dumps(output, ensure_ascii=False)
+
+    def _conversation(self, deck: Any) -> tuple[SavedState | None, Any, Any]:
+        """(state to resume, context, message) from the session and the input items."""
+        assert self.session is not None
+        data = execution.session_state_dict(self.session)
+        state = state_from_dict(data) if data else None
+        instructions = [self.body.instructions] if self.body.instructions else []
+        conversation: list[Any] = []
+        for item in self.items:
+            if isinstance(item, MessageParam):
+                if item.role in ("system", "developer"):
+                    instructions.append(item.text())
+                else:
+                    conversation.append(message_item(item.role, item.text()))
+            elif isinstance(item, FunctionCallParam):
+                conversation.append(
+                    FunctionCallItem(call_id=item.call_id, name=item.name, arguments=item.arguments)
+                )
+            elif isinstance(item, FunctionCallOutputParam):
+                conversation.append(
+                    FunctionCallOutputItem(call_id=item.call_id, output=item.text())
+                )
+            elif isinstance(item, ItemReferenceParam):
+                conversation.append(self._reference(item.id, state))
+        if deck.kind == "compute":
+            text = _last_user_text(self.items)
+            return None, text if text is not None else _MISSING, None
+        message = None
+        if (
+            conversation
+            and isinstance(conversation[-1], MessageItem)
+            and conversation[-1].role == "user"
+        ):
+            message = _text_of(conversation.pop())
+        if state is None and (conversation or instructions):
+            system = "\n\n".join(p for p in [deck.system_prompt, *instructions] if p)
+            state = new_state("responses", run_id=self.session.state_run_id or None)
+            state = state.model_copy(update={"items": [message_item("system", system)]})
+        elif instructions and state is not None:
+            conversation.insert(0, message_item("system", "\n\n".join(instructions)))
+        if conversation:
+            assert state is not None
+            state = state.model_copy(update={"items": [*state_items(state), *conversation]})
+        return state, _MISSING, message
+
+    def _reference(self, item_id: str, state: SavedState | None) -> Any:
+        for item in state_items(state) if state is not None else []:
+            if getattr(item, "id", None) == item_id:
+                return item
+        raise ApiError(
+            400,
+            f"item_reference {item_id!r} names no item of the previous response's conversation",
+            code="item_not_found",
+            param="input",
+        )
+
+    async def _proxy(self, router, on_trace, latest, deltas) -> str:
+        """A provider model: forward the request through the router and record it."""
+        instructions = "\n\n".join(
+            [self.body.instructions or ""]
+            + [
+                i.text()
+                for i in self.items
+                if isinstance(i, MessageParam) and i.role in ("system", "developer")
+            ]
+        ).strip()
+        items: list[Any] = []
+        for item in self.items:
+            if isinstance(item, MessageParam) and item.role in ("user", "assistant"):
+                items.append(message_item(item.role, item.text()))
+            elif isinstance(item, FunctionCallParam):
+                items.append(
+                    FunctionCallItem(call_id=item.call_id, name=item.name, arguments=item.arguments)
+                )
+            elif isinstance(item, FunctionCallOutputParam):
+                items.append(FunctionCallOutputItem(call_id=item.call_id, output=item.text()))
+        request = CreateResponseRequest(
+            model=self.body.model,
+            input=items,
+            instructions=instructions or None,
+            tools=[
+                ResponseToolDefinition.model_validate(
+                    {
+                        "type": "function",
+                        "function": {
+                            "name": t.name,
+                            "description": t.description,
+                            "parameters": t.parameters or {"type": "object"},
+                        },
+                    }
+                )
+                for t in self.body.tools or []
+            ]
+            or None,
+            max_output_tokens=self.body.max_output_tokens,
+            stream=True,
+        )
+        resolved = router.resolve_model(self.body.model, params=None, deck_path=None)
+        provider = resolved.provider or router
+        on_trace(
+            {
+                "type": "model.call",
+                "model": resolved.model,
+                "items": [item_to_dict(i) for i in items],
+            }
+        )
+
+        def on_event(event: dict[str, Any]) -> None:
+            if event.get("type") == "response.output_text.delta" and isinstance(
+                event.get("delta"), str
+            ):
+                deltas.put_nowait(event["delta"])
+
+        result = await provider.responses(
+            request.model_copy(update={"model": resolved.model}), on_stream_event=on_event
+        )
+        response = result.response
+        usage = response.usage.to_dict() if response.usage is not None else None
+        on_trace(
+            {
+                "type": "model.result",
+                "model": resolved.model,
+                "output": [item_to_dict(i) for i in response.output],
+                "usage": usage,
+            }
+        )
+        on_trace({"type": "run.end", "status": "completed", "usage": usage})
+        latest["state"] = new_state("responses").model_copy(
+            update={"items": [*items, *response.output]}
+        )
+        texts = [
+            part.text
+            for item in response.output
+            if isinstance(item, MessageItem)
+            for part in item.content
+            if getattr(part, "text", None)
+        ]
+        return "".join(texts)
+
+    def _store_resource(self, status: str) -> None:
+        if self.run is None:
+            return
+        Run.objects.filter(pk=self.run.pk).update(
+            output=self.resource("failed" if status == "failed" else "completed")
+        )
+
+
+def _last_user_text(items: list[Item]) -> str | None:
+    for item in reversed(items):
+        if isinstance(item, MessageParam) and item.role == "user":
+            return item.text()
+        if isinstance(item, FunctionCallOutputParam):
+            return None
+    return None
+
+
+def _text_of(item: MessageItem) -> str:
+    return "".join(getattr(part, "text", "") or "" for part in item.content)
+
+
+def run_error_status(exc: Exception) -> int:
+    if isinstance(exc, RunError) and exc.code in ("invalid_input",):
+        return 400
+    return 500
+
+
+def start_call(data: dict[str, Any]) -> ResponseCall:
+    """Parse an Open Responses body, prepare its call (synchronous; run it with `events()`)."""
+    from decks_app.api.responses_schemas import parse_body
+    from decks_app.services.workspaces import current_workspace
+
+    body, items = parse_body(data)
+    call = ResponseCall(current_workspace(), body, items)
+    call.prepare()
+    return call

@@ -1,0 +1,338 @@
+"""`/v1/responses` against a real `gambit serve`, driven by the official `openai` SDK and by a
+raw HTTP client; every object and event is validated with the SDK's own Responses types (the
+reference types), and the stream is checked against the Open Responses rules (seed 004).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import textwrap
+import time
+import urllib.request
+from pathlib import Path
+
+import httpx
+import openai
+import pytest
+from openai.types.responses import Response, ResponseStreamEvent
+from pydantic import TypeAdapter
+
+ROOT = Path(__file__).resolve().parents[2]
+KEY = "test-key-0123456789"
+SERVE = "import sys; from gambit.cli._serve import serve_command; serve_command(sys.argv[1:])"
+STREAM_EVENT = TypeAdapter(ResponseStreamEvent)
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _write(root: Path, rel: str, text: str) -> None:
+    path = root / rel
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(textwrap.dedent(text).lstrip())
+
+
+def _serve(folder: Path, *extra: str, env_extra: dict | None = None):
+    port = _free_port()
+    log = (folder / "serve.log").open("w")
+    env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
+    env.pop("DATABASE_URL", None)
+    env.pop("REDIS_URL", None)
+    env.update(
+        {
+            "GAMBIT_API_KEYS": KEY,
+            "GAMBIT_SIM_DB": str(folder / "sim.sqlite3"),
+            "GAMBIT_DEMO_DELAY_MS": "30",
+            **(env_extra or {}),
+        }
+    )
+    proc = subprocess.Popen(
+        [sys.executable, "-c", SERVE, str(folder / "decks"), "--port", str(port), *extra],
+        cwd=ROOT,
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        try:
+            urllib.request.urlopen(url + "/test/?format=json", timeout=1).read()
+            return proc, url, log
+        except OSError:
+            if proc.poll() is not None:
+                pytest.fail((folder / "serve.log").read_text())
+            time.sleep(0.2)
+    proc.kill()
+    pytest.fail("gambit serve did not start:\n" + (folder / "serve.log").read_text())
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("api")
+    _write(
+        folder,
+        "decks/assistant/PROMPT.md",
+        """
+        +++
+        label = "Assistant"
+        modelParams.model = "offline/demo"
+        +++
+        You help with questions, using the client's tools when they help.
+        """,
+    )
+    _write(
+        folder,
+        "decks/echo/PROMPT.md",
+        """
+        +++
+        label = "Echo"
+        modelParams.model = "offline/echo"
+        +++
+        Repeat.
+        """,
+    )
+    proc, url, log = _serve(folder)
+    yield url
+    proc.terminate()
+    proc.wait(timeout=10)
+    log.close()
+
+
+@pytest.fixture
+def client(server) -> openai.OpenAI:
+    return openai.OpenAI(base_url=server + "/v1", api_key=KEY, max_retries=0)
+
+
+def _sse(server: str, body: dict) -> list[tuple[str | None, str]]:
+    """(event name, data) pairs of a streamed response, read raw."""
+    frames = []
+    with httpx.stream(
+        "POST",
+        server + "/v1/responses",
+        json={**body, "stream": True},
+        headers={"Authorization": f"Bearer {KEY}"},
+        timeout=30,
+    ) as response:
+        assert response.status_code == 200
+        assert response.headers["content-type"].startswith("text/event-stream")
+        event = None
+        for line in response.iter_lines():
+            if line.startswith("event: "):
+                event = line[len("event: ") :]
+            elif line.startswith("data: "):
+                frames.append((event, line[len("data: ") :]))
+                event = None
+    return frames
+
+
+def test_models_lists_the_workspace_decks(client):
+    assert {m.id for m in client.models.list().data} == {"deck/assistant", "deck/echo"}
+
+
+def test_a_response_validates_against_the_reference_types(server, client):
+    response = client.responses.create(model="deck/echo", input="hello there")
+    assert response.status == "completed" and response.output_text == "You said: hello there"
+    raw = httpx.post(
+        server + "/v1/responses",
+        json={"model": "deck/echo", "input": "again", "metadata": {"k": "v"}},
+        headers={"Authorization": f"Bearer {KEY}"},
+    ).json()
+    parsed = Response.model_validate(raw)  # the SDK's own model of a response resource
+    assert parsed.object == "response" and parsed.metadata == {"k": "v"}
+    assert raw["completed_at"] >= raw["created_at"] and raw["usage"]["total_tokens"] > 0
+    (message,) = raw["output"]
+    assert message["status"] == "completed" and message["content"][0]["type"] == "output_text"
+
+
+def test_the_stream_follows_the_spec_event_by_event(server):
+    frames = _sse(server, {"model": "deck/echo", "input": "one two three"})
+    assert frames[-1] == (None, "[DONE]")
+    events = [json.loads(data) for _, data in frames[:-1]]
+    for (name, _), event in zip(frames[:-1], events, strict=True):
+        assert name == event["type"]  # `event:` equals the JSON type
+        STREAM_EVENT.validate_python(event)  # and it is a valid Responses stream event
+    assert [e["sequence_number"] for e in events] == list(range(1, len(events) + 1))
+    kinds = [e["type"] for e in events]
+    assert kinds[:4] == [
+        "response.created",
+        "response.in_progress",
+        "response.output_item.added",
+        "response.content_part.added",
+    ]
+    assert kinds[-4:] == [
+        "response.output_text.done",
+        "response.content_part.done",
+        "response.output_item.done",
+        "response.completed",
+    ]
+    deltas = [e["delta"] for e in events if e["type"] == "response.output_text.delta"]
+    assert len(deltas) > 2 and "".join(deltas) == "You said: one two three"
+    assert events[-1]["response"]["output"][0]["content"][0]["text"] == "You said: one two three"
+
+
+def test_the_sdk_streams_too(client):
+    stream = client.responses.create(model="deck/echo", input="streamed", stream=True)
+    kinds = [event.type for event in stream]
+    assert kinds[0] == "response.created" and kinds[-1] == "response.completed"
+
+
+def test_a_client_tool_round_trip(client):
+    tools = [
+        {
+            "type": "function",
+            "name": "get_weather",
+            "description": "The weather in a city",
+            "parameters": {
+                "type": "object",
+                "properties": {"city": {"type": "string"}},
+                "required": ["city"],
+            },
+        }
+    ]
+    first = client.responses.create(model="deck/assistant", input="Weather in Paris?", tools=tools)
+    (call,) = [o for o in first.output if o.type == "function_call"]
+    assert call.name == "get_weather" and json.loads(call.arguments)["city"]
+    second = client.responses.create(
+        model="deck/assistant",
+        previous_response_id=first.id,
+        tools=tools,
+        input=[{"type": "function_call_output", "call_id": call.call_id, "output": '{"temp": 21}'}],
+    )
+    assert second.status == "completed" and "temp 21" in second.output_text
+
+
+def test_a_conversation_continues_with_previous_response_id(server, client):
+    first = client.responses.create(model="deck/echo", input="first")
+    second = client.responses.create(
+        model="deck/echo", input="second", previous_response_id=first.id
+    )
+    assert second.output_text == "You said: second"
+    sessions = httpx.get(server + "/test.json").json()["sessions"]
+    api = [s for s in sessions if s["origin"] == "api"]
+    assert api  # recorded in the Test tab
+    details = [httpx.get(server + f"/test/{s['id']}.json").json() for s in api]
+    mine = next(d for d in details if len(d["runs"]) == 2)  # both calls, one session
+    texts = [b["text"] for b in mine["conversation"] if b["kind"] in ("user", "assistant")]
+    assert texts == ["first", "You said: first", "second", "You said: second"]
+
+
+def test_a_provider_model_is_proxied_and_recorded(client):
+    response = client.responses.create(model="offline/echo", input="via the router")
+    assert response.output_text == "You said: via the router"
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "status", "code"),
+    [
+        ({"model": "deck/nope", "input": "x"}, 404, "model_not_found"),
+        ({"model": "deck/echo", "input": []}, 400, "invalid_value"),
+        (
+            {
+                "model": "deck/echo",
+                "input": [
+                    {
+                        "role": "user",
+                        "content": [{"type": "input_image", "image_url": "http://x/y.png"}],
+                    }
+                ],
+            },
+            400,
+            "unsupported_content",
+        ),
+        (
+            {"model": "deck/echo", "input": "x", "previous_response_id": "resp-0"},
+            404,
+            "previous_response_not_found",
+        ),
+    ],
+)
+def test_errors_are_structured(client, kwargs, status, code):
+    with pytest.raises(openai.APIStatusError) as info:
+        client.responses.create(**kwargs)
+    assert info.value.status_code == status
+    error = info.value.body
+    assert error["code"] == code and error["type"] and error["message"]
+    assert "param" in error
+
+
+def test_auth_and_malformed_requests(server):
+    bad = openai.OpenAI(base_url=server + "/v1", api_key="wrong", max_retries=0)
+    with pytest.raises(openai.AuthenticationError):
+        bad.responses.create(model="deck/echo", input="x")
+    headers = {"Authorization": f"Bearer {KEY}", "Content-Type": "application/json"}
+    garbled = httpx.post(server + "/v1/responses", content=b"{not json", headers=headers)
+    assert garbled.status_code == 400 and garbled.json()["error"]["code"] == "invalid_json"
+    deep = httpx.post(
+        server + "/v1/responses", content=b"[" * 50000 + b"]" * 50000, headers=headers
+    )
+    assert deep.status_code == 400
+    assert httpx.get(server + "/v1/responses", headers=headers).status_code == 405
+    form = httpx.post(
+        server + "/v1/responses",
+        data={"model": "deck/echo"},
+        headers={"Authorization": f"Bearer {KEY}"},
+    )
+    assert form.status_code == 415
+    assert httpx.get(server + "/v1/models").status_code == 401
+
+
+def test_legacy_chat_completions_is_off_by_default(server):
+    response = httpx.post(
+        server + "/v1/chat/completions",
+        json={"model": "deck/echo", "messages": [{"role": "user", "content": "hi"}]},
+        headers={"Authorization": f"Bearer {KEY}"},
+    )
+    assert response.status_code == 404 and response.json()["error"]["code"] == "endpoint_disabled"
+
+
+def test_a_client_that_disconnects_cancels_the_run(server):
+    long = " ".join(f"word{i}" for i in range(200))
+    with httpx.stream(
+        "POST",
+        server + "/v1/responses",
+        json={"model": "deck/echo", "input": long, "stream": True},
+        headers={"Authorization": f"Bearer {KEY}"},
+        timeout=30,
+    ) as response:
+        for n, _ in enumerate(response.iter_lines()):
+            if n > 12:
+                break  # leave mid-stream
+    deadline = time.monotonic() + 15
+    while time.monotonic() < deadline:
+        sessions = httpx.get(server + "/test.json").json()["sessions"]
+        mine = [s for s in sessions if s["origin"] == "api" and s["status"] == "canceled"]
+        if mine:
+            return
+        time.sleep(0.3)
+    pytest.fail("the disconnected run was not recorded as canceled")
+
+
+def test_legacy_chat_completions_when_enabled(tmp_path):
+    _write(
+        tmp_path, "decks/echo/PROMPT.md", '+++\nmodelParams.model = "offline/echo"\n+++\nRepeat.\n'
+    )
+    proc, url, log = _serve(tmp_path, "--chat-completions")
+    try:
+        assert "legacy endpoint" in (tmp_path / "serve.log").read_text()
+        legacy = openai.OpenAI(base_url=url + "/v1", api_key=KEY, max_retries=0)
+        completion = legacy.chat.completions.create(
+            model="deck/echo", messages=[{"role": "user", "content": "old client"}]
+        )
+        assert completion.choices[0].message.content == "You said: old client"
+        chunks = legacy.chat.completions.create(
+            model="deck/echo", messages=[{"role": "user", "content": "streamed"}], stream=True
+        )
+        text = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
+        assert text == "You said: streamed"
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+        log.close()
