@@ -2,6 +2,7 @@ from django.contrib import admin
 from django.urls import path, re_path
 
 from decks_app.views import (
+    build,
     calibration,
     compare,
     exports,
@@ -19,8 +20,16 @@ from decks_app.views import (
 
 urlpatterns = [
     path("", shell.index, name="index"),
-    re_path(r"^(?P<tab>build)/$", shell.tab, name="tab"),
-    re_path(r"^(?P<tab>build)\.(?P<fmt>json)$", shell.tab),
+    path("build/", build.build_tab, name="build"),
+    re_path(r"^build\.(?P<fmt>json)$", build.build_tab),
+    path("build/deck", build.build_deck, name="build_deck"),
+    re_path(r"^build/deck\.(?P<fmt>json)$", build.build_deck),
+    path("build/file", build.build_file, name="build_file"),
+    re_path(r"^build/file\.(?P<fmt>json)$", build.build_file),
+    path("build/save", build.build_save, name="build_save"),
+    path("build/validate", build.build_validate, name="build_validate"),
+    path("build/new", build.build_new, name="build_new"),
+    path("build/delete", build.build_delete, name="build_delete"),
     path("grade/", grade.grade_tab, name="grade"),
     re_path(r"^grade\.(?P<fmt>json)$", grade.grade_tab),
     path("grade/run", grade.grade_start, name="grade_start"),

@@ -8,16 +8,6 @@ def test_it_redirects_the_root_to_the_test_tab(client):
     assert r.status_code == 302 and r["Location"] == "/test/"
 
 
-@pytest.mark.parametrize("tab", ["build"])
-def test_it_says_coming_next(client, tab):
-    r = client.get(f"/{tab}/")
-    assert r.status_code == 200
-    assert b"Coming next" in r.content
-    data = client.get(f"/{tab}.json").json()
-    assert data["tab"] == tab and data["status"] == "coming next"
-    assert client.get(f"/{tab}/?format=json").json() == data
-
-
 def test_it_refuses_post_on_tabs(client):
     assert client.post("/build/").status_code == 405
 

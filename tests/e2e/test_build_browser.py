@@ -1,0 +1,92 @@
+"""The Build tab in Chromium: create a deck, break its PROMPT.md and see the error at its
+line as you type, fix it, save with Ctrl+S, then run the new deck's scenario from the Test tab.
+The server serves a scratch copy of the examples, so nothing in the repository changes."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+from playwright.sync_api import expect
+
+from tests.e2e.conftest import ROOT, _free_port, stop
+
+
+@pytest.fixture(scope="module")
+def build_url(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("build-sim")
+    workspace = folder / "ws"
+    shutil.copytree(ROOT / "examples", workspace, ignore=shutil.ignore_patterns(".gambit"))
+    log = (folder / "serve.log").open("w")
+    env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
+    env.pop("DATABASE_URL", None)
+    env.pop("REDIS_URL", None)
+    env.update({"GAMBIT_SIM_DB": str(folder / "sim.sqlite3"), "GAMBIT_DEMO_DELAY_MS": "0"})
+    port = _free_port()
+    code = "import sys; from gambit.cli._serve import serve_command; serve_command(sys.argv[1:])"
+    import subprocess
+
+    proc = subprocess.Popen(
+        [sys.executable, "-c", code, str(workspace), "--port", str(port)],
+        cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
+    )  # fmt: skip
+    url = f"http://127.0.0.1:{port}"
+    for _ in range(150):
+        try:
+            urllib.request.urlopen(url + "/build.json", timeout=1).read()
+            break
+        except OSError:
+            time.sleep(0.2)
+    yield url, workspace
+    stop(proc)
+    log.close()
+
+
+def test_create_break_fix_and_run_a_deck(page, build_url):
+    url, workspace = build_url
+    page.goto(url + "/build/")
+    page.fill("#new-deck-name", "concierge")
+    page.click("#create-deck")
+    page.wait_for_url(re.compile(r".*/build/file\?path=concierge/PROMPT\.md.*"))
+    expect(page.locator("#problems")).to_contain_text("The deck loads cleanly.")
+    page.wait_for_function("() => !!window.gambitEditor")
+    lines = page.evaluate("window.gambitEditor.getValue()").split("\n")
+    line = next(i for i, text in enumerate(lines) if text.startswith("startMode"))
+    # Type a broken startMode: the error appears at that line, from the draft, unsaved.
+    page.evaluate(
+        f"window.gambitEditor.replaceRange('startMode = \"sideways\"', {{line: {line}, ch: 0}},"
+        f" {{line: {line}, ch: {len(lines[line])}}})"
+    )
+    problem = page.locator("#problems li.error")
+    expect(problem).to_contain_text("startMode")
+    expect(problem).to_have_attribute("data-line", str(line + 1))
+    expect(page.locator(".CodeMirror .problem-line-error")).to_have_count(1)
+    assert 'startMode = "assistant"' in (workspace / "concierge/PROMPT.md").read_text()
+    # Save it broken (it is always saved), then fix it and save with Ctrl+S.
+    page.click("#save-file")
+    expect(page.locator("#save-status")).to_contain_text("Saved, with 1 error(s)")
+    assert "sideways" in (workspace / "concierge/PROMPT.md").read_text()
+    page.evaluate(
+        f"window.gambitEditor.replaceRange('startMode = \"assistant\"', {{line: {line}, ch: 0}},"
+        f" {{line: {line}, ch: {len(lines[line]) + 2}}})"
+    )
+    page.locator(".CodeMirror textarea").focus()
+    page.keyboard.press("Control+S")
+    expect(page.locator("#save-status")).to_have_text("Saved.")
+    expect(page.locator("#problems")).to_contain_text("The deck loads cleanly.")
+    # The new deck's scenario runs from the Test tab with no restart.
+    page.goto(url + "/test/")
+    page.select_option(
+        "#scenario-choice", value="concierge/PROMPT.md|concierge/scenarios/first_visit/PROMPT.md"
+    )
+    page.fill("#scenario-form input[name=maxTurns]", "2")
+    page.click("#run-scenario")
+    page.wait_for_url(re.compile(r".*/test/session-[0-9a-f]{24}/$"))
+    expect(page.locator("#status")).to_have_text("completed", timeout=30_000)
+    Path("/tmp/gambit-e2e").mkdir(exist_ok=True)

@@ -1,0 +1,146 @@
+"""The Build tab: decks, files, atomic saves that refuse stale overwrites, validation of
+drafts at their line, new decks that load cleanly, deletion with confirmation, and every
+path escape refused. JSON twins, 405/403/404."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+from django.test import override_settings
+
+from gambit.core import check_deck_tree
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def ws(tmp_path, settings):
+    root = tmp_path / "ws"
+    shutil.copytree(Path(settings.GAMBIT_WORKSPACE), root, ignore=shutil.ignore_patterns(".gambit"))
+    (tmp_path / "outside.txt").write_text("secret\n")
+    with override_settings(GAMBIT_WORKSPACE=str(root)):
+        yield root
+
+
+def test_the_tab_lists_decks(client, ws):
+    data = client.get("/build.json").json()
+    assert {d["path"] for d in data["decks"]} == {"hello/deck.py", "support/PROMPT.md"}
+    assert 'id="create-deck"' in client.get("/build/").content.decode()
+
+
+def test_a_deck_as_the_loader_sees_it_beside_its_files(client, ws):
+    data = client.get("/build/deck.json?path=support/PROMPT.md").json()
+    roles = {(e["path"], e["role"]) for e in data["entries"]}
+    assert ("support/graders/tone/PROMPT.md", "grader") in roles
+    assert ("support/actions/order_status.py", "action") in roles
+    assert "support/schemas/customer.json" in [f["path"] for f in data["files"]]
+    assert data["problems"] == []
+
+
+def test_open_edit_save_and_a_stale_save_is_refused(client, ws):
+    opened = client.get("/build/file.json?path=support/PROMPT.md&deck=support/PROMPT.md").json()
+    assert opened["text"].startswith("+++") and opened["version"]
+    broken = opened["text"].replace('startMode = "user"', 'startMode = "sometimes"')
+    saved = client.post(
+        "/build/save",
+        {
+            "path": "support/PROMPT.md",
+            "deck": "support/PROMPT.md",
+            "text": broken,
+            "version": opened["version"],
+        },
+    ).json()
+    assert saved["saved"] is True  # a broken deck is always saved
+    (error,) = [p for p in saved["problems"] if p["severity"] == "error"]
+    assert error["file"] == "support/PROMPT.md" and error["key"] == "startMode"
+    assert (ws / "support/PROMPT.md").read_text() == broken
+    (ws / "support/PROMPT.md").write_text(opened["text"])  # someone else edits it on disk
+    stale = client.post(
+        "/build/save",
+        {"path": "support/PROMPT.md", "text": "mine", "version": saved["version"]},
+    )
+    assert stale.status_code == 409
+    assert stale.json()["conflict"]["diskText"] == opened["text"]
+    assert (ws / "support/PROMPT.md").read_text() == opened["text"]
+
+
+def test_a_draft_is_validated_at_its_line_without_saving(client, ws):
+    text = (ws / "support/PROMPT.md").read_text()
+    lines = text.splitlines()
+    index = next(i for i, line in enumerate(lines) if line.startswith("startMode"))
+    lines[index] = "startMode = = nope"
+    problems = client.post(
+        "/build/validate",
+        {"path": "support/PROMPT.md", "deck": "support/PROMPT.md", "text": "\n".join(lines)},
+    ).json()["problems"]
+    (error,) = problems
+    assert error["file"] == "support/PROMPT.md" and error["line"] == index + 1
+    assert (ws / "support/PROMPT.md").read_text() == text  # nothing written
+
+
+def test_a_new_deck_loads_cleanly_and_can_be_deleted(client, ws):
+    created = client.post("/build/new?format=json", {"name": "Front desk"})
+    assert created.status_code == 201 and created.json()["deck"] == "front_desk/PROMPT.md"
+    tree, diag = check_deck_tree(ws / "front_desk/PROMPT.md")
+    assert not diag.errors and not diag.warnings
+    assert {e.role for e in tree.entries} == {"root", "scenario", "grader"}
+    assert (ws / "front_desk/INTENT.md").is_file() and (ws / "front_desk/policy").is_dir()
+    assert client.post("/build/new", {"name": "front_desk"}).status_code == 400  # exists
+    refused = client.post(
+        "/build/delete?format=json", {"path": "front_desk/PROMPT.md", "confirm": "x"}
+    )
+    assert refused.status_code == 400 and (ws / "front_desk").exists()
+    gone = client.post(
+        "/build/delete?format=json", {"path": "front_desk/PROMPT.md", "confirm": "front_desk"}
+    )
+    assert gone.json() == {"deleted": "front_desk/PROMPT.md"} and not (ws / "front_desk").exists()
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        "../outside.txt",
+        "/etc/passwd",
+        "support/../../outside.txt",
+        "link/outside.txt",
+        "support/\x00x",
+    ],
+)
+def test_every_escape_is_refused(client, ws, path):
+    os.symlink(ws.parent, ws / "link")
+    read = client.get("/build/file.json", {"path": path})
+    assert read.status_code in (400, 404)
+    write = client.post("/build/save", {"path": path, "text": "pwned"})
+    assert write.status_code == 400
+    assert (ws.parent / "outside.txt").read_text() == "secret\n"
+
+
+def test_binary_files_are_shown_as_such(client, ws):
+    (ws / "support/logo.png").write_bytes(b"\x89PNG\x00\x01")
+    data = client.get("/build/file.json?path=support/logo.png").json()
+    assert data["binary"] is True and data["text"] is None
+
+
+@pytest.mark.parametrize(
+    ("method", "url"),
+    [
+        ("post", "/build/"),
+        ("get", "/build/save"),
+        ("get", "/build/new"),
+        ("get", "/build/validate"),
+    ],
+)
+def test_wrong_methods_are_405(client, ws, method, url):
+    assert getattr(client, method)(url).status_code == 405
+
+
+def test_unknown_decks_and_files_are_404(client, ws):
+    assert client.get("/build/deck.json?path=nope/PROMPT.md").status_code == 404
+    assert client.get("/build/file.json?path=support/nope.md").status_code == 404
+
+
+def test_writes_need_the_csrf_token(csrf_client, ws):
+    assert csrf_client.post("/build/new", {"name": "x"}).status_code == 403
