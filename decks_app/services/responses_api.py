@@ -40,7 +40,7 @@ from decks_app.api.responses_schemas import (
 )
 from decks_app.models import Run, Session, Workspace
 from decks_app.services import execution, providers
-from decks_app.services.workspaces import DeckInfo, jailed_path, list_decks
+from decks_app.services.workspaces import DeckInfo, find_deck, jailed_path, list_decks
 from gambit.core import (
     DeckError,
     GambitError,
@@ -82,6 +82,18 @@ def deck_name(info: DeckInfo) -> str:
 
 def served_decks(workspace: Workspace) -> dict[str, DeckInfo]:
     return {DECK_PREFIX + deck_name(d): d for d in list_decks(workspace) if not d.error}
+
+
+def find_served_deck(workspace: Workspace, model: str) -> DeckInfo | None:
+    """The deck `deck/<name>` names, checking only that deck (not the whole workspace)."""
+    name = model.removeprefix(DECK_PREFIX)
+    if not name or name.startswith("/") or ".." in name.split("/"):
+        return None
+    for candidate in (f"{name}/PROMPT.md", f"{name}/deck.py", f"{name}.deck.md", f"{name}.md"):
+        info = find_deck(workspace, candidate)
+        if info is not None and not info.error and deck_name(info) == name:
+            return info
+    return None
 
 
 def list_models(workspace: Workspace) -> dict[str, Any]:
@@ -128,6 +140,7 @@ class ResponseCall:
         self.session: Session | None = None
         self.run: Run | None = None
         self.deck: DeckInfo | None = None
+        self._previous: Run | None = None
 
     # -- setup (synchronous, in a thread) ---------------------------------------------------
 
@@ -148,8 +161,15 @@ class ResponseCall:
                     code="previous_response_not_found",
                     param="previous_response_id",
                 )
+        if previous is not None and previous.session.runs.filter(status__in=Run.ACTIVE).exists():
+            raise ApiError(
+                409,
+                "the previous response's conversation is still running",
+                code="conversation_busy",
+                param="previous_response_id",
+            )
         if model.startswith(DECK_PREFIX):
-            self.deck = served_decks(self.workspace).get(model)
+            self.deck = find_served_deck(self.workspace, model)
             if self.deck is None:
                 raise ApiError(
                     404,
@@ -167,6 +187,13 @@ class ResponseCall:
                     code="model_not_found",
                     param="model",
                 )
+        self._previous = previous
+
+    def record(self) -> None:
+        """Create this call's session (or continue the previous one) and run. Done after the
+        first bytes are sent, so recording adds nothing to the time to first byte."""
+        previous = self._previous
+        model = self.body.model
         with transaction.atomic():
             if previous is not None:
                 self.session = Session.objects.select_for_update().get(pk=previous.session_id)
@@ -241,6 +268,14 @@ class ResponseCall:
         """The whole stream; cancelling the iteration cancels the run and records it."""
         yield self._event("response.created", response=self.resource("in_progress"))
         yield self._event("response.in_progress", response=self.resource("in_progress"))
+        try:
+            await asyncio.to_thread(self.record)
+        except ApiError as exc:  # lost a race for the conversation: fail this response
+            yield self._event(
+                "response.failed",
+                response=self.resource("failed", {"code": exc.code, "message": exc.message}),
+            )
+            return
         deltas: asyncio.Queue[str | None] = asyncio.Queue()
         runner = asyncio.create_task(self._execute(deltas))
         message: dict[str, Any] | None = None
