@@ -29,6 +29,7 @@ urlpatterns = [
     path("build/save", build.build_save, name="build_save"),
     path("build/validate", build.build_validate, name="build_validate"),
     path("build/new", build.build_new, name="build_new"),
+    path("build/scaffold", build.build_scaffold, name="build_scaffold"),
     path("build/delete", build.build_delete, name="build_delete"),
     path("grade/", grade.grade_tab, name="grade"),
     re_path(r"^grade\.(?P<fmt>json)$", grade.grade_tab),

@@ -335,3 +335,156 @@ def delete_deck(workspace: Workspace, deck_rel: str, confirm: str) -> None:
     if folder.is_symlink():
         raise BuildError("a symlinked folder is not deleted")
     shutil.rmtree(folder)
+
+
+# ---------------------------------------------------------------- scaffolding
+
+SCAFFOLDS = (
+    "action",
+    "compute_action",
+    "scenario",
+    "grader_turns",
+    "grader_conversation",
+    "snippet",
+)
+ACTION_IN = (
+    '{"type": "object", "properties": {"request": {"type": "string"}}, "required": ["request"]}\n'
+)
+ACTION_OUT = (
+    '{"type": "object", "properties": {"answer": {"type": "string"}}, "required": ["answer"]}\n'
+)
+LLM_ACTION = """+++
+label = "{label}"
+contextSchema = "./input.json"
+responseSchema = "./output.json"
+
+[modelParams]
+model = "openrouter/openai/gpt-4o-mini"
++++
+
+Do what the request in the `gambit_context` result asks, then answer.
+
+![](gambit://snippets/respond.md)
+"""
+COMPUTE_ACTION = '''"""{label}: a compute action (no model)."""
+
+import gambit
+
+
+def run(ctx):
+    return {{"answer": f"done: {{ctx.input['request']}}"}}
+
+
+deck = gambit.define_deck(
+    run=run,
+    context_schema={{"type": "object", "properties": {{"request": {{"type": "string"}}}}, "required": ["request"]}},
+    response_schema={{"type": "object", "properties": {{"answer": {{"type": "string"}}}}, "required": ["answer"]}},
+)
+'''
+TURN_GRADER = GRADER.replace("contexts/conversation.zod.ts", "contexts/turn.zod.ts").replace(
+    "Grade the whole conversation", "Grade one assistant message"
+)
+
+
+def _front_matter(path: Path) -> tuple[str, str]:
+    text = path.read_text(encoding="utf-8")
+    if not text.startswith("+++"):
+        raise BuildError(
+            "scaffolding edits TOML front matter (between +++ lines); this deck has none"
+        )
+    end = text.find("\n+++", 3)
+    if end < 0:
+        raise BuildError("the front matter is not closed with a +++ line")
+    return text[4 : end + 1], text[end + 4 :]
+
+
+def scaffold(workspace: Workspace, deck_rel: str, kind: str, name: str) -> list[str]:
+    """Add an action, scenario, grader or snippet to a deck: its files, and the matching
+    front matter entry (comments and layout kept, through tomlkit). Returns created files."""
+    import tomlkit  # only the Build tab needs it
+
+    if kind not in SCAFFOLDS:
+        raise BuildError(f"kind must be one of {', '.join(SCAFFOLDS)}")
+    slug = name.strip().lower().replace(" ", "_").replace("-", "_")
+    if (
+        not slug
+        or not set(slug) <= DECK_NAME_CHARS - {"-"}
+        or not slug[0].isalpha()
+        or len(slug) > 60
+    ):
+        raise BuildError("a name uses letters, digits and _, starting with a letter (at most 60)")
+    deck = _jailed(workspace, deck_rel)
+    if deck.name != "PROMPT.md" and not deck.name.endswith(".md"):
+        raise BuildError("scaffolding works on Markdown decks")
+    folder = deck.parent
+    front, body = _front_matter(deck)
+    doc = tomlkit.parse(front)
+    label = slug.replace("_", " ").capitalize()
+    files: dict[str, str] = {}
+    entry: dict[str, str] | None = None
+    array = None
+    if kind == "action":
+        files = {
+            f"actions/{slug}/PROMPT.md": LLM_ACTION.format(label=label),
+            f"actions/{slug}/input.json": ACTION_IN,
+            f"actions/{slug}/output.json": ACTION_OUT,
+        }
+        array, entry = (
+            "actions",
+            {
+                "name": slug,
+                "description": f"{label}: describe when and why the model should call it.",
+                "path": f"./actions/{slug}/PROMPT.md",
+            },
+        )
+    elif kind == "compute_action":
+        files = {f"actions/{slug}.py": COMPUTE_ACTION.format(label=label)}
+        array, entry = (
+            "actions",
+            {
+                "name": slug,
+                "description": f"{label}: describe when and why the model should call it.",
+                "execute": f"./actions/{slug}.py",
+            },
+        )
+    elif kind == "scenario":
+        files = {f"scenarios/{slug}/PROMPT.md": SCENARIO.replace("A first-time visitor", label)}
+        array, entry = "scenarios", {"path": f"./scenarios/{slug}/PROMPT.md", "label": label}
+    elif kind in ("grader_turns", "grader_conversation"):
+        template = TURN_GRADER if kind == "grader_turns" else GRADER
+        files = {
+            f"graders/{slug}/PROMPT.md": template.replace('label = "Helpful"', f'label = "{label}"')
+        }
+        array, entry = "graders", {"path": f"./graders/{slug}/PROMPT.md", "label": label}
+    else:
+        files = {f"snippets/{slug}.md": f"{label}: write the shared guidance here.\n"}
+    for rel in files:
+        if (folder / rel).exists():
+            raise BuildError(f"{(folder / rel).relative_to(_root(workspace))} already exists")
+    if array is not None and entry is not None:
+        existing = doc.get(array)
+        if (
+            existing is not None
+            and array == "actions"
+            and any(isinstance(e, dict) and e.get("name") == slug for e in existing)
+        ):
+            raise BuildError(f"the deck already has an action named {slug}")
+        table = tomlkit.table()
+        for key, value in entry.items():
+            table.add(key, value)
+        if existing is None:
+            aot = tomlkit.aot()
+            aot.append(table)
+            doc.add(tomlkit.nl())
+            doc.add(array, aot)
+        else:
+            existing.append(table)
+    for rel, text in files.items():
+        (folder / rel).parent.mkdir(parents=True, exist_ok=True)
+        (folder / rel).write_text(text, encoding="utf-8")
+    if kind == "snippet":
+        body = body.rstrip("\n") + f"\n\n![](./snippets/{slug}.md)\n"
+    new_text = "+++\n" + tomlkit.dumps(doc).rstrip("\n") + "\n+++" + body
+    deck.write_text(new_text, encoding="utf-8")
+    root = _root(workspace)
+    return [str((folder / rel).relative_to(root)) for rel in files]

@@ -140,3 +140,21 @@ def build_delete(request: HttpRequest) -> HttpResponse:
     if wants_json(request):
         return json_response({"deleted": deck})
     return redirect("/build/")
+
+
+@require_POST
+def build_scaffold(request: HttpRequest) -> HttpResponse:
+    workspace = current_workspace()
+    deck = _deck_or_404(workspace, request.POST.get("deck", ""))
+    try:
+        created = build.scaffold(
+            workspace, deck, request.POST.get("kind", ""), request.POST.get("name", "")
+        )
+    except build.BuildError as exc:
+        return error_response(request, str(exc), 400)
+    if wants_json(request):
+        return json_response(
+            {"created": created, "problems": build.deck_view(workspace, deck)["problems"]},
+            status=201,
+        )
+    return redirect(f"/build/deck?path={deck}")

@@ -144,3 +144,54 @@ def test_unknown_decks_and_files_are_404(client, ws):
 
 def test_writes_need_the_csrf_token(csrf_client, ws):
     assert csrf_client.post("/build/new", {"name": "x"}).status_code == 403
+
+
+@pytest.mark.parametrize(
+    ("kind", "role", "file"),
+    [
+        ("scenario", "scenario", "support/scenarios/angry_customer/PROMPT.md"),
+        ("grader_turns", "grader", "support/graders/angry_customer/PROMPT.md"),
+        ("grader_conversation", "grader", "support/graders/angry_customer/PROMPT.md"),
+        ("action", "action", "support/actions/angry_customer/PROMPT.md"),
+        ("compute_action", "action", "support/actions/angry_customer.py"),
+        ("snippet", None, "support/snippets/angry_customer.md"),
+    ],
+)
+def test_scaffolding_adds_files_and_the_entry_keeping_the_front_matter(
+    client, ws, kind, role, file
+):
+    before = (ws / "support/PROMPT.md").read_text()
+    response = client.post(
+        "/build/scaffold?format=json",
+        {"deck": "support/PROMPT.md", "kind": kind, "name": "Angry customer"},
+    )
+    assert response.status_code == 201, response.content
+    assert file in response.json()["created"]
+    assert [p for p in response.json()["problems"] if p["severity"] == "error"] == []
+    after = (ws / "support/PROMPT.md").read_text()
+    # every line that was there is still there, in the same order (comments and layout kept)
+    remaining = iter(after.splitlines())
+    assert all(line in remaining for line in before.splitlines() if not line.startswith("![]"))
+    tree, diag = check_deck_tree(ws / "support/PROMPT.md")
+    assert not diag.errors
+    if role is not None:
+        assert (str(ws / file), role) in {(e.path, e.role) for e in tree.entries}
+    else:
+        assert "angry_customer" in tree.root.body or "write the shared guidance" in tree.root.body
+    again = client.post(
+        "/build/scaffold?format=json",
+        {"deck": "support/PROMPT.md", "kind": kind, "name": "Angry customer"},
+    )
+    assert again.status_code == 400  # never overwrites
+
+
+def test_scaffolding_refuses_bad_names_and_kinds(client, ws):
+    bad = client.post(
+        "/build/scaffold?format=json",
+        {"deck": "support/PROMPT.md", "kind": "scenario", "name": "../x"},
+    )
+    assert bad.status_code == 400
+    kind = client.post(
+        "/build/scaffold?format=json", {"deck": "support/PROMPT.md", "kind": "virus", "name": "x"}
+    )
+    assert kind.status_code == 400
