@@ -1,7 +1,8 @@
 from django.urls import re_path
 
-from .consumers import SessionConsumer
+from .consumers import BuildConsumer, SessionConsumer
 
 websocket_urlpatterns = [
     re_path(r"^ws/sessions/(?P<session_id>[^/]+)/$", SessionConsumer.as_asgi()),
+    re_path(r"^ws/build/$", BuildConsumer.as_asgi()),
 ]

@@ -103,13 +103,19 @@ def serve(target: str | None, host: str, port: int, workers: int | None) -> None
 
     state: dict[str, asyncio.Task] = {}
 
+    watch_stop = asyncio.Event()
+
     def start_workers() -> None:
+        from decks_app.services.filewatch import watch_workspace
+
+        state["watcher"] = asyncio.ensure_future(watch_workspace(str(workspace), watch_stop))
         if slots > 0:
             state["task"] = asyncio.ensure_future(
                 Worker(slots=slots, reconcile_stale=distributed).run(asyncio.Event())
             )
 
     def stop_workers():
+        watch_stop.set()
         task = state.get("task")
         if task is None:
             return None

@@ -82,6 +82,8 @@
     }
     if (code !== 200) { status.textContent = "Not saved: " + (data.error || code); return; }
     version.value = data.version;
+    saved = editor.getValue();
+    form.dataset.dirty = "false";
     document.getElementById("conflict").hidden = true;
     const errors = data.problems.filter((p) => p.severity === "error").length;
     status.textContent = errors ? `Saved, with ${errors} error(s) in the deck.` : "Saved.";
@@ -98,4 +100,38 @@
     }, 500);
   });
   form.addEventListener("submit", (event) => { event.preventDefault(); save(); });
+
+  // Changes on disk: reload the file when nothing was typed since it was loaded or saved.
+  let saved = editor.getValue();
+  editor.on("change", () => { form.dataset.dirty = String(editor.getValue() !== saved); });
+  function connect() {
+    const scheme = location.protocol === "https:" ? "wss" : "ws";
+    const socket = new WebSocket(`${scheme}://${location.host}/ws/build/`);
+    socket.onmessage = async (event) => {
+      const changed = JSON.parse(event.data).changed || [];
+      if (!changed.includes(path)) {
+        if (changed.length && deck) {
+          const [code, data] = await post("/build/validate", { path, deck, text: editor.getValue() });
+          if (code === 200) showProblems(data.problems);
+        }
+        return;
+      }
+      const response = await fetch(`/build/file.json?path=${encodeURIComponent(path)}&deck=${encodeURIComponent(deck)}`);
+      if (!response.ok) return;
+      const data = await response.json();
+      if (data.version === version.value) return; // our own save
+      if (form.dataset.dirty === "true") {
+        status.textContent = "This file changed on disk; saving will show both versions.";
+        return;
+      }
+      saved = data.text;
+      editor.setValue(data.text);
+      version.value = data.version;
+      form.dataset.dirty = "false";
+      status.textContent = "Reloaded: the file changed on disk.";
+      showProblems(data.problems);
+    };
+    socket.onclose = () => setTimeout(connect, 1000);
+  }
+  connect();
 })();

@@ -90,3 +90,19 @@ def test_create_break_fix_and_run_a_deck(page, build_url):
     page.wait_for_url(re.compile(r".*/test/session-[0-9a-f]{24}/$"))
     expect(page.locator("#status")).to_have_text("completed", timeout=30_000)
     Path("/tmp/gambit-e2e").mkdir(exist_ok=True)
+
+
+def test_an_edit_on_disk_shows_up_in_the_open_page(page, build_url):
+    url, workspace = build_url
+    target = workspace / "support" / "INTENT.md"
+    target.write_text("# Intent\n\nFirst version.\n")
+    page.goto(f"{url}/build/file?path=support/INTENT.md&deck=support/PROMPT.md")
+    page.wait_for_function("() => !!window.gambitEditor")
+    assert "First version." in page.evaluate("window.gambitEditor.getValue()")
+    page.wait_for_timeout(500)  # the page's websocket is connected
+    target.write_text("# Intent\n\nChanged by another editor.\n")
+    page.wait_for_function(
+        "() => window.gambitEditor.getValue().includes('Changed by another editor.')",
+        timeout=5_000,
+    )
+    expect(page.locator("#save-status")).to_have_text("Reloaded: the file changed on disk.")
