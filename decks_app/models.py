@@ -51,6 +51,7 @@ class Session(models.Model):
         ("verify", "verify"),  # a Verify batch's own session (its settings in `context`)
         ("scenario", "scenario"),  # a scenario run; `source` is its batch's session, if any
         ("api", "api"),  # a conversation held through /v1/responses
+        ("assistant", "assistant"),  # the Build assistant's chat about a deck (deck_path)
     ]
 
     id = models.CharField(primary_key=True, max_length=40, default=new_session_id)
@@ -93,6 +94,7 @@ class Run(models.Model):
         ("grader", "grader"),
         ("verify", "verify"),
         ("api", "api"),
+        ("assistant", "assistant"),
     ]
     STATUSES = [
         ("queued", "queued"),

@@ -25,8 +25,8 @@ from django.db.models import Max
 from django.utils import timezone
 
 from decks_app.models import Run, Session, TraceEvent
+from decks_app.services import assistant, grading, providers, verify
 from decks_app.services import events as event_log
-from decks_app.services import grading, providers, verify
 from decks_app.services.sessions import with_message_refs
 from decks_app.services.workspaces import find_deck, jailed_path
 from gambit.core import run_deck, run_scenario, state_from_dict, state_to_dict
@@ -193,6 +193,12 @@ def _load(run_id: str) -> _Job:
     )
     if run.kind == "grader" and session.source_id:
         job.graded_state = session_state_dict(session.source)
+    if run.kind == "assistant":
+        from decks_app.services.assistant import ASSISTANT_DECK
+
+        job.deck_file = ASSISTANT_DECK  # the bundled assistant works on session.deck_path
+        job.deck_kind = "llm"
+        job.deck_models = ["openrouter/openai/gpt-4o-mini"]
     if run.kind == "replay" and session.source_id:
         source_runs = list(session.source.runs.order_by("created_at"))
         job.turns = [r.message for r in source_runs if r.kind in ("manual", "replay")]
@@ -251,8 +257,9 @@ async def execute_run(run_id: str, *, router: Any = None) -> str:
         if job.deck_kind != "compute":  # a compute deck's transcript is kept by us
             latest["state"] = state
 
-    async def one_turn(message: str | None, state: Any) -> Any:
+    async def one_turn(message: str | None, state: Any, **extra: Any) -> Any:
         kwargs: dict[str, Any] = {
+            **extra,
             "provider": provider,
             "on_trace": on_trace,
             "on_state": on_state,
@@ -279,6 +286,15 @@ async def execute_run(run_id: str, *, router: Any = None) -> str:
         return await run_deck(job.deck_file, **kwargs)
 
     async def body() -> Any:
+        if run.kind == "assistant":
+            grant = (run.output or {}).get("grant", "read")
+            perms = assistant.permissions(session.workspace, session.deck_path, grant)
+            folder = assistant.deck_folder(session.workspace, session.deck_path)
+            result = await one_turn(
+                run.message, job.state, session_permissions=perms, tools_base_dir=folder
+            )
+            after = await asyncio.to_thread(assistant.snapshot, folder)
+            return _ScenarioOutcome({**(run.output or {}), "after": after}, result.state)
         if run.kind == "scenario":
             root = Path(session.workspace.root)
             settings = run.output if isinstance(run.output, dict) else {}

@@ -67,7 +67,14 @@ def build_file(request: HttpRequest, fmt: str | None = None) -> HttpResponse:
     )
     view = build.deck_view(workspace, deck) if deck else {"entries": [], "problems": []}
     data = {**file, "deck": deck or None, "problems": view["problems"]}
-    ctx = {"tab": "build", "workspace": workspace, "file": file, "deck": deck, "view": view}
+    ctx = {
+        "tab": "build",
+        "workspace": workspace,
+        "file": file,
+        "deck": deck,
+        "view": view,
+        "ask": request.GET.get("ask", "")[:20_000],  # "Add to chat" puts context here
+    }
     return page(request, "decks_app/build_file.html", ctx, data=data, fmt=fmt)
 
 
@@ -158,3 +165,77 @@ def build_scaffold(request: HttpRequest) -> HttpResponse:
             status=201,
         )
     return redirect(f"/build/deck?path={deck}")
+
+
+# ---------------------------------------------------------------- the Build assistant
+
+
+def _assistant_data(workspace, deck: str) -> dict:
+    from decks_app.models import Run
+    from decks_app.services import assistant
+    from decks_app.services.sessions import conversation
+
+    session = assistant.assistant_session(workspace, deck)
+    if session is None:
+        return {"deck": deck, "session": None, "conversation": [], "runs": []}
+    runs = list(Run.objects.filter(session=session).order_by("created_at"))
+    return {
+        "deck": deck,
+        "session": session.id,
+        "conversation": [
+            b.to_dict() for b in conversation(session) if b.kind in ("user", "assistant")
+        ],
+        "runs": [
+            {
+                "id": r.id,
+                "status": r.status,
+                "message": r.message,
+                "error": r.error or None,
+                "undone": bool((r.output or {}).get("undone")),
+                "changes": assistant.changes(workspace, r) if r.status == "completed" else [],
+            }
+            for r in runs
+        ],
+    }
+
+
+@require_GET
+def assistant_state(request: HttpRequest, fmt: str | None = None) -> HttpResponse:
+    workspace = current_workspace()
+    deck = _deck_or_404(workspace, request.GET.get("deck", ""))
+    return json_response(_assistant_data(workspace, deck))
+
+
+@require_POST
+def assistant_send(request: HttpRequest) -> HttpResponse:
+    from decks_app.services import assistant
+
+    workspace = current_workspace()
+    deck = _deck_or_404(workspace, request.POST.get("deck", ""))
+    try:
+        run = assistant.send(
+            workspace, deck, request.POST.get("message", ""), request.POST.get("grant", "read")
+        )
+    except assistant.AssistantError as exc:
+        return error_response(request, str(exc), 400, fmt="json")
+    return json_response({"run": run.id, **_assistant_data(workspace, deck)}, status=202)
+
+
+@require_POST
+def assistant_undo(request: HttpRequest) -> HttpResponse:
+    from decks_app.models import Run
+    from decks_app.services import assistant
+
+    workspace = current_workspace()
+    run = (
+        Run.objects.select_related("session")
+        .filter(pk=request.POST.get("run", ""), kind="assistant", session__workspace=workspace)
+        .first()
+    )
+    if run is None:
+        raise Http404("no such assistant run")
+    try:
+        restored = assistant.undo(workspace, run)
+    except assistant.AssistantError as exc:
+        return error_response(request, str(exc), 409, fmt="json")
+    return json_response({"restored": restored})

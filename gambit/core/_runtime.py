@@ -215,6 +215,9 @@ class _Run:
         self.workspace_permissions: PermissionSet | None = None
         self.session_permissions: PermissionSet | None = None
         self.host_env: dict[str, str] = {}
+        # Where the root deck's built-in tools resolve relative paths (default: its folder);
+        # a deck that works on another folder (the Build assistant) is given that folder.
+        self.tools_base_dir: str | None = None
 
     def trace(self, type_: str, **fields: Any) -> None:
         if self.on_trace is None:
@@ -289,6 +292,7 @@ async def run_deck(
     workspace_permissions: PermissionSet | None = None,
     session_permissions: PermissionSet | None = None,
     host_env: Mapping[str, str] | None = None,
+    tools_base_dir: str | Path | None = None,
 ) -> RunResult:
     """Run a deck to completion and return its validated output.
 
@@ -323,6 +327,7 @@ async def run_deck(
     run.workspace_permissions = workspace_permissions
     run.session_permissions = session_permissions
     run.host_env = dict(host_env or {})
+    run.tools_base_dir = str(tools_base_dir) if tools_base_dir is not None else None
     base = (
         state.model_copy(deep=True)
         if state is not None
@@ -684,6 +689,8 @@ def _effective_permissions(
 ) -> EffectivePermissions:
     """The deck's layered permissions: the host's grants at the root, the parent's below."""
     base = Path(deck.path).parent
+    if (depth == 0 or parent is None) and run.tools_base_dir is not None:
+        base = Path(run.tools_base_dir)
     if depth == 0 or parent is None:
         return resolve_effective(
             base,

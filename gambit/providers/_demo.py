@@ -228,6 +228,12 @@ def demo_reply(request: CreateResponseRequest) -> Any:
         }
         return Call("gambit_respond", {"payload": payload})
 
+    # An edit asked for in so many words (the Build assistant's demo): apply it.
+    patch = re.search(r'replace\s+"([^"]+)"\s+with\s+"([^"]*)"\s+in\s+(\S+?)\.?$', said)
+    if patch and _tool(request, "apply_patch") is not None and not _calls_this_turn(items):
+        old, new, path = patch.groups()
+        return Call("apply_patch", {"path": path, "edits": [{"old_text": old, "new_text": new}]})
+
     # A deck with actions or tools: call one before answering, once per turn.
     tools = [t for t in request.tools or [] if t.function.name not in INTERNAL_TOOLS]
     if tools and not _calls_this_turn(items):

@@ -106,3 +106,27 @@ def test_an_edit_on_disk_shows_up_in_the_open_page(page, build_url):
         timeout=5_000,
     )
     expect(page.locator("#save-status")).to_have_text("Reloaded: the file changed on disk.")
+
+
+def test_the_build_assistant_patches_the_deck_and_the_tab_shows_and_checks_it(page, build_url):
+    url, workspace = build_url
+    page.goto(f"{url}/build/file?path=support/PROMPT.md&deck=support/PROMPT.md")
+    page.wait_for_function("() => !!window.gambitEditor")
+    page.fill(
+        "#assistant-message",
+        'Please replace "Keep answers short" with "Keep answers brief" in PROMPT.md',
+    )
+    page.select_option("#assistant-grant", "write")
+    page.click("#assistant-send")
+    diff = page.locator(".assistant-change pre.diff")
+    expect(diff).to_contain_text("+- Keep answers brief, kind and concrete.", timeout=30_000)
+    # the change on disk reaches the editor, and the deck is checked again
+    page.wait_for_function(
+        "() => window.gambitEditor.getValue().includes('Keep answers brief')", timeout=10_000
+    )
+    expect(page.locator("#problems")).to_contain_text("The deck loads cleanly.")
+    page.get_by_role("button", name="Undo this change").click()
+    page.wait_for_function(
+        "() => window.gambitEditor.getValue().includes('Keep answers short')", timeout=10_000
+    )
+    assert "Keep answers short" in (workspace / "support/PROMPT.md").read_text()

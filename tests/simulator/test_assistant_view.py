@@ -1,0 +1,83 @@
+"""The Build assistant: a turn runs the bundled deck with the granted permissions, its edits
+show as diffs and undo; it cannot write without the grant or outside the deck's folder."""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+from pathlib import Path
+
+import pytest
+from django.test import override_settings
+
+from decks_app.models import Run
+from decks_app.services import execution
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+@pytest.fixture
+def ws(tmp_path, settings):
+    root = tmp_path / "ws"
+    shutil.copytree(Path(settings.GAMBIT_WORKSPACE), root, ignore=shutil.ignore_patterns(".gambit"))
+    (tmp_path / "outside.md").write_text("keep me\n")
+    with override_settings(GAMBIT_WORKSPACE=str(root)):
+        yield root
+
+
+def _turn(client, message: str, grant: str = "write") -> dict:
+    sent = client.post(
+        "/build/assistant/send",
+        {"deck": "support/PROMPT.md", "message": message, "grant": grant},
+    )
+    assert sent.status_code == 202, sent.content
+    run_id = sent.json()["run"]
+    assert execution.claim_next_run("test") == run_id
+    asyncio.run(asyncio.wait_for(execution.execute_run(run_id), 60))
+    return client.get("/build/assistant.json?deck=support/PROMPT.md").json()
+
+
+def test_the_assistant_applies_a_patch_shown_as_a_diff_and_undone(client, ws):
+    data = _turn(
+        client, 'Please replace "Keep answers short" with "Keep answers brief" in PROMPT.md'
+    )
+    run = data["runs"][-1]
+    assert run["status"] == "completed"
+    (change,) = run["changes"]
+    assert change["path"] == "PROMPT.md"
+    assert "-- Keep answers short, kind and concrete." in change["diff"]
+    assert "+- Keep answers brief, kind and concrete." in change["diff"]
+    assert "Keep answers brief" in (ws / "support/PROMPT.md").read_text()
+    assert [m["kind"] for m in data["conversation"]][:1] == ["user"]
+    undone = client.post("/build/assistant/undo", {"run": run["id"]})
+    assert undone.json() == {"restored": ["PROMPT.md"]}
+    assert "Keep answers short" in (ws / "support/PROMPT.md").read_text()
+    assert client.post("/build/assistant/undo", {"run": run["id"]}).status_code == 409
+
+
+def test_without_the_write_grant_nothing_changes(client, ws):
+    before = (ws / "support/PROMPT.md").read_text()
+    data = _turn(client, 'replace "Keep answers short" with "X" in PROMPT.md', grant="read")
+    assert data["runs"][-1]["changes"] == []
+    assert (ws / "support/PROMPT.md").read_text() == before
+
+
+def test_it_cannot_write_outside_the_decks_folder(client, ws):
+    _turn(client, 'replace "keep me" with "gone" in ../../outside.md')
+    assert (ws.parent / "outside.md").read_text() == "keep me\n"
+    run = Run.objects.filter(kind="assistant").latest("created_at")
+    assert run.status == "completed"  # a denied call is a tool result; the run goes on
+    results = [e.payload for e in run.events.filter(type="tool.result")]
+    assert any('"status":403' in str(r.get("result")) for r in results), results
+
+
+def test_bad_requests(client, ws):
+    empty = client.post("/build/assistant/send", {"deck": "support/PROMPT.md", "message": " "})
+    assert empty.status_code == 400
+    grant = client.post(
+        "/build/assistant/send", {"deck": "support/PROMPT.md", "message": "x", "grant": "exec"}
+    )
+    assert grant.status_code == 400
+    assert client.get("/build/assistant.json?deck=nope/PROMPT.md").status_code == 404
+    assert client.post("/build/assistant/undo", {"run": "run-0"}).status_code == 404
+    assert client.get("/build/assistant/send").status_code == 405
