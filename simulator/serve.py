@@ -103,19 +103,21 @@ def serve(target: str | None, host: str, port: int, workers: int | None) -> None
 
     state: dict[str, asyncio.Task] = {}
 
-    watch_stop = asyncio.Event()
+    watcher: dict[str, object] = {}
 
     def start_workers() -> None:
-        from decks_app.services.filewatch import watch_workspace
+        from decks_app.services.filewatch import start_watcher
 
-        state["watcher"] = asyncio.ensure_future(watch_workspace(str(workspace), watch_stop))
+        watcher["stop"] = start_watcher(str(workspace), asyncio.get_event_loop())
         if slots > 0:
             state["task"] = asyncio.ensure_future(
                 Worker(slots=slots, reconcile_stale=distributed).run(asyncio.Event())
             )
 
     def stop_workers():
-        watch_stop.set()
+        stop_watching = watcher.get("stop")
+        if stop_watching is not None:
+            stop_watching.set()  # type: ignore[attr-defined]
         task = state.get("task")
         if task is None:
             return None

@@ -58,7 +58,7 @@ def snapshot(folder: Path) -> dict[str, str]:
     return files
 
 
-def send(workspace: Workspace, deck_rel: str, message: str, grant: str) -> Run:
+def send(workspace: Workspace, deck_rel: str, message: str, grant: str, model: str = "") -> Run:
     """Queue one assistant turn about the deck (a new session per deck, continued after)."""
     message = (message or "").strip()
     if not message:
@@ -67,6 +67,9 @@ def send(workspace: Workspace, deck_rel: str, message: str, grant: str) -> Run:
         raise AssistantError("the message is longer than 20000 characters")
     if grant not in GRANTS:
         raise AssistantError("grant read, or read and write")
+    model = (model or "").strip()
+    if len(model) > 200:
+        raise AssistantError("the model name is too long")
     deck = find_deck(workspace, deck_rel)
     if deck is None:
         raise AssistantError(f"no deck at {deck_rel!r}")
@@ -89,6 +92,9 @@ def send(workspace: Workspace, deck_rel: str, message: str, grant: str) -> Run:
             )
         if session.runs.filter(status__in=Run.ACTIVE).exists():
             raise AssistantError("the assistant is still working on the last message")
+        if session.model != model:  # any model: a provider's, or a bridge (codex-cli/default)
+            session.model = model
+            session.save(update_fields=["model", "updated_at"])
         run = Run.objects.create(
             session=session,
             kind="assistant",

@@ -1,15 +1,17 @@
 """Changes on disk (an editor outside the browser, `git pull`) reach open Build pages.
 
-`gambit serve` runs `watch_workspace` in its event loop: watchfiles reports changed paths
+`gambit serve` starts `start_watcher`: a daemon thread where watchfiles reports changed paths
 (debounced), and each batch is sent to the `build` channel group, which every open Build
-page's websocket joins. The Test and Grade tabs need nothing: they read decks from disk at
-each run.
+page's websocket joins. A daemon thread (not anyio's worker threads) so a stopping server is
+never held up by it. The Test and Grade tabs need nothing: they read decks from disk at each
+run.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import threading
 from pathlib import Path
 
 from channels.layers import get_channel_layer
@@ -29,15 +31,23 @@ def _relevant(root: Path, path: str) -> str | None:
     return str(rel)
 
 
-async def watch_workspace(root: str, stop: asyncio.Event) -> None:
-    from watchfiles import awatch
+def start_watcher(root: str, loop: asyncio.AbstractEventLoop) -> threading.Event:
+    """Watch `root` in a daemon thread; set the returned event to stop it."""
+    from watchfiles import watch
 
+    stop = threading.Event()
     base = Path(root).resolve()
     layer = get_channel_layer()
-    try:
-        async for changes in awatch(base, stop_event=stop, debounce=150, recursive=True):
-            paths = sorted({p for _, raw in changes if (p := _relevant(base, raw))})
-            if paths and layer is not None:
-                await layer.group_send(GROUP, {"type": "files.changed", "paths": paths})
-    except Exception:  # the watcher is a convenience: the pages still work without it
-        log.warning("the workspace watcher stopped", exc_info=True)
+
+    def run() -> None:
+        try:
+            for changes in watch(base, stop_event=stop, debounce=150, rust_timeout=300):
+                paths = sorted({p for _, raw in changes if (p := _relevant(base, raw))})
+                if paths and layer is not None and not loop.is_closed():
+                    message = {"type": "files.changed", "paths": paths}
+                    asyncio.run_coroutine_threadsafe(layer.group_send(GROUP, message), loop)
+        except Exception:  # the watcher is a convenience: the pages still work without it
+            log.warning("the workspace watcher stopped", exc_info=True)
+
+    threading.Thread(target=run, name="gambit-workspace-watcher", daemon=True).start()
+    return stop

@@ -214,7 +214,11 @@ def assistant_send(request: HttpRequest) -> HttpResponse:
     deck = _deck_or_404(workspace, request.POST.get("deck", ""))
     try:
         run = assistant.send(
-            workspace, deck, request.POST.get("message", ""), request.POST.get("grant", "read")
+            workspace,
+            deck,
+            request.POST.get("message", ""),
+            request.POST.get("grant", "read"),
+            request.POST.get("model", ""),
         )
     except assistant.AssistantError as exc:
         return error_response(request, str(exc), 400, fmt="json")

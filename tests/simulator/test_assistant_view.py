@@ -4,6 +4,7 @@ show as diffs and undo; it cannot write without the grant or outside the deck's 
 from __future__ import annotations
 
 import asyncio
+import os
 import shutil
 from pathlib import Path
 
@@ -81,3 +82,25 @@ def test_bad_requests(client, ws):
     assert client.get("/build/assistant.json?deck=nope/PROMPT.md").status_code == 404
     assert client.post("/build/assistant/undo", {"run": "run-0"}).status_code == 404
     assert client.get("/build/assistant/send").status_code == 405
+
+
+def test_a_coding_agent_bridge_can_be_the_assistants_model(client, ws, tmp_path, monkeypatch):
+    from tests.providers.test_agent_bridges import CLAUDE_EVENTS, fake_executable
+
+    fake = fake_executable(tmp_path / "bin", "claude", CLAUDE_EVENTS)
+    monkeypatch.setenv("PATH", f"{fake.parent}:{os.environ['PATH']}")
+    sent = client.post(
+        "/build/assistant/send",
+        {
+            "deck": "support/PROMPT.md",
+            "message": "What does a.md say?",
+            "grant": "read",
+            "model": "claude-code-cli/default",
+        },
+    )
+    run_id = sent.json()["run"]
+    assert execution.claim_next_run("test") == run_id
+    asyncio.run(asyncio.wait_for(execution.execute_run(run_id), 60))
+    data = client.get("/build/assistant.json?deck=support/PROMPT.md").json()
+    assert data["runs"][-1]["status"] == "completed"
+    assert "It is a heading." in data["conversation"][-1]["text"]
