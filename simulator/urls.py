@@ -63,6 +63,7 @@ urlpatterns = [
     path("test/new", sessions.session_create, name="session_create"),
     path("test/import", sessions.session_import, name="session_import"),
     path("test/scenario", sessions.scenario_start, name="scenario_start"),
+    path("test/context-form", sessions.context_form, name="context_form"),
     path("test/<str:session_id>/", session.session_page, name="session"),
     re_path(r"^test/(?P<session_id>[^/]+)\.(?P<fmt>json)$", session.session_page),
     path("test/<str:session_id>/send", session.session_send, name="session_send"),

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from django.http import HttpRequest, HttpResponse
-from django.shortcuts import redirect
+from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
-from decks_app.services import providers, scenarios, transfer
+from decks_app.services import forms, providers, scenarios, transfer
 from decks_app.services.sessions import (
     InvalidInput,
     SessionFilter,
@@ -40,7 +40,15 @@ def sessions_list(request: HttpRequest, fmt: str | None = None) -> HttpResponse:
         "scenarios": scenario_choices,
         "providers": providers.configured_providers(),
     }
+    first_deck = next((d.path for d in decks if not d.error), "")
     ctx = {
+        "session_context": _context_ctx(workspace, first_deck, "ctx", "session-context"),
+        "scenario_context": _context_ctx(
+            workspace,
+            scenario_choices[0]["deck"] if scenario_choices else "",
+            "scenario_ctx",
+            "scenario-context",
+        ),
         "tab": "test",
         "rows": rows,
         "decks": decks,
@@ -53,17 +61,56 @@ def sessions_list(request: HttpRequest, fmt: str | None = None) -> HttpResponse:
     return page(request, "decks_app/sessions.html", ctx, data=data, fmt=fmt, fragment="table")
 
 
+@require_GET
+def context_form(request: HttpRequest) -> HttpResponse:
+    """The context fields of a deck's contextSchema (htmx swaps them in when the deck changes)."""
+    workspace = current_workspace()
+    deck_path = request.GET.get("deck") or request.GET.get("scenario", "").partition("|")[0]
+    prefix = request.GET.get("prefix", "ctx")
+    if prefix not in ("ctx", "scenario_ctx"):
+        prefix = "ctx"
+    target = "scenario-context" if prefix == "scenario_ctx" else "session-context"
+    return render(
+        request, "decks_app/context_form.html", _context_ctx(workspace, deck_path, prefix, target)
+    )
+
+
+def _context_ctx(workspace, deck_path: str, prefix: str, target: str) -> dict:
+    from decks_app.services.workspaces import find_deck
+
+    schema = forms.deck_context_schema(workspace, deck_path) if deck_path else None
+    fields = forms.fields(schema.to_json_schema() if schema is not None else None, prefix)
+    return {
+        "fields": fields,
+        "no_required": prefix == "scenario_ctx",  # the persona fills in what is missing
+        "prefix": prefix,
+        "target": target,
+        "deck": find_deck(workspace, deck_path) if deck_path else None,
+        "any_required": any(f["required"] for f in fields),
+    }
+
+
 @require_POST
 def session_create(request: HttpRequest) -> HttpResponse:
     workspace = current_workspace()
+    deck_path = request.POST.get("deck", "")
     try:
+        if "context" in request.POST:  # the plain box (JSON or text), as before
+            context = parse_context(request.POST.get("context"))
+            context = forms.validate_context(workspace, deck_path, context, optional=False)
+        else:
+            schema = forms.deck_context_schema(workspace, deck_path)
+            context = forms.read(
+                schema.to_json_schema() if schema is not None else None, request.POST, "ctx"
+            )
+            context = forms.validate_context(workspace, deck_path, context, optional=False)
         session = create_session(
             workspace,
-            request.POST.get("deck", ""),
+            deck_path,
             model=request.POST.get("model", ""),
-            context=parse_context(request.POST.get("context")),
+            context=context,
         )
-    except InvalidInput as exc:
+    except (InvalidInput, forms.FormError) as exc:
         return error_response(request, str(exc))
     if wants_json(request):
         return json_response({"id": session.id, "url": f"/test/{session.id}/"}, status=201)
@@ -96,7 +143,19 @@ def scenario_start(request: HttpRequest) -> HttpResponse:
     workspace = current_workspace()
     deck, _, scenario = request.POST.get("scenario", "").partition("|")
     try:
-        context = parse_context(request.POST.get("context"))
+        if "context" in request.POST:
+            context = parse_context(request.POST.get("context"))
+        else:
+            schema = forms.deck_context_schema(workspace, deck)
+            context = forms.read(
+                schema.to_json_schema() if schema is not None else None,
+                request.POST,
+                "scenario_ctx",
+            )
+        # missing fields are fine here: the persona fills them in (init-fill)
+        context = (
+            forms.validate_context(workspace, deck, context, optional=True) if context else None
+        )
         runs = request.POST.get("runs") or "1"
         if runs.strip() != "1":
             batch = scenarios.start_batch(
@@ -118,7 +177,7 @@ def scenario_start(request: HttpRequest) -> HttpResponse:
             context=context,
             model=request.POST.get("model", ""),
         )
-    except scenarios.ScenarioError as exc:
+    except (scenarios.ScenarioError, forms.FormError) as exc:
         return error_response(request, str(exc))
     if wants_json(request):
         return json_response({"id": session.id, "url": f"/test/{session.id}/"}, status=201)

@@ -49,7 +49,7 @@ def test_it_creates_a_session_and_redirects(client, workspace):
     assert r.status_code == 302
     session = Session.objects.get()
     assert r["Location"] == f"/test/{session.id}/"
-    assert session.context == {"customerName": "Ada"}
+    assert session.context == {"customerName": "Ada", "tier": "standard"}  # validated, defaults in
     assert not session.runs.exists()  # startMode user: waits for the user
 
 
