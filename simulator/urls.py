@@ -69,6 +69,7 @@ urlpatterns = [
     path("test/<str:session_id>/send", session.session_send, name="session_send"),
     path("test/<str:session_id>/stop", session.session_stop, name="session_stop"),
     path("test/<str:session_id>/notes", session.session_notes, name="session_notes"),
+    path("test/<str:session_id>/delete", session.session_delete, name="session_delete"),
     path(
         "test/<str:session_id>/feedback/<str:ref_id>",
         feedback.message_feedback,
@@ -88,3 +89,6 @@ urlpatterns = [
     path("v1/chat/completions", v1.chat_completions, name="v1_chat_completions"),
     path("admin/", admin.site.urls),
 ]
+
+handler404 = "decks_app.views.base.not_found"
+handler500 = "decks_app.views.base.server_error"

@@ -53,7 +53,49 @@ def error_response(
 ) -> HttpResponse:
     if wants_json(request, fmt) or request.headers.get("Accept", "").startswith("application/json"):
         return json_response({"error": message}, status=status)
-    return render(request, "decks_app/error.html#error", {"message": message}, status=status)
+    if is_htmx(request):  # a fragment the page shows inline
+        return render(request, "decks_app/error.html#error", {"message": message}, status=status)
+    back = request.headers.get("Referer") or "/"
+    return render(
+        request,
+        "decks_app/error.html",
+        {"message": message, "status": status, "back": back},
+        status=status,
+    )
+
+
+def not_found(request: HttpRequest, exception: Exception | None = None) -> HttpResponse:
+    """404 as a page with the app's navigation (JSON for the JSON twins and /v1)."""
+    message = str(exception) if exception and str(exception) else "not found"
+    if request.path.startswith("/v1/"):
+        return JsonResponse(
+            {
+                "error": {
+                    "type": "not_found",
+                    "code": "not_found",
+                    "param": None,
+                    "message": message,
+                }
+            },
+            status=404,
+        )
+    if request.path.endswith(".json") or wants_json(request):
+        return json_response({"error": message}, status=404)
+    return render(
+        request,
+        "decks_app/error.html",
+        {"message": f"Not found: {message}", "status": 404, "back": "/"},
+        status=404,
+    )
+
+
+def server_error(request: HttpRequest) -> HttpResponse:
+    return render(
+        request,
+        "decks_app/error.html",
+        {"message": "Something went wrong on our side; it is logged.", "status": 500, "back": "/"},
+        status=500,
+    )
 
 
 def pretty(value: Any) -> str:

@@ -88,3 +88,17 @@ def session_notes(request: HttpRequest, session_id: str) -> HttpResponse:
     if is_htmx(request):
         return render(request, TEMPLATE + "#notes", {"session": session, "saved": True})
     return redirect("session", session_id=session.id)
+
+
+@require_POST
+def session_delete(request: HttpRequest, session_id: str) -> HttpResponse:
+    """Delete a session with its runs, trace and ratings; `confirm` must repeat its id."""
+    session = session_or_404(session_id)
+    if request.POST.get("confirm", "").strip() != session.id:
+        return error_response(request, f"type the session id ({session.id}) to confirm", 400)
+    if session.runs.filter(status__in=("queued", "running")).exists():
+        return error_response(request, "stop the session's run before deleting it", 409)
+    session.delete()
+    if wants_json(request):
+        return json_response({"deleted": session_id})
+    return redirect("sessions")

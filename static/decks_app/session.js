@@ -21,4 +21,18 @@
       while (raw.children.length > limit) raw.removeChild(raw.firstElementChild);
     }
   });
+  // Enter sends; Shift+Enter makes a new line. An empty message is refused on the spot.
+  document.body.addEventListener("keydown", function (evt) {
+    var box = evt.target;
+    if (evt.key !== "Enter" || evt.shiftKey || evt.isComposing) return;
+    if (!box.matches || !box.matches("#composer textarea[name=message]")) return;
+    evt.preventDefault();
+    var note = document.getElementById("empty-send");
+    if (!box.value.trim()) {
+      if (note) note.hidden = false;
+      return;
+    }
+    if (note) note.hidden = true;
+    box.form.requestSubmit();
+  });
 })();

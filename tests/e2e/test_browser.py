@@ -141,3 +141,18 @@ def test_a_dropped_socket_reconnects_and_resumes_without_duplicates(page, live_u
     expect(page.locator("#status")).to_have_text("completed")
     text = page.locator("#conversation").inner_text()
     assert text.count("tok20 ") == 1 and "tok59" in text
+
+
+def test_enter_sends_and_shift_enter_makes_a_new_line(page, live_url):
+    _new_session(page, live_url)
+    box = page.locator("#composer textarea[name=message]")
+    box.focus()
+    page.keyboard.press("Enter")  # nothing typed: refused on the spot
+    expect(page.locator("#empty-send")).to_be_visible()
+    box.type("first line")
+    page.keyboard.press("Shift+Enter")
+    box.type("second line")
+    assert box.input_value() == "first line\nsecond line"
+    page.keyboard.press("Enter")
+    expect(page.locator("#status")).to_have_text("completed", timeout=20_000)
+    expect(page.locator("#conversation")).to_contain_text("second line")

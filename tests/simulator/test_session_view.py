@@ -191,3 +191,30 @@ def test_it_limits_request_bodies(client, workspace):
     assert not Run.objects.filter(session=s).exists()
     r = client.post(f"/test/{s.id}/send?format=json", {"message": "x" * 100_001})
     assert r.status_code == 400
+
+
+def test_a_session_is_deleted_only_with_its_id_as_confirmation(client, workspace):
+    from decks_app.models import Session as SessionModel
+    from tests.simulator.conftest import chat_session
+
+    session = chat_session(workspace)
+    wrong = client.post(f"/test/{session.id}/delete?format=json", {"confirm": "yes"})
+    assert wrong.status_code == 400 and "type the session id" in wrong.json()["error"]
+    assert SessionModel.objects.filter(pk=session.id).exists()
+    done = client.post(f"/test/{session.id}/delete", {"confirm": session.id})
+    assert done.status_code == 302 and not SessionModel.objects.filter(pk=session.id).exists()
+    assert client.get(f"/test/{session.id}/delete").status_code == 405
+
+
+def test_errors_are_pages_with_the_navigation(client, workspace):
+    page = client.get("/test/session-000000000000000000000000/")
+    assert page.status_code == 404
+    html = page.content.decode()
+    assert "<nav" in html and "Not found" in html and "← Back" in html
+    bad = client.post("/test/new", {"deck": "nope/PROMPT.md"})
+    assert bad.status_code == 400 and "<nav" in bad.content.decode()
+
+
+def test_a_search_with_no_match_says_so(client, workspace):
+    html = client.get("/test/?q=zzz-nothing").content.decode()
+    assert "No session matches these filters." in html
