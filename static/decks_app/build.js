@@ -19,6 +19,8 @@
     extraKeys: { "Ctrl-S": save, "Cmd-S": save },
   });
   window.gambitEditor = editor; // for tests and the console
+  editor.getInputField().setAttribute("aria-label", "Contents of " + path);
+  editor.getScrollerElement().setAttribute("tabindex", "0");
   const marks = [];
 
   function showProblems(problems) {
