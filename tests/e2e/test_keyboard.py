@@ -1,0 +1,65 @@
+"""Keyboard only, never a click: start a session (focus lands in the message box), send with
+Enter, stop with Esc, list the shortcuts with ?, move through trace events with j/k."""
+
+from __future__ import annotations
+
+import re
+
+from playwright.sync_api import expect
+
+from tests.support.fake_model_server import Reply
+
+
+def test_a_session_from_the_keyboard_alone(page, live_url, fake_model):
+    # This test's own slow answer (the shared fake server may hold other tests' replies).
+    fake_model.reset()
+    fake_model.default_reply = Reply(deltas=[f"tok{i} " for i in range(60)], delay=0.04)
+    fake_model.queue(Reply(deltas=[f"slow{i} " for i in range(200)], delay=0.05))
+    page.goto(live_url + "/test/")
+    page.focus("select[name=deck]")
+    page.keyboard.press("ArrowDown")  # hello/deck.py -> support/PROMPT.md
+    expect(page.locator('form[action="/test/new"] select[name=deck]')).to_have_value(
+        "support/PROMPT.md"
+    )
+    page.keyboard.press("Tab")  # to the model field
+    page.keyboard.type("openresponses/fake")
+    page.focus("#new-session")
+    page.keyboard.press("Enter")
+    page.wait_for_url(re.compile(r".*/test/session-[0-9a-f]{24}/$"))
+    box = page.locator("#composer textarea[name=message]")
+    expect(box).to_be_focused()  # after Start session, straight into the message box
+    page.keyboard.type("a slow answer please")
+    page.keyboard.press("Enter")
+    expect(page.locator("#status")).to_have_text(re.compile("queued|running"))
+    expect(page.locator("#stop")).to_be_enabled()
+    page.keyboard.press("Escape")
+    expect(page.locator("#status")).to_have_text("canceled", timeout=10_000)
+    # ? lists the shortcuts (outside a text field); Esc closes the list
+    page.locator("h1").first.focus()
+    page.keyboard.press("?")
+    expect(page.locator("#shortcuts")).to_be_visible()
+    page.keyboard.press("Escape")
+    expect(page.locator("#shortcuts")).to_be_hidden()
+
+
+def test_trace_events_with_j_and_k(page, live_url):
+    page.goto(live_url + "/test/")
+    page.select_option("select[name=deck]", "support/PROMPT.md")
+    page.fill("input[name=model]", "openresponses/fake")
+    page.focus("#new-session")
+    page.keyboard.press("Enter")
+    page.wait_for_url(re.compile(r".*/test/session-[0-9a-f]{24}/$"))
+    page.keyboard.type("hello")
+    page.keyboard.press("Enter")
+    expect(page.locator("#status")).to_have_text("completed", timeout=20_000)
+    page.goto(page.url + "trace/")
+    page.locator("h1").first.focus()
+    page.keyboard.press("j")
+    first = page.evaluate("document.activeElement.textContent")
+    page.keyboard.press("j")
+    second = page.evaluate("document.activeElement.textContent")
+    assert first != second and "run.start" in first
+    page.keyboard.press("k")
+    assert page.evaluate("document.activeElement.textContent") == first
+    page.keyboard.press("Enter")  # opens the event
+    assert page.evaluate("document.activeElement.parentElement.open") is True
