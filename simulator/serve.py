@@ -26,8 +26,32 @@ def _echo(text: str) -> None:
     print(text, flush=True)
 
 
+def _port_free(host: str, port: int) -> str | None:
+    """None when (host, port) can be listened on, else why not. Checked before anything
+    touches the database, so a second server never marks the first one's runs interrupted."""
+    import socket
+
+    family = socket.AF_INET6 if ":" in host.strip("[]") else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind((host.strip("[]"), port))
+        except OSError as exc:
+            return exc.strerror or str(exc)
+    return None
+
+
 def serve(target: str | None, host: str, port: int, workers: int | None) -> None:
     from simulator.profiles import default_workspace
+
+    busy = _port_free(host, port)
+    if busy is not None:
+        print(
+            f"gambit serve: cannot listen on {host}:{port} ({busy}); is another server running? "
+            "Pick another port with --port.",
+            file=sys.stderr,
+        )
+        raise SystemExit(1)
 
     if target is None:
         workspace = default_workspace()

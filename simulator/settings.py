@@ -73,7 +73,11 @@ LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
     "handlers": {"console": {"class": "logging.StreamHandler"}},
-    "loggers": {"decks_app": {"handlers": ["console"], "level": "INFO"}},
+    "loggers": {
+        "decks_app": {"handlers": ["console"], "level": "INFO"},
+        # every 500 is logged with its traceback (Django's default prints nothing here)
+        "django.request": {"handlers": ["console"], "level": "ERROR", "propagate": False},
+    },
 }
 
 # Legacy /v1/chat/completions (seed 003): off unless enabled (`gambit serve --chat-completions`).

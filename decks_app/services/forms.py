@@ -74,6 +74,8 @@ def read(schema: dict[str, Any] | None, form: Any, prefix: str = "ctx") -> Any:
             return json.loads(raw)
         except ValueError as exc:
             raise FormError(f"the JSON context is not valid JSON: {exc}") from None
+        except RecursionError:
+            raise FormError("the JSON context is nested too deeply") from None
     if not isinstance(schema, dict) or _kind(schema) != "object":
         text = (form.get(prefix) or "").strip()
         return text or None
@@ -117,8 +119,8 @@ def _read_object(schema: dict, form: Any, prefix: str, depth: int) -> tuple[dict
         elif kind == "json":
             try:
                 value[name] = json.loads(text)
-            except ValueError:
-                raise FormError(f"{key}: not valid JSON") from None
+            except (ValueError, RecursionError):
+                raise FormError(f"{key}: not valid JSON (or nested too deeply)") from None
         else:
             value[name] = text
     return value, missing

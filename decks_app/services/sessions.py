@@ -13,7 +13,7 @@ from django.utils import timezone
 from decks_app.models import Feedback, Run, Session, TraceEvent, Workspace
 from decks_app.services import events as event_log
 from decks_app.services import fragments, providers, trace_tree
-from decks_app.services.workspaces import DeckInfo, find_deck
+from decks_app.services.workspaces import DeckInfo, find_deck, is_listed_deck
 from gambit.core import is_valid_id, new_id
 
 MAX_MESSAGE_CHARS = 100_000
@@ -94,6 +94,8 @@ def parse_context(text: str | None) -> Any:
         return json.loads(text)
     except ValueError:
         return text
+    except RecursionError:
+        raise InvalidInput("the context is nested too deeply") from None
 
 
 def create_session(
@@ -104,6 +106,8 @@ def create_session(
     context: Any = None,
     origin: str = "manual",
 ) -> Session:
+    if not is_listed_deck(workspace, deck_path):
+        raise InvalidInput(f"no deck at {deck_path[:200]!r} in this workspace")
     deck = find_deck(workspace, deck_path)
     if deck is None:
         raise InvalidInput(f"no deck at {deck_path!r} in this workspace")

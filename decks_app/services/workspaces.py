@@ -15,6 +15,8 @@ from django.conf import settings
 from decks_app.models import Workspace
 from gambit.core import check_deck_tree, find_workspace_decks
 
+MAX_PATH_CHARS = 1024
+
 
 class PathOutsideWorkspace(ValueError):
     pass
@@ -29,11 +31,14 @@ def current_workspace() -> Workspace:
 def jailed_path(workspace: Workspace, relative: str) -> Path:
     """The absolute path of `relative` inside the workspace, or `PathOutsideWorkspace`."""
     root = Path(workspace.root).resolve()
-    if not relative or "\x00" in relative or Path(relative).is_absolute():
+    if not relative or "\x00" in relative or len(relative) > MAX_PATH_CHARS:
+        raise PathOutsideWorkspace(relative[:200])
+    if Path(relative).is_absolute() or any(part == ".." for part in Path(relative).parts):
         raise PathOutsideWorkspace(relative)
-    if any(part == ".." for part in Path(relative).parts):
-        raise PathOutsideWorkspace(relative)
-    target = (root / relative).resolve()
+    try:
+        target = (root / relative).resolve()
+    except (OSError, RuntimeError):  # a name too long for the filesystem, a symlink loop
+        raise PathOutsideWorkspace(relative[:200]) from None
     if target != root and root not in target.parents:
         raise PathOutsideWorkspace(relative)
     return target
@@ -83,6 +88,17 @@ def list_decks(workspace: Workspace) -> list[DeckInfo]:
     if not root.is_dir():
         return []
     return [deck_info(workspace, entry) for entry in find_workspace_decks(root)]
+
+
+def is_listed_deck(workspace: Workspace, relative: str) -> bool:
+    """Whether `relative` is one of the workspace's root decks, found without loading any
+    (so choosing a deck never imports a file that is not a deck of the listing)."""
+    root = Path(workspace.root).resolve()
+    try:
+        target = jailed_path(workspace, relative)
+    except PathOutsideWorkspace:
+        return False
+    return any(entry.resolve() == target for entry in find_workspace_decks(root))
 
 
 def find_deck(workspace: Workspace, relative: str) -> DeckInfo | None:

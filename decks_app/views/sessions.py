@@ -15,7 +15,7 @@ from decks_app.services.sessions import (
     parse_context,
     session_row_json,
 )
-from decks_app.services.workspaces import current_workspace, list_decks
+from decks_app.services.workspaces import current_workspace, is_listed_deck, list_decks
 from decks_app.views.base import error_response, json_response, page, wants_json
 
 STATUSES = ["idle", "queued", "running", "completed", "failed", "canceled", "interrupted"]
@@ -78,6 +78,8 @@ def context_form(request: HttpRequest) -> HttpResponse:
 def _context_ctx(workspace, deck_path: str, prefix: str, target: str) -> dict:
     from decks_app.services.workspaces import find_deck
 
+    if deck_path and not is_listed_deck(workspace, deck_path):
+        deck_path = ""
     schema = forms.deck_context_schema(workspace, deck_path) if deck_path else None
     fields = forms.fields(schema.to_json_schema() if schema is not None else None, prefix)
     return {
@@ -95,6 +97,8 @@ def session_create(request: HttpRequest) -> HttpResponse:
     workspace = current_workspace()
     deck_path = request.POST.get("deck", "")
     try:
+        if not is_listed_deck(workspace, deck_path):  # never load a file outside the listing
+            raise InvalidInput(f"no deck at {deck_path[:200]!r} in this workspace")
         if "context" in request.POST:  # the plain box (JSON or text), as before
             context = parse_context(request.POST.get("context"))
             context = forms.validate_context(workspace, deck_path, context, optional=False)

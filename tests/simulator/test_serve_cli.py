@@ -19,3 +19,25 @@ def test_importing_the_cli_does_not_import_django():
     code = "import sys, gambit.cli._serve; print('django' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+def test_a_second_server_on_a_busy_port_exits_1_before_touching_the_database(tmp_path):
+    import os
+    import socket
+    import subprocess
+    import sys
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        db = tmp_path / "sim.sqlite3"
+        env = {**os.environ, "GAMBIT_SIM_DB": str(db)}
+        env.pop("DATABASE_URL", None)
+        result = subprocess.run(
+            [sys.executable, "-c", "from gambit.cli.main import main; main()", "serve", "--port", str(port)],
+            capture_output=True, text=True, env=env, timeout=60,
+        )  # fmt: skip
+    assert result.returncode == 1
+    assert f"cannot listen on 127.0.0.1:{port}" in result.stderr
+    assert not db.exists()  # nothing touched: no migration, no run marked interrupted

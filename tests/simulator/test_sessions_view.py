@@ -67,3 +67,21 @@ def test_it_enforces_csrf(csrf_client, workspace):
 
 def test_it_refuses_get_on_create(client):
     assert client.get("/test/new").status_code == 405
+
+
+@pytest.mark.parametrize(
+    ("form", "message"),
+    [
+        (
+            {"deck": "support/PROMPT.md", "ctx__json": "[" * 50000 + "]" * 50000},
+            "nested too deeply",
+        ),
+        ({"deck": "support/PROMPT.md", "context": "[" * 50000 + "]" * 50000}, "nested too deeply"),
+        ({"deck": "x" * 5000}, "no deck at"),
+        ({"deck": "support/actions/order_status.py"}, "no deck at"),  # a file, not a listed deck
+    ],
+)
+def test_hostile_session_forms_get_a_400_and_one_sentence(client, workspace, form, message):
+    response = client.post("/test/new?format=json", form)
+    assert response.status_code == 400 and message in response.json()["error"]
+    assert not Session.objects.exists()
