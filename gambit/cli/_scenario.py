@@ -75,17 +75,52 @@ def _print_grading(run: GradingRun) -> None:
     show_default=True,
     help="Most persona messages.",
 )
+@click.option(
+    "--runs",
+    type=click.IntRange(1, 1000),
+    default=1,
+    show_default=True,
+    help="Run the scenario this many times (a batch: progress bar, summary table).",
+)
+@click.option(
+    "--concurrency",
+    type=click.IntRange(1, 256),
+    default=4,
+    show_default=True,
+    help="Runs in flight at once (with --runs).",
+)
+@click.option(
+    "--json",
+    "json_path",
+    type=click.Path(path_type=Path),
+    help="With --runs: write one JSON result per line to this file.",
+)
 @common_run_options
 def scenario_command(
-    root: Path, scenario_path: Path, graders: tuple[Path, ...], max_turns: int, **options: Any
+    root: Path,
+    scenario_path: Path,
+    graders: tuple[Path, ...],
+    max_turns: int,
+    runs: int,
+    concurrency: int,
+    json_path: Path | None,
+    **options: Any,
 ) -> None:
     """Let a synthetic user (a scenario deck) talk to ROOT, then grade the conversation.
 
-    The conversation is saved to --state (default .gambit/sessions/<deck>-<time>.json).
+    The conversation is saved to --state (default .gambit/sessions/<deck>-<time>.json). With
+    --runs N the scenario runs N times at --concurrency (each conversation saved under
+    .gambit/verify/), with a progress bar and a summary table; exit 1 on any failed run or
+    grader.
     """
     for path in (root, scenario_path, *graders):
         deck_argument_exists(path)
     flags = RunFlags.parse(options)
+    if runs > 1 or json_path is not None:
+        from ._verify import run_batch
+
+        run_batch(root, scenario_path, graders, runs, concurrency, max_turns, json_path, flags)
+        return
     state_file = flags.state_path or _default_state_path(root)
     write = stdout_writer()
 

@@ -326,7 +326,7 @@ def _print_summary(report: VerifyReport, summaries: dict[str, GraderSummary]) ->
             "-" if rate is None else f"{rate:.0%}",
             _fmt(scores.mean),
             _fmt(scores.median),
-            f"{_fmt(scores.minimum, '+g')} / {_fmt(scores.maximum, '+g')}",
+            f"{_fmt(scores.minimum)} / {_fmt(scores.maximum)}",
             _fmt(scores.stdev, ".2f"),
             "-"
             if consistency.exact is None
@@ -489,3 +489,99 @@ class _Progress:
     def __exit__(self, *exc: Any) -> None:
         if self.progress is not None:
             self.progress.__exit__(*exc)
+
+
+def run_batch(
+    root: Path,
+    scenario: Path,
+    graders: tuple[Path, ...],
+    runs: int,
+    concurrency: int,
+    max_turns: int,
+    json_path: Path | None,
+    flags: Any,
+) -> None:
+    """`gambit scenario --runs N`: the same runner as `gambit verify`, graders optional."""
+    folder = _default_sessions_dir(root)
+    import sys as _sys
+
+    async def main() -> VerifyReport:
+        tree = load_tree(root, strict=flags.strict)
+        router = make_router(root)
+        sink = TraceSink(flags.trace_path, False) if flags.trace_path is not None else None
+        bar = _Progress(enabled=_sys.stderr.isatty())
+        try:
+            with bar:
+                return await run_verify(
+                    tree,
+                    provider=router,
+                    scenarios=[scenario],
+                    graders=list(graders),
+                    runs=runs,
+                    repeats=1,
+                    concurrency=concurrency,
+                    max_turns=max_turns,
+                    context=flags.context,
+                    on_progress=bar.update,
+                    on_run=lambda r: (
+                        r.state is not None and save_state(folder / f"{r.id}.json", r.state)
+                    ),
+                    strict=flags.strict,
+                    mode=flags.mode,
+                    stream=False,
+                    default_model=flags.model,
+                    model_override=flags.model_force,
+                    model_resolver=router,
+                    **({"on_trace": sink} if sink is not None else {}),
+                )
+        finally:
+            if sink is not None:
+                sink.close()
+            await router.aclose()
+
+    report: VerifyReport = run_async(main(), verbose=flags.verbose)
+    _print_runs(report)
+    if graders:
+        _print_summary(report, report.summaries())
+    click.echo(f"sessions saved to {folder}/")
+    if json_path is not None:
+        lines = []
+        for run in report.runs:
+            grades = [g.to_json() for g in report.grades if g.run_id == run.id]
+            for grade in grades:
+                grade.pop("grading", None)
+            lines.append(json.dumps({**run.to_json(), "grades": grades}, ensure_ascii=False))
+        _write(json_path, "".join(line + "\n" for line in lines))
+    failed = [r for r in report.runs if r.status == "failed"]
+    bad_grades = [g for g in report.grades if g.status == "failed"]
+    if failed or bad_grades:
+        click.echo(
+            f"error: {len(failed)} of {len(report.runs)} runs failed"
+            + (f", {len(bad_grades)} grades failed" if bad_grades else ""),
+            err=True,
+        )
+        sys.exit(1)
+
+
+def _print_runs(report: VerifyReport) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console(highlight=False)
+    if not console.is_terminal and "COLUMNS" not in os.environ:
+        console.width = 160
+    table = Table(title=f"{len(report.runs)} scenario runs ({report.duration_ms / 1000:.2f}s)")
+    for column in ("run", "status", "turns", "stopped", "tokens", "cost", "latency", "error"):
+        table.add_column(column)
+    for run in report.runs:
+        table.add_row(
+            f"{run.scenario_label or Path(run.scenario).parent.name} #{run.index}",
+            run.status,
+            str(run.turns),
+            run.stopped or "-",
+            str(run.tokens),
+            "-" if run.cost is None else f"${run.cost:.4f}",
+            f"{run.duration_ms} ms",
+            (run.error or "")[:80],
+        )
+    console.print(table)

@@ -90,3 +90,18 @@ def test_readme_scenario_and_grade_work_without_a_key(tmp_path: Path):
         "grade", str(SUPPORT / "graders/tone/PROMPT.md"), "--state", str(state), cwd=tmp_path
     )
     assert grade.returncode == 0, grade.stderr
+
+
+def test_scenario_runs_as_a_batch_with_a_summary_and_json_lines(tmp_path: Path):
+    result = gambit(
+        "scenario", str(SUPPORT / "PROMPT.md"), "--scenario", str(SUPPORT / "scenarios/late_delivery/PROMPT.md"),
+        "--grade", str(SUPPORT / "graders/tone/PROMPT.md"), "--runs", "3", "--concurrency", "2",
+        "--max-turns", "2", "--json", "runs.jsonl", cwd=tmp_path,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    assert (
+        "3 scenario runs" in result.stdout and "Customer whose parcel is late #3" in result.stdout
+    )
+    lines = [json.loads(line) for line in (tmp_path / "runs.jsonl").read_text().splitlines()]
+    assert [line["status"] for line in lines] == ["completed"] * 3
+    assert all(len(line["grades"]) == 1 and line["turns"] >= 1 for line in lines)
