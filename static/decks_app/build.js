@@ -9,11 +9,20 @@
   const csrf = form.querySelector("[name=csrfmiddlewaretoken]").value;
   const status = document.getElementById("save-status");
   const version = document.getElementById("editor-version");
+  // Markdown decks: TOML between the +++ lines of the front matter, Markdown after it.
+  if (CodeMirror.multiplexingMode && !CodeMirror.modes["gambit-deck"]) {
+    CodeMirror.defineMode("gambit-deck", function (config) {
+      return CodeMirror.multiplexingMode(CodeMirror.getMode(config, "markdown"), {
+        open: "+++", close: "+++", mode: CodeMirror.getMode(config, "toml"), delimStyle: "meta",
+      });
+    });
+  }
   const mode = path.endsWith(".py") ? "python"
     : path.endsWith(".json") ? { name: "javascript", json: true }
     : path.endsWith(".ts") ? "javascript"
     : path.endsWith(".toml") ? "toml"
-    : path.match(/\.ya?ml$/) ? "yaml" : "markdown";
+    : path.match(/\.ya?ml$/) ? "yaml"
+    : path.endsWith(".md") && textarea.value.startsWith("+++") ? "gambit-deck" : "markdown";
   const editor = CodeMirror.fromTextArea(textarea, {
     mode, lineNumbers: true, lineWrapping: true, gutters: ["problems", "CodeMirror-linenumbers"],
     extraKeys: { "Ctrl-S": save, "Cmd-S": save },

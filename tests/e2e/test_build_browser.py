@@ -56,6 +56,9 @@ def test_create_break_fix_and_run_a_deck(page, build_url):
     page.wait_for_url(re.compile(r".*/build/file\?path=concierge/PROMPT\.md.*"))
     expect(page.locator("#problems")).to_contain_text("The deck loads cleanly.")
     page.wait_for_function("() => !!window.gambitEditor")
+    # front matter is highlighted as TOML (keys and strings), the body as Markdown
+    assert page.evaluate("window.gambitEditor.getOption('mode')") == "gambit-deck"
+    expect(page.locator(".CodeMirror .cm-string").first).to_be_visible()
     lines = page.evaluate("window.gambitEditor.getValue()").split("\n")
     line = next(i for i, text in enumerate(lines) if text.startswith("startMode"))
     # Type a broken startMode: the error appears at that line, from the draft, unsaved.
