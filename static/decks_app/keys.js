@@ -7,7 +7,14 @@
   document.addEventListener("keydown", function (evt) {
     if (evt.key === "Escape") {
       var stop = document.getElementById("stop");
-      if (stop && !stop.disabled) { evt.preventDefault(); stop.click(); }
+      if (stop && !stop.disabled) {
+        evt.preventDefault();
+        // Post directly rather than clicking: the button may be swapped out by a live update
+        // at this very moment, and a click on a detached button would be lost.
+        var url = stop.getAttribute("hx-post");
+        if (window.htmx && url) window.htmx.ajax("POST", url, { source: document.body, swap: "none" });
+        else stop.click();
+      }
       return;
     }
     if (typing(evt.target) || evt.ctrlKey || evt.metaKey || evt.altKey) return;

@@ -10,7 +10,23 @@
       status: cursor.dataset.status || null,
     }));
   });
+  var lastStatus = (document.getElementById("status") || {}).textContent;
   document.body.addEventListener("htmx:wsAfterMessage", function () {
+    // A finished reply is announced once (not per delta), and focus goes back to the message
+    // box when a swap left it nowhere.
+    var statusEl = document.getElementById("status");
+    var status = statusEl ? statusEl.textContent.trim() : null;
+    if (status && status !== lastStatus) {
+      lastStatus = status;
+      if (status !== "queued" && status !== "running") {
+        var replies = document.querySelectorAll("#conversation .bubble.assistant .text");
+        var announce = document.getElementById("announce");
+        var last = replies.length ? replies[replies.length - 1].textContent.trim() : "";
+        if (announce) announce.textContent = status === "completed" ? "Reply: " + last : "Run " + status;
+        var box = document.querySelector("#composer textarea[name=message]");
+        if (box && !box.disabled && (document.activeElement === document.body || !document.activeElement)) box.focus();
+      }
+    }
     // Keep the newest text in view while it streams.
     var live = document.getElementById("live");
     if (live && live.lastElementChild) live.lastElementChild.scrollIntoView({block: "nearest"});

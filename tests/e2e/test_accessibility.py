@@ -74,6 +74,10 @@ def pages(site, browser):
     expect(page.locator("#status")).to_have_text("completed")
     page.locator("#conversation .feedback button[data-score='2']").first.click()
     session_id = session.rstrip("/").split("/")[-1]
+    page.click("#rerun")  # a replay of it, for the compare page
+    page.wait_for_url(re.compile(r".*/test/session-[0-9a-f]{24}/$"))
+    expect(page.locator("#status")).to_have_text("completed")
+    compare = page.url + "compare/"
     page.goto(f"{site}/grade/?session={session_id}")
     page.click("#run-grader")
     page.wait_for_url(re.compile(r".*/grade/runs/run-[0-9a-f]{24}/$"))
@@ -102,6 +106,7 @@ def pages(site, browser):
         "verify": "/grade/verify/",
         "verify batch": batch.removeprefix(site),
         "not found": "/test/session-000000000000000000000000/",
+        "compare": compare.removeprefix(site),
     }
 
 
@@ -109,7 +114,7 @@ def pages(site, browser):
     "name",
     [
         "test tab", "session", "trace", "replay", "build tab", "deck", "editor", "grade tab",
-        "grade run", "calibration", "verify", "verify batch", "not found",
+        "grade run", "calibration", "verify", "verify batch", "not found", "compare",
     ],
 )  # fmt: skip
 def test_no_serious_or_critical_axe_violation(page, site, pages, name):

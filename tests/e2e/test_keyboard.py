@@ -35,7 +35,8 @@ def test_a_session_from_the_keyboard_alone(page, live_url, fake_model):
     page.keyboard.press("Escape")
     expect(page.locator("#status")).to_have_text("canceled", timeout=10_000)
     # ? lists the shortcuts (outside a text field); Esc closes the list
-    page.locator("h1").first.focus()
+    expect(page.locator("#composer textarea[name=message]")).to_be_focused()  # back in the box
+    page.focus("nav.actions a")  # leave the text field, as Tab would
     page.keyboard.press("?")
     expect(page.locator("#shortcuts")).to_be_visible()
     page.keyboard.press("Escape")
@@ -63,3 +64,56 @@ def test_trace_events_with_j_and_k(page, live_url):
     assert page.evaluate("document.activeElement.textContent") == first
     page.keyboard.press("Enter")  # opens the event
     assert page.evaluate("document.activeElement.parentElement.open") is True
+
+
+def test_a_reply_is_announced_once_and_focus_returns_to_the_box(page, live_url, fake_model):
+    fake_model.reset()
+    fake_model.default_reply = Reply(deltas=[f"tok{i} " for i in range(60)], delay=0.04)
+    fake_model.queue(Reply(deltas=["All ", "good ", "here."], delay=0.05))
+    page.goto(live_url + "/test/")
+    page.select_option('form[action="/test/new"] select[name=deck]', "support/PROMPT.md")
+    page.fill("input[name=model]", "openresponses/fake")
+    page.focus("#new-session")
+    page.keyboard.press("Enter")
+    page.wait_for_url(re.compile(r".*/test/session-[0-9a-f]{24}/$"))
+    page.keyboard.type("status?")
+    page.keyboard.press("Enter")
+    expect(page.locator("#status")).to_have_text("completed", timeout=20_000)
+    expect(page.locator("#announce")).to_have_text("Reply: All good here.")
+    expect(page.locator("#composer textarea[name=message]")).to_be_focused()
+    # rate it from the keyboard: focus a score, press Enter, tab to the reason, type
+    page.focus("#conversation .feedback button[data-score='2']")
+    page.keyboard.press("Enter")
+    expect(page.locator("#conversation .feedback button[data-score='2']").first).to_have_attribute(
+        "aria-pressed", "true"
+    )
+    page.wait_for_function(
+        "(() => { const el = document.querySelector('#conversation textarea.reason');"
+        " return !!(el && el['htmx-internal-data'] && el['htmx-internal-data'].initHash); })()"
+    )
+    page.focus("#conversation textarea.reason")
+    with page.expect_response(lambda r: "/feedback/" in r.url and r.request.method == "POST"):
+        page.keyboard.type("short and right")
+    page.reload()
+    expect(page.locator("#conversation textarea.reason").first).to_have_value("short and right")
+
+
+def test_a_scenario_and_a_grader_from_the_keyboard(page, live_url, fake_model):
+    fake_model.reset()
+    fake_model.default_reply = Reply(deltas=["Fine."], delay=0.0)
+    page.goto(live_url + "/test/")
+    page.focus("#scenario-form input[name=maxTurns]")
+    page.keyboard.press("Control+A")
+    page.keyboard.type("1")
+    page.focus("#run-scenario")
+    page.keyboard.press("Enter")
+    page.wait_for_url(re.compile(r".*/test/session-[0-9a-f]{24}/$"))
+    expect(page.locator("#status")).to_have_text(re.compile("completed|failed"), timeout=30_000)
+    session_id = page.url.rstrip("/").split("/")[-1]
+    page.goto(f"{live_url}/grade/?session={session_id}")
+    page.focus("#run-grader")
+    page.keyboard.press("Enter")
+    page.wait_for_url(re.compile(r".*/grade/runs/run-[0-9a-f]{24}/$"))
+    expect(page.locator("#grade-result [data-status]")).to_have_text(
+        re.compile("completed|failed"), timeout=30_000
+    )
