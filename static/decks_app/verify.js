@@ -48,11 +48,17 @@
           datasets: [
             { label: "latency (ms)", data: data.runs.map((r) => r.durationMs), yAxisID: "ms" },
             { label: "tokens", type: "line", data: data.runs.map((r) => r.tokens), yAxisID: "tokens" },
-          ],
+          ].concat(data.runs.some((r) => r.cost != null) ? [
+            { label: "cost ($)", type: "line", data: data.runs.map((r) => r.cost), yAxisID: "cost" },
+          ] : []),
         },
         options: {
           animation: false,
-          scales: { ms: { position: "left", beginAtZero: true }, tokens: { position: "right", beginAtZero: true } },
+          scales: {
+            ms: { position: "left", beginAtZero: true },
+            tokens: { position: "right", beginAtZero: true },
+            cost: { position: "right", beginAtZero: true, display: data.runs.some((r) => r.cost != null) },
+          },
         },
       }));
     }
