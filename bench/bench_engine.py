@@ -18,6 +18,7 @@ import time
 from pathlib import Path
 
 from gambit.core import load_deck_tree, run_deck
+from gambit.core._runtime import _MISSING
 from gambit.providers.offline import Call, ScriptedProvider, Stream
 
 DECK = """
@@ -59,7 +60,24 @@ class TimedProvider(ScriptedProvider):
             self.calls += 1
 
 
-async def measure(tree, runs: int, *, trace: bool, stream: bool) -> list[float]:
+async def conversation(tree, turns: int):
+    """A SavedState after `turns` turns of the bench conversation (each with a tool call)."""
+    state = None
+    for turn in range(turns):
+        provider = ScriptedProvider()
+        provider.enqueue(Call("add", {"n": turn}), f"The total is {turn + 1}.")
+        result = await run_deck(
+            tree,
+            provider=provider,
+            context={"q": "x"} if state is None else _MISSING,
+            message=f"add one to {turn}",
+            state=state,
+        )
+        state = result.state
+    return state
+
+
+async def measure(tree, runs: int, *, trace: bool, stream: bool, resume=None) -> list[float]:
     per_call: list[float] = []
     sink: list[dict] = []
     for _ in range(runs):
@@ -72,7 +90,8 @@ async def measure(tree, runs: int, *, trace: bool, stream: bool) -> list[float]:
         await run_deck(
             tree,
             provider=provider,
-            context={"q": "x"},
+            context={"q": "x"} if resume is None else _MISSING,
+            state=resume,
             message="add one to one",
             stream=stream,
             on_trace=sink.append if trace else None,
@@ -112,6 +131,10 @@ def main() -> None:
                 f"tracing {'on ' if trace else 'off'}, streaming {'on ' if stream else 'off'}",
                 samples,
             )
+        for turns in (10, 50):
+            resume = asyncio.run(conversation(tree, turns))
+            samples = asyncio.run(measure(tree, args.runs, trace=True, stream=True, resume=resume))
+            report(f"resumed at {turns} turns, tracing+stream", samples)
 
 
 if __name__ == "__main__":

@@ -8,7 +8,6 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 import tomli  # TOML 1.1 (newlines and trailing commas in inline tables); tomllib is 1.0 until 3.15
-import yaml
 
 FrontMatterFormat = Literal["toml", "yaml", "json", "none"]
 
@@ -102,6 +101,8 @@ def _parse(raw: str, fmt: FrontMatterFormat, first_line: int) -> dict[str, Any]:
                 f"{TOML_NESTING_LIMIT} levels deep"
             ) from None
     elif fmt == "yaml":
+        import yaml  # legacy front matter only: not worth 15 ms on every start-up
+
         try:
             data = yaml.safe_load(raw) if raw.strip() else {}
         except yaml.YAMLError as exc:

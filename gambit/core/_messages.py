@@ -252,3 +252,96 @@ def items_to_messages(items: Iterable[Any], *, fold_into_text: bool = False) -> 
             open_assistant = None
         # Other item types have no chat form; they do not break a run of calls either.
     return messages
+
+
+class IncrementalMessages:
+    """`items_to_messages` for a conversation that grows: only new items are converted.
+
+    A run publishes its whole item list after every model pass; converting all of it each
+    time made a pass cost grow with the conversation. Messages before the last point where
+    no assistant message is open (after a `message` or `function_call_output` item) never
+    change, so they are kept and the tail is converted again. Items are compared by
+    identity: a list that is not an extension of the previous one is converted whole.
+    """
+
+    __slots__ = ("_items", "_messages", "_names", "_safe_items", "_safe_messages")
+
+    def __init__(self) -> None:
+        self._items: list[Any] = []
+        self._messages: list[ChatMessage] = []
+        self._names: dict[str, str] = {}
+        self._safe_items = 0  # items[:_safe_items] gave messages[:_safe_messages]
+        self._safe_messages = 0
+
+    def snapshot(self) -> tuple[Any, ...]:
+        return (
+            self._items,
+            self._messages,
+            dict(self._names),
+            self._safe_items,
+            self._safe_messages,
+        )
+
+    @classmethod
+    def restore(cls, snapshot: tuple[Any, ...] | None) -> IncrementalMessages:
+        converter = cls()
+        if snapshot is not None:
+            items, messages, names, safe_items, safe_messages = snapshot
+            converter._items, converter._messages, converter._names = items, messages, dict(names)
+            converter._safe_items, converter._safe_messages = safe_items, safe_messages
+        return converter
+
+    def convert(self, items: list[Any]) -> list[ChatMessage]:
+        start = 0
+        limit = min(self._safe_items, len(items))
+        prior = self._items
+        while start < limit and items[start] is prior[start]:
+            start += 1
+        if start < self._safe_items:  # not an extension: start again
+            self._safe_items = self._safe_messages = 0
+            self._names = {}
+            messages: list[ChatMessage] = []
+        else:
+            messages = self._messages[: self._safe_messages]
+        start = self._safe_items
+        open_assistant: ChatMessage | None = None
+        names = self._names
+        for index in range(start, len(items)):
+            raw = items[index]
+            item = item_from_dict(raw) if isinstance(raw, Mapping) else raw
+            if isinstance(item, MessageItem):
+                text = join_text_parts(
+                    part.text for part in item.content if isinstance(part.text, str)
+                )
+                messages.append(ChatMessage(role=item.role, content=text or None, id=item.id))
+                open_assistant = None
+            elif isinstance(item, FunctionCallItem):
+                names[item.call_id] = item.name
+                call = ToolCall(
+                    id=item.call_id,
+                    function=ToolCallFunction(name=item.name, arguments=item.arguments),
+                    item_id=item.id,
+                )
+                if open_assistant is None:
+                    open_assistant = ChatMessage(role="assistant", content=None)
+                    messages.append(open_assistant)
+                open_assistant.tool_calls = [*(open_assistant.tool_calls or []), call]
+                continue
+            elif isinstance(item, FunctionCallOutputItem):
+                messages.append(
+                    ChatMessage(
+                        role="tool",
+                        content=item.output,
+                        tool_call_id=item.call_id,
+                        name=names.get(item.call_id),
+                        id=item.id,
+                    )
+                )
+                open_assistant = None
+            else:
+                continue  # no chat form, and it does not close a run of calls
+            if open_assistant is None:
+                self._safe_items, self._safe_messages = index + 1, len(messages)
+        self._items = list(items)
+        self._messages = messages
+        return list(messages)

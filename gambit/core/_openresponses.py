@@ -91,7 +91,7 @@ __all__ = [
 class _JsonModel(BaseModel):
     """Base of every wire model: extra fields kept, None-valued optional fields omitted."""
 
-    model_config = ConfigDict(extra="allow")
+    model_config = ConfigDict(extra="allow", defer_build=True)
 
     # Declared fields that are serialised even when None (for example chat `content: null`).
     _keep_none: ClassVar[frozenset[str]] = frozenset()
@@ -100,15 +100,15 @@ class _JsonModel(BaseModel):
     def _omit_none(self, handler: Any) -> Any:
         data = handler(self)
         if isinstance(data, dict):
-            fields = type(self).model_fields
-            for name, info in fields.items():
-                if name in self._keep_none or getattr(self, name, None) is not None:
-                    continue
-                data.pop(name, None)
-                if info.alias:
-                    data.pop(info.alias, None)
-                if info.serialization_alias:
-                    data.pop(info.serialization_alias, None)
+            cls = type(self)
+            rules = _OMIT_RULES.get(cls)
+            if rules is None:
+                rules = _OMIT_RULES[cls] = _omit_rules(cls)
+            values = self.__dict__
+            for name, keys in rules:
+                if values.get(name) is None:
+                    for key in keys:
+                        data.pop(key, None)
         return data
 
     def to_dict(self) -> dict[str, Any]:
@@ -116,11 +116,32 @@ class _JsonModel(BaseModel):
         return self.model_dump(mode="json", by_alias=True)
 
 
+# Per model class: (field name, the keys it may be serialised under) for each field that is
+# dropped when None. Computed once per class: walking `model_fields` on every dump was the
+# largest cost of serialising a long conversation.
+_OMIT_RULES: dict[type, tuple[tuple[str, tuple[str, ...]], ...]] = {}
+
+
+def _omit_rules(cls: type[_JsonModel]) -> tuple[tuple[str, tuple[str, ...]], ...]:
+    rules = []
+    for name, info in cls.model_fields.items():
+        if name in cls._keep_none:
+            continue
+        keys = {name}
+        if info.alias:
+            keys.add(info.alias)
+        if info.serialization_alias:
+            keys.add(info.serialization_alias)
+        rules.append((name, tuple(keys)))
+    return tuple(rules)
+
+
 class _CamelModel(_JsonModel):
     """A wire model whose JSON keys are camelCase (Gambit's own records: usage, state, traces)."""
 
     model_config = ConfigDict(
         extra="allow",
+        defer_build=True,
         alias_generator=to_camel,
         validate_by_name=True,
         validate_by_alias=True,
@@ -228,8 +249,10 @@ ResponseItem = Annotated[
 ]
 """An item: `MessageItem | FunctionCallItem | FunctionCallOutputItem | UnknownItem`, by `type`."""
 
-_ITEM_ADAPTER: TypeAdapter[Any] = TypeAdapter(ResponseItem)
-_ITEMS_ADAPTER: TypeAdapter[list[Any]] = TypeAdapter(list[ResponseItem])
+# Built on first use: building every validator at import made `import gambit` slow.
+_DEFER = ConfigDict(defer_build=True)
+_ITEM_ADAPTER: TypeAdapter[Any] = TypeAdapter(ResponseItem, config=_DEFER)
+_ITEMS_ADAPTER: TypeAdapter[list[Any]] = TypeAdapter(list[ResponseItem], config=_DEFER)
 
 
 # --------------------------------------------------------------------------- tools
@@ -297,7 +320,11 @@ class ResponseTextFormat(_JsonModel):
     schema_: dict[str, Any] | None = Field(default=None, alias="schema")
 
     model_config = ConfigDict(
-        extra="allow", validate_by_name=True, validate_by_alias=True, serialize_by_alias=True
+        extra="allow",
+        defer_build=True,
+        validate_by_name=True,
+        validate_by_alias=True,
+        serialize_by_alias=True,
     )
 
 
@@ -461,7 +488,7 @@ ResponseEvent = Annotated[
 ]
 """A stream event, by `type`; types outside the minimal set parse as `UnknownResponseEvent`."""
 
-_EVENT_ADAPTER: TypeAdapter[Any] = TypeAdapter(ResponseEvent)
+_EVENT_ADAPTER: TypeAdapter[Any] = TypeAdapter(ResponseEvent, config=_DEFER)
 
 
 # --------------------------------------------------------------------------- helpers

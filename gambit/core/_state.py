@@ -37,7 +37,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import ValidationError
+from pydantic import PrivateAttr, ValidationError
 
 from gambit.core._errors import GambitError
 from gambit.core._ids import new_id
@@ -114,11 +114,16 @@ class SavedState(_CamelModel):
     feedback: list[FeedbackEntry] | None = None
     notes: SessionNotes | None = None
     conversation_score: SessionRating | None = None
+    # The runtime's item -> message conversion of this state, so a resumed run converts only
+    # what it adds (never serialised; checked against the items by identity before use).
+    _messages_memo: Any = PrivateAttr(default=None)
 
 
 def new_state(format: StateFormat = "responses", *, run_id: str | None = None) -> SavedState:
     """An empty state with a fresh `run-` id: `items: []` in responses format, else `messages: []`."""
-    state = SavedState(format=format, run_id=run_id or new_id("run"))
+    # Nothing to validate here; constructing skips building SavedState's validator (which
+    # covers every trace event type) in a process that never loads a state.
+    state = SavedState.model_construct(format=format, run_id=run_id or new_id("run"))
     if format == "responses":
         state.items = []
     else:

@@ -42,6 +42,7 @@ from typing import IO, Annotated, Any, Literal
 
 from pydantic import (
     BaseModel,
+    ConfigDict,
     Discriminator,
     Field,
     Tag,
@@ -355,7 +356,9 @@ TraceEvent = Annotated[
 ]
 """A trace event, discriminated on `type` (see the module docstring)."""
 
-_TRACE_ADAPTER: TypeAdapter[Any] = TypeAdapter(TraceEvent)
+# Built on first use: building every validator at import made `import gambit` slow.
+_DEFER = ConfigDict(defer_build=True)
+_TRACE_ADAPTER: TypeAdapter[Any] = TypeAdapter(TraceEvent, config=_DEFER)
 
 
 def trace_event_from_dict(data: Mapping[str, Any] | BaseModel) -> Any:

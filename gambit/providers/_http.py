@@ -109,23 +109,30 @@ class SSEDecoder:
     decoder rather than httpx-sse's line iterator: it costs a third as much per event.)
     """
 
-    __slots__ = ("_buf",)
+    __slots__ = ("_buf", "_cr")
 
     def __init__(self) -> None:
-        self._buf = b""
+        self._buf = bytearray()
+        self._cr = False  # the last chunk ended with \r: maybe the first half of \r\n
 
     def feed(self, chunk: bytes) -> list[ServerSentEvent]:
-        data = self._buf + chunk if self._buf else chunk
-        hold = b""
-        if data.endswith(b"\r"):  # maybe the first half of \r\n
-            data, hold = data[:-1], b"\r"
-        if b"\r" in data:
-            data = data.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
-        if b"\n\n" not in data:
-            self._buf = data + hold
+        # Only the new chunk is normalised and searched, so a long event arriving in many
+        # small chunks costs linear time (re-scanning the whole buffer was quadratic).
+        if self._cr:
+            chunk = b"\r" + chunk
+            self._cr = False
+        if chunk.endswith(b"\r"):
+            chunk, self._cr = chunk[:-1], True
+        if b"\r" in chunk:
+            chunk = chunk.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
+        buf = self._buf
+        start = max(len(buf) - 1, 0)  # a blank line may straddle the old and new bytes
+        buf += chunk
+        if buf.find(b"\n\n", start) < 0:
             return []
-        blocks = data.split(b"\n\n")
-        self._buf = blocks.pop() + hold
+        end = buf.rfind(b"\n\n")
+        blocks = bytes(buf[:end]).split(b"\n\n")
+        del buf[: end + 2]
         events = []
         for block in blocks:
             event = _parse_block(block)
@@ -135,7 +142,8 @@ class SSEDecoder:
 
     def flush(self) -> list[ServerSentEvent]:
         """The last event when the body ended without a blank line (lenient)."""
-        block, self._buf = self._buf.replace(b"\r", b""), b""
+        block = bytes(self._buf).replace(b"\r", b"")
+        self._buf, self._cr = bytearray(), False
         event = _parse_block(block) if block.strip() else None
         return [event] if event is not None else []
 
@@ -336,7 +344,8 @@ class HttpClient:
         self._sleep: Sleep = sleep if sleep is not None else asyncio.sleep
         self._injected = client
         self._transport = transport
-        self._owned: httpx.AsyncClient | None = None
+        # Owned clients, one for plain-http URLs and one for https (see `_client`).
+        self._owned: dict[bool, httpx.AsyncClient] = {}
         self._owned_loop: asyncio.AbstractEventLoop | None = None
 
     def url(self, path: str) -> str:
@@ -344,27 +353,36 @@ class HttpClient:
             return path
         return f"{self.base_url}/{path.lstrip('/')}"
 
-    def _client(self) -> httpx.AsyncClient:
+    def _client(self, url: str | None = None) -> httpx.AsyncClient:
         if self._injected is not None:
             return self._injected
         loop = asyncio.get_running_loop()
-        if self._owned is None or self._owned_loop is not loop or self._owned.is_closed:
-            # A pooled connection belongs to the loop that opened it.
-            self._owned = httpx.AsyncClient(transport=self._transport, timeout=self.timeout)
+        if self._owned_loop is not loop:
+            self._owned = {}  # a pooled connection belongs to the loop that opened it
             self._owned_loop = loop
-        return self._owned
+        # A plain-http URL (a local server) never uses TLS, so its client skips loading the
+        # CA bundle, which cost 40 ms of every CLI run. It follows no redirects, so it never
+        # reaches an https URL; https URLs always get a verifying client.
+        secure = not (url or self.base_url).startswith("http://")
+        client = self._owned.get(secure)
+        if client is None or client.is_closed:
+            client = self._owned[secure] = httpx.AsyncClient(
+                transport=self._transport, timeout=self.timeout, verify=True if secure else False
+            )
+        return client
 
     async def aclose(self) -> None:
-        if self._owned is not None and not self._owned.is_closed:
-            await self._owned.aclose()
-        self._owned = None
+        for client in self._owned.values():
+            if not client.is_closed:
+                await client.aclose()
+        self._owned = {}
 
     # ------------------------------------------------------------------ requests
 
     async def _send(self, method: str, path: str, body: Any, *, accept: str) -> httpx.Response:
         """Send with retries; return an open (streaming) 2xx response, or raise ProviderError."""
         url = self.url(path)
-        client = self._client()
+        client = self._client(url)
         headers = {**self.headers, "Accept": accept}
         attempt = 0
         while True:

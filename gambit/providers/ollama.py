@@ -81,7 +81,7 @@ class OllamaProvider(OpenResponsesProvider):
     async def pull(self, model: str, *, on_status: Any = None) -> None:
         """`POST <native>/api/pull`; reads the NDJSON status lines, raises on an `error` line."""
         url = self.native_base_url + "api/pull"
-        client = self.http._client()
+        client = self.http._client(url)
         name = self.provider_model(model)
         async with client.stream(
             "POST", url, json={"name": name}, headers=self.http.headers

@@ -430,8 +430,8 @@ async def test_injected_client_and_transport(fake_server: FakeModelServer) -> No
     transport = httpx.AsyncHTTPTransport(retries=0)
     p = OpenResponsesProvider(base_url=fake_server.base_url, transport=transport)
     await p.responses(request())
-    owned = p.http._owned
-    assert owned is not None and not owned.is_closed
+    (owned,) = p.http._owned.values()  # one plain-http client for a local server
+    assert not owned.is_closed
     await p.aclose()
     assert owned.is_closed
 
@@ -450,3 +450,15 @@ def test_one_provider_across_event_loops(fake_server: FakeModelServer) -> None:
         "one",
         "two",
     ]
+
+
+async def test_a_plain_http_server_gets_no_tls_and_https_stays_verified() -> None:
+    """A local http:// server needs no CA bundle; an https URL always gets verification."""
+    p = OpenResponsesProvider(base_url="http://127.0.0.1:9/v1")
+    plain = p.http._client("http://127.0.0.1:9/v1/responses")
+    secure = p.http._client("https://example.invalid/v1/responses")
+    assert plain is not secure
+    assert plain._transport._pool._ssl_context.verify_mode.name == "CERT_NONE"
+    assert secure._transport._pool._ssl_context.verify_mode.name == "CERT_REQUIRED"
+    assert not plain.follow_redirects
+    await p.aclose()

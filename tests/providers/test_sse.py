@@ -62,3 +62,11 @@ def test_random_splits(cuts: list[int], ending: str) -> None:
 def test_last_event_without_blank_line_is_kept() -> None:
     assert decode([b"data: tail"]) == [ServerSentEvent("message", "tail")]
     assert decode([b"data: tail\r"]) == [ServerSentEvent("message", "tail")]
+
+
+def test_a_4_mb_event_in_1_kib_chunks_comes_out_whole() -> None:
+    payload = "x" * (4 * 1024 * 1024)
+    data = f"event: big\r\ndata: {payload}\r\n\r\ndata: after\r\n\r\n".encode()
+    events = decode([data[i : i + 1024] for i in range(0, len(data), 1024)])
+    assert [e.event for e in events] == ["big", "message"]
+    assert events[0].data == payload and events[1].data == "after"
