@@ -367,7 +367,7 @@ class HttpClient:
         client = self._owned.get(secure)
         if client is None or client.is_closed:
             client = self._owned[secure] = httpx.AsyncClient(
-                transport=self._transport, timeout=self.timeout, verify=True if secure else False
+                transport=self._transport, timeout=self.timeout, verify=secure
             )
         return client
 
