@@ -449,3 +449,22 @@ def test_types_of_mapped_items():
         ]
     )
     assert [type(i) for i in items] == [FunctionCallItem, FunctionCallOutputItem]
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(item_lists(), item_lists(), st.lists(st.integers(0, 20), max_size=4))
+def test_incremental_conversion_equals_whole_conversion(first, more, cuts):
+    """Publishing a growing conversation (or one that is replaced or cut back) through the
+    incremental converter gives exactly what converting the whole list gives."""
+    from gambit.core._messages import IncrementalMessages
+
+    converter = IncrementalMessages()
+    growing: list = []
+    for item in [*first, *more]:
+        growing = [*growing, item]
+        assert converter.convert(growing) == items_to_messages(growing)
+    for cut in cuts:  # not an extension of what came before: converted again
+        shorter = growing[: min(cut, len(growing))]
+        assert converter.convert(shorter) == items_to_messages(shorter)
+    restored = IncrementalMessages.restore(converter.snapshot())
+    assert restored.convert(growing + first) == items_to_messages(growing + first)

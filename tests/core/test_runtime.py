@@ -15,7 +15,9 @@ from gambit.core import (
     ResolvedModel,
     ResponseUsage,
     RunError,
+    SavedState,
     is_end_signal,
+    items_to_messages,
     load_deck_tree,
     run_deck,
 )
@@ -265,6 +267,27 @@ async def test_resume_does_not_reinject(decks: DeckFolder):  # items 70, 71
     assert sum(1 for i in items if getattr(i, "role", None) == "system") == 1
     assert user_texts(items) == ["hi", "again"]
     assert second.run_id == first.run_id
+
+
+async def test_resuming_leaves_the_callers_state_as_it_was(decks: DeckFolder):
+    """The run copies the state shallowly: the caller's object and what it holds must not
+    change, and the resumed state's messages and refs match a conversion from scratch."""
+    path = decks.deck("d/PROMPT.md", MODEL)
+    provider = ScriptedProvider()
+    provider.enqueue("first answer", "second answer", "third answer")
+    first = await run_deck(path, provider=provider, context={"topic": "first"}, message="hi")
+    before = first.state.model_dump(mode="json")
+    second = await run_deck(path, provider=provider, state=first.state, message="again")
+    assert first.state.model_dump(mode="json") == before
+    assert second.state.messages == items_to_messages(second.state.items)
+    refs = second.state.message_refs
+    assert [r.role for r in refs] == [m.role for m in second.state.messages]
+    assert refs[: len(first.state.message_refs)] == first.state.message_refs  # ids kept
+    # A state read back from JSON (no in-memory memo) resumes to the same conversation.
+    reloaded = SavedState.model_validate(second.state.model_dump(mode="json", by_alias=True))
+    third = await run_deck(path, provider=provider, state=reloaded, message="more")
+    assert third.state.messages == items_to_messages(third.state.items)
+    assert user_texts(input_items(provider, 2)) == ["hi", "again", "more"]
 
 
 async def test_state_is_published_after_every_pass(decks: DeckFolder):
