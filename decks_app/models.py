@@ -125,9 +125,21 @@ class Run(models.Model):
     total_tokens = models.PositiveIntegerField(default=0)
     cost = models.FloatField(null=True, blank=True)
     offline = models.BooleanField(default=False)
+    # Where this run's turn starts in the session's conversation, and how far its saved
+    # checkpoints got: {"stateVersion", "messages", "items", "refs", "checkpointSeq"}. An
+    # interrupted turn is recovered from it and Retry cuts the conversation back to it.
+    turn_base = models.JSONField(null=True, blank=True)
 
     class Meta:
         ordering = ["created_at"]
+        constraints = [
+            # One run per session at a time, enforced by the database (not only the page).
+            models.UniqueConstraint(
+                fields=["session"],
+                condition=models.Q(status__in=["queued", "running"]),
+                name="one_active_run_per_session",
+            )
+        ]
 
     def __str__(self) -> str:
         return self.id

@@ -68,6 +68,7 @@ urlpatterns = [
     re_path(r"^test/(?P<session_id>[^/]+)\.(?P<fmt>json)$", session.session_page),
     path("test/<str:session_id>/send", session.session_send, name="session_send"),
     path("test/<str:session_id>/stop", session.session_stop, name="session_stop"),
+    path("test/<str:session_id>/retry", session.session_retry, name="session_retry"),
     path("test/<str:session_id>/notes", session.session_notes, name="session_notes"),
     path("test/<str:session_id>/delete", session.session_delete, name="session_delete"),
     path(

@@ -95,12 +95,15 @@ def send(workspace: Workspace, deck_rel: str, message: str, grant: str, model: s
         if session.model != model:  # any model: a provider's, or a bridge (codex-cli/default)
             session.model = model
             session.save(update_fields=["model", "updated_at"])
-        run = Run.objects.create(
-            session=session,
-            kind="assistant",
-            message=message,
-            output={"grant": grant, "before": snapshot(folder)},
-        )
+        try:
+            run = session_service.create_run(
+                session=session,
+                kind="assistant",
+                message=message,
+                output={"grant": grant, "before": snapshot(folder)},
+            )
+        except session_service.SessionBusy:
+            raise AssistantError("the assistant is still working on the last message") from None
     session_service._wake()
     return run
 

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from asgiref.sync import sync_to_async
-from django.db import close_old_connections, connection, transaction
+from django.db import IntegrityError, close_old_connections, connection, transaction
 from django.db.models import Max
 from django.utils import timezone
 
@@ -29,7 +29,14 @@ from decks_app.services import assistant, grading, providers, verify
 from decks_app.services import events as event_log
 from decks_app.services.sessions import with_message_refs
 from decks_app.services.workspaces import find_deck, jailed_path
-from gambit.core import run_deck, run_scenario, state_from_dict, state_to_dict
+from gambit.core import (
+    item_to_dict,
+    message_item,
+    run_deck,
+    run_scenario,
+    state_from_dict,
+    state_to_dict,
+)
 from gambit.core._runtime import _MISSING
 from gambit.providers.offline import ReplayProvider
 
@@ -40,6 +47,8 @@ HEARTBEAT_SECONDS = 5.0
 STALE_AFTER_SECONDS = 60.0
 REPLAY_CHUNK_DELAY = 0.01
 INTERRUPTED = "interrupted: the server or worker stopped while this run was in flight"
+# Runs whose conversation is saved after every pass (the others save theirs at the end).
+CHECKPOINTED = ("manual", "scenario", "assistant", "replay")
 
 
 def db(fn, *args, **kwargs):
@@ -66,7 +75,8 @@ def claim_next_run(worker_id: str) -> str | None:
 
 
 def mark_interrupted(*, stale_only: bool) -> list[str]:
-    """Runs left `running` by a stopped process become `interrupted` (with a reason).
+    """Runs left `running` by a stopped process become `interrupted` (with a reason), and
+    their turn is recovered into the conversation (`recover_interrupted_turn`).
 
     `stale_only`: only those whose worker has not sent a heartbeat for a while (safe while
     other workers are alive, in the distributed profile); otherwise every running run (the
@@ -74,13 +84,85 @@ def mark_interrupted(*, stale_only: bool) -> list[str]:
     """
     qs = Run.objects.filter(status="running")
     if stale_only:
-        qs = qs.filter(heartbeat_at__lt=timezone.now() - dt.timedelta(seconds=STALE_AFTER_SECONDS))
-    ids = list(qs.values_list("id", flat=True))
-    if ids:
-        Run.objects.filter(id__in=ids, status="running").update(
-            status="interrupted", error=INTERRUPTED, finished_at=timezone.now()
+        # An /v1/responses run lives in the web process that answers it and sends no
+        # heartbeat: only a server start-up (no live process) may end it.
+        qs = qs.exclude(kind="api").filter(
+            heartbeat_at__lt=timezone.now() - dt.timedelta(seconds=STALE_AFTER_SECONDS)
         )
-    return ids
+    done = []
+    for run_id in list(qs.values_list("id", flat=True)):
+        with transaction.atomic():
+            run = Run.objects.select_for_update().filter(pk=run_id, status="running").first()
+            if run is None:
+                continue
+            session = Session.objects.select_for_update().get(pk=run.session_id)
+            run.status, run.error, run.finished_at = "interrupted", INTERRUPTED, timezone.now()
+            run.save(update_fields=["status", "error", "finished_at"])
+            recover_interrupted_turn(run, session)
+            session.save()
+        done.append(run_id)
+    return done
+
+
+def recover_interrupted_turn(run: Run, session: Session) -> None:
+    """Put what an interrupted run had into its conversation (the caller saves the session).
+
+    The user's message is kept when no checkpoint of this run holds it yet, and the reply
+    that was streaming when the run stopped (its text deltas are in the trace) is kept as an
+    assistant message whose ref says `"status": "interrupted"`, so the page can mark it and
+    offer Retry. A `run.end` event with status `interrupted` closes the run's trace.
+    """
+    base = run.turn_base or {}
+    events = list(TraceEvent.objects.filter(run=run).order_by("seq").values_list("seq", "payload"))
+    last_seq = events[-1][0] if events else 0
+    saved_nothing = (
+        len(session.messages or []) == base.get("savedMessages", -1) == base.get("messages")
+    )
+    added: list[tuple[str, str]] = []
+    if saved_nothing and run.message and run.kind in ("manual", "assistant"):
+        added.append(("user", run.message))
+    partial = _partial_reply([p for seq, p in events if seq > base.get("checkpointSeq", 0)])
+    if partial:
+        added.append(("assistant", partial))
+    if added:
+        chat_only = session.format == "chat" and not session.items
+        messages = list(session.messages or [])
+        items = list(session.items or [])
+        for role, text in added:
+            messages.append({"role": role, "content": text})
+            if not chat_only:
+                items.append(item_to_dict(message_item(role, text)))
+        session.messages = messages
+        session.items = None if chat_only else items
+        session.format = session.format or ("chat" if chat_only else "responses")
+        refs = with_message_refs(messages, session.message_refs)
+        if partial:
+            refs[-1] = {**refs[-1], "status": "interrupted", "runId": run.id}
+        session.message_refs = refs
+        session.state_version += 1
+    if not any(p.get("type") == "run.end" for _, p in events[-3:]):
+        end = {
+            "type": "run.end",
+            "runId": session.state_run_id or run.id,
+            "status": "interrupted",
+            "error": run.error or INTERRUPTED,
+            "ts": int(time.time() * 1000),
+        }
+        event_log.append_events(run.id, session.id, last_seq + 1, [end])
+
+
+def _partial_reply(payloads: list[dict[str, Any]]) -> str:
+    """The root deck's text streamed after its last model call, if that call never ended."""
+    text: list[str] = []
+    for p in payloads:
+        kind = p.get("type")
+        if kind in ("model.call", "model.result") and not p.get("parentActionCallId"):
+            text = []  # a new call starts, or a finished one is in the saved state
+        elif kind == event_log.TEXT_DELTA:
+            meta = p.get("_gambit") or {}
+            if not meta.get("parent_action_call_id") and isinstance(p.get("delta"), str):
+                text.append(p["delta"])
+    return "".join(text).strip()
 
 
 # ---------------------------------------------------------------- writer
@@ -90,7 +172,10 @@ class EventWriter:
     """Buffers trace events and writes them in batches: append first, notify second.
 
     While a write is in flight new events accumulate, so under load text deltas are
-    coalesced into fewer, larger events (and fewer notifications).
+    coalesced into fewer, larger events (and fewer notifications). The run's latest
+    conversation state rides along: each batch is written in one transaction with the
+    newest state published before it (a checkpoint), so after a crash the database holds
+    the conversation up to the last finished pass plus every event after it.
     """
 
     def __init__(self, run_id: str, session_id: str, next_seq: int):
@@ -98,6 +183,7 @@ class EventWriter:
         self.session_id = session_id
         self.next_seq = next_seq
         self.pending: list[dict[str, Any]] = []
+        self.state: Any = None  # a published state not yet saved
         self.loop = asyncio.get_running_loop()
         self.thread = threading.get_ident()
         self.wake = asyncio.Event()
@@ -115,6 +201,16 @@ class EventWriter:
         self.pending.append(event)
         self.wake.set()
 
+    def checkpoint(self, state: Any) -> None:
+        if threading.get_ident() == self.thread:
+            self._checkpoint(state)
+        else:
+            self.loop.call_soon_threadsafe(self._checkpoint, state)
+
+    def _checkpoint(self, state: Any) -> None:
+        self.state = state
+        self.wake.set()
+
     async def _pump(self) -> None:
         while True:
             await self.wake.wait()
@@ -124,13 +220,15 @@ class EventWriter:
                 return
 
     async def flush(self) -> None:
-        if not self.pending:
+        if not self.pending and self.state is None:
             return
         batch = event_log.coalesce(self.pending)
         self.pending = []
-        first = self.next_seq
-        self.next_seq += len(batch)
-        await db(event_log.append_events, self.run_id, self.session_id, first, batch)
+        state, self.state = self.state, None
+        first = await db(
+            _append_and_checkpoint, self.run_id, self.session_id, self.next_seq, batch, state
+        )
+        self.next_seq = first + len(batch)
         self.written += len(batch)
         await event_log.notify(self.session_id)
 
@@ -138,6 +236,85 @@ class EventWriter:
         self.closed = True
         self.wake.set()
         await self.task
+
+
+def _append_and_checkpoint(
+    run_id: str, session_id: str, first: int, batch: list[dict[str, Any]], state: Any
+) -> int:
+    """Append a batch (and save a checkpoint) in one transaction; return the first seq used.
+
+    Another process may have appended to this run's trace meanwhile (a `run.end` when it
+    marked the run interrupted): the batch then moves after what is there.
+    """
+    try:
+        with transaction.atomic():
+            _append_batch(run_id, session_id, first, batch, state)
+        return first
+    except IntegrityError:
+        first = (TraceEvent.objects.filter(run_id=run_id).aggregate(m=Max("seq"))["m"] or 0) + 1
+        with transaction.atomic():
+            _append_batch(run_id, session_id, first, batch, state)
+        return first
+
+
+def _append_batch(
+    run_id: str, session_id: str, first: int, batch: list[dict[str, Any]], state: Any
+) -> None:
+    event_log.append_events(run_id, session_id, first, batch)
+    if state is None:
+        return
+    run = Run.objects.select_for_update().get(pk=run_id)
+    if run.status != "running":
+        return  # no longer this run's conversation to write (stopped or interrupted)
+    session = Session.objects.select_for_update().get(pk=session_id)
+    if save_turn_state(run, session, state, last_seq=first + len(batch) - 1):
+        session.save()
+        run.save(update_fields=["turn_base"])
+
+
+def turn_base(session: Session, last_seq: int) -> dict[str, Any]:
+    """Where a run's turn starts in the session's conversation (see `Run.turn_base`)."""
+    messages = len(session.messages or [])
+    items = len(session.items or [])
+    return {
+        "stateVersion": session.state_version,
+        "messages": messages,
+        "items": items,
+        "refs": len(session.message_refs or []),
+        "savedMessages": messages,
+        "savedItems": items,
+        "checkpointSeq": last_seq,
+    }
+
+
+def save_turn_state(run: Run, session: Session, state: Any, *, last_seq: int | None) -> bool:
+    """Write a run's state into its session (the caller saves both rows, holding their locks).
+
+    A save never overwrites a newer conversation: it is written only over the one this run
+    saved last (same message and item counts); a change of meta alone, such as a grade,
+    does not block it. Returns False, changing nothing, when the conversation moved on.
+    """
+    base = dict(run.turn_base or turn_base(session, 0))
+    if len(session.messages or []) != base.get("savedMessages") or len(
+        session.items or []
+    ) != base.get("savedItems"):
+        log.warning("run %s: the session's conversation changed meanwhile; not saved", run.id)
+        return False
+    data = state_to_dict(state)
+    session.format = data.get("format") or session.format
+    session.state_run_id = data.get("runId") or session.state_run_id
+    session.messages = data.get("messages")
+    session.items = data.get("items")
+    if data.get("meta"):
+        session.meta = {**(session.meta or {}), **data["meta"]}
+    session.message_refs = with_message_refs(session.messages or [], session.message_refs)
+    session.state_version += 1
+    base["savedMessages"] = len(session.messages or [])
+    base["savedItems"] = len(session.items or [])
+    if last_seq is not None:
+        base["checkpointSeq"] = last_seq
+    run.turn_base = base
+    return True
 
 
 # ---------------------------------------------------------------- loading
@@ -182,6 +359,9 @@ def _load(run_id: str) -> _Job:
     deck = find_deck(session.workspace, session.deck_path)
     deck_file = jailed_path(session.workspace, session.deck_path)
     next_seq = (TraceEvent.objects.filter(run=run).aggregate(m=Max("seq"))["m"] or 0) + 1
+    if run.turn_base is None:
+        run.turn_base = turn_base(session, next_seq - 1)
+        run.save(update_fields=["turn_base"])
     job = _Job(
         run=run,
         session=session,
@@ -256,6 +436,8 @@ async def execute_run(run_id: str, *, router: Any = None) -> str:
     def on_state(state: Any) -> None:
         if job.deck_kind != "compute":  # a compute deck's transcript is kept by us
             latest["state"] = state
+            if run.kind in CHECKPOINTED:
+                writer.checkpoint(state)
 
     async def one_turn(message: str | None, state: Any, **extra: Any) -> Any:
         kwargs: dict[str, Any] = {
@@ -409,7 +591,9 @@ class _ScenarioOutcome:
 
 
 def _cancel_requested(run_id: str) -> bool:
-    return Run.objects.filter(pk=run_id, cancel_requested=True).exists()
+    """Stop asked for, or the run is no longer `running` (another process ended it)."""
+    row = Run.objects.filter(pk=run_id).values("cancel_requested", "status").first()
+    return row is None or row["cancel_requested"] or row["status"] != "running"
 
 
 def _heartbeat(run_id: str) -> None:
@@ -437,6 +621,12 @@ def _finish(
     with transaction.atomic():
         run = Run.objects.select_for_update().get(pk=run_id)
         session = Session.objects.select_for_update().get(pk=run.session_id)
+        # A run that was marked interrupted by another process (its heartbeat looked stale)
+        # keeps that record; what it did is in its trace.
+        owned = run.status == "running"
+        if not owned:
+            log.warning("run %s ended %s but was already %s", run_id, status, run.status)
+            status, error = run.status, run.error
         usage = latest.get("usage") or {}
         run.status = status
         run.error = error or ""
@@ -448,25 +638,20 @@ def _finish(
         cost = usage.get("costUsd", usage.get("cost"))
         run.cost = float(cost) if isinstance(cost, int | float) else None
         run.save()
-        changed = False
         if run.kind == "grader":
             grading.record_grading(run, session)
         state = latest.get("state")
-        if state is not None:
-            data = state_to_dict(state)
-            session.format = data.get("format") or session.format
-            session.state_run_id = data.get("runId") or session.state_run_id
-            session.messages = data.get("messages")
-            session.items = data.get("items")
-            if data.get("meta"):
-                session.meta = {**(session.meta or {}), **data["meta"]}
-            changed = True
+        if not owned:
+            pass  # stopped or interrupted by someone else meanwhile: their record stands
+        elif state is not None:
+            save_turn_state(run, session, state, last_seq=None)
+            run.save(update_fields=["turn_base"])
         elif transcript:
             session.messages = (session.messages or []) + transcript
             session.format = "chat" if not session.items else session.format
-            changed = True
-        if changed:
             session.message_refs = with_message_refs(session.messages or [], session.message_refs)
             session.state_version += 1
+        if status == "interrupted" and owned:
+            recover_interrupted_turn(run, session)
         session.save()
     close_old_connections()

@@ -40,6 +40,7 @@ from decks_app.api.responses_schemas import (
 )
 from decks_app.models import Run, Session, Workspace
 from decks_app.services import execution, providers
+from decks_app.services import sessions as session_service
 from decks_app.services.workspaces import DeckInfo, find_deck, jailed_path, list_decks
 from gambit.core import (
     DeckError,
@@ -218,17 +219,28 @@ class ResponseCall:
                         "api": {"model": model, "metadata": self.body.metadata or {}},
                     },
                 )
-            self.run = Run.objects.create(
-                session=self.session,
-                kind="api",
-                status="running",
-                message=_last_user_text(self.items),
-                model=model[:200],
-                worker_id="api",
-                started_at=timezone.now(),
-                heartbeat_at=timezone.now(),
-                output={"id": self.response_id},
-            )
+            try:
+                self.run = self._create_run(model)
+            except session_service.SessionBusy:
+                raise ApiError(
+                    409,
+                    "the previous response's conversation is still running",
+                    code="conversation_busy",
+                    param="previous_response_id",
+                ) from None
+
+    def _create_run(self, model: str) -> Run:
+        return session_service.create_run(
+            session=self.session,
+            kind="api",
+            status="running",
+            message=_last_user_text(self.items),
+            model=model[:200],
+            worker_id="api",
+            started_at=timezone.now(),
+            heartbeat_at=timezone.now(),
+            output={"id": self.response_id},
+        )
 
     # -- events -----------------------------------------------------------------------------
 

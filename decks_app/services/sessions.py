@@ -6,7 +6,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from django.db import transaction
+from django.db import IntegrityError, transaction
 from django.db.models import Avg, Count, Q, Sum
 from django.utils import timezone
 
@@ -133,6 +133,19 @@ def create_session(
     return session
 
 
+def create_run(**fields: Any) -> Run:
+    """`Run.objects.create`, with the database's one-active-run-per-session rule raised as
+    `SessionBusy` (the constraint holds even when two processes race past the page's check)."""
+    try:
+        with transaction.atomic():
+            return Run.objects.create(**fields)
+    except IntegrityError as exc:
+        text = str(exc)
+        if "one_active_run_per_session" in text or "decks_app_run.session_id" in text:
+            raise SessionBusy("a run of this session is still in progress") from None
+        raise
+
+
 def enqueue_run(session: Session, *, message: str | None, kind: str = "manual") -> Run:
     deck = find_deck(session.workspace, session.deck_path)
     deck_models = deck.models if deck else []
@@ -145,9 +158,7 @@ def enqueue_run(session: Session, *, message: str | None, kind: str = "manual") 
         Session.objects.select_for_update().filter(pk=session.pk).first()
         if session.runs.filter(status__in=Run.ACTIVE).exists():
             raise SessionBusy("a run of this session is still in progress")
-        run = Run.objects.create(
-            session=session, kind=kind, message=message, model=label, offline=offline
-        )
+        run = create_run(session=session, kind=kind, message=message, model=label, offline=offline)
     _wake()
     return run
 
@@ -180,6 +191,46 @@ def stop_session(session: Session) -> list[str]:
     return stopped
 
 
+RETRYABLE = ("interrupted", "failed")
+
+
+def retryable_run(session: Session, runs: list[Run] | None = None) -> Run | None:
+    """The session's last run when Retry can re-run its turn: a chat turn (a message of its
+    own) that ended interrupted or failed, with nothing run after it."""
+    last = runs[-1] if runs else session.runs.order_by("-created_at").first()
+    if (
+        last is None
+        or last.status not in RETRYABLE
+        or last.kind != "manual"
+        or not last.message
+        or not last.turn_base
+    ):
+        return None
+    return last
+
+
+def retry_run(session: Session, run_id: str) -> Run:
+    """Re-run an interrupted or failed turn: the conversation goes back to where that turn
+    started (its user message and partial reply leave it) and the same message is sent."""
+    with transaction.atomic():
+        locked = Session.objects.select_for_update().get(pk=session.pk)
+        run = retryable_run(locked)
+        if run is None or run.id != run_id:
+            raise InvalidInput(
+                "only the last turn can be retried, once it was interrupted or failed"
+            )
+        base = run.turn_base or {}
+        locked.messages = (locked.messages or [])[: base.get("messages", 0)]
+        if locked.items is not None:
+            locked.items = locked.items[: base.get("items", 0)]
+        locked.message_refs = (locked.message_refs or [])[: base.get("refs", 0)]
+        locked.state_version += 1
+        locked.save()
+        session.refresh_from_db()
+        retried = enqueue_run(session, message=run.message)
+    return retried
+
+
 # ---------------------------------------------------------------- message refs
 
 
@@ -208,6 +259,7 @@ class Bubble:
     ref_id: str | None = None
     name: str | None = None
     feedback: Feedback | None = None
+    status: str | None = None  # "interrupted" for a reply cut off by a crash
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -216,6 +268,7 @@ class Bubble:
             "messageRefId": self.ref_id,
             "name": self.name,
             "feedback": feedback_dict(self.feedback) if self.feedback else None,
+            "status": self.status,
         }
 
 
@@ -254,12 +307,15 @@ def conversation(session: Session) -> list[Bubble]:
     for i, message in enumerate(messages):
         role = message.get("role")
         ref = refs[i]["id"] if i < len(refs) else None
+        status = refs[i].get("status") if i < len(refs) else None
         if role == "user":
             bubbles.append(Bubble("user", _content_text(message.get("content")), ref))
         elif role == "assistant":
             text = _content_text(message.get("content"))
             if text:
-                bubbles.append(Bubble("assistant", text, ref, feedback=feedback.get(ref)))
+                bubbles.append(
+                    Bubble("assistant", text, ref, feedback=feedback.get(ref), status=status)
+                )
             for call in message.get("tool_calls") or []:
                 fn = call.get("function") or {}
                 name = fn.get("name")
@@ -337,6 +393,7 @@ def session_detail(session: Session) -> dict[str, Any]:
         "tokens": totals["tokens"] or 0,
         "cost": totals["cost"],
         "needs_first_message": deck is not None and deck.start_mode == "user" and not runs,
+        "retry_run": retryable_run(session, runs),
     }
 
 
@@ -364,6 +421,10 @@ def session_json(session: Session, detail: dict[str, Any] | None = None) -> dict
         # the newest events (at most events.RECENT_LIMIT, oldest first); /trace.json has all
         "events": [event_log.event_dict(e) for e in d["raw_events"]],
         "runs": [run_dict(r) for r in d["runs"]],
+        # Retry re-runs the last turn after an interruption or failure: POST runId to url.
+        "retry": {"runId": d["retry_run"].id, "url": f"/test/{session.id}/retry"}
+        if d["retry_run"]
+        else None,
         "notes": session.notes,
         "conversationScore": session.conversation_score,
     }

@@ -129,6 +129,9 @@ def build_tree(payloads: list[dict[str, Any]]) -> list[Node]:
         assert run is not None
         if t == "run.end":
             run.status = p.get("status") or "completed"
+            # Whatever was still open when the run ended ended with it: an interrupted or
+            # failed run shows no deck "running" or model "calling" for ever.
+            _close_open(run, "done" if run.status in ("completed", "ended") else run.status)
             run.usage = p.get("usage")
             cost = (run.usage or {}).get("costUsd")
             run.cost = cost if isinstance(cost, int | float) else None
@@ -187,6 +190,13 @@ def build_tree(payloads: list[dict[str, Any]]) -> list[Node]:
             node = Node(t, p.get("level") or t, detail=_text(text), ts=ts)
             (container(p.get("actionCallId")) or run).children.append(node)
     return roots
+
+
+def _close_open(node: Node, status: str) -> None:
+    for child in node.children:
+        if child.status in ("running", "calling"):
+            child.status = status
+        _close_open(child, status)
 
 
 def tree_stats(payloads: list[dict[str, Any]]) -> dict[str, int]:

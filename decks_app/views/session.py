@@ -10,6 +10,7 @@ from decks_app.services import feedback as feedback_service
 from decks_app.services.sessions import (
     InvalidInput,
     SessionBusy,
+    retry_run,
     send_message,
     session_detail,
     session_json,
@@ -56,6 +57,19 @@ def session_send(request: HttpRequest, session_id: str) -> HttpResponse:
         run = send_message(session, request.POST.get("message", ""))
     except InvalidInput as exc:
         return error_response(request, str(exc), 400)
+    except SessionBusy as exc:
+        return error_response(request, str(exc), 409)
+    return _after_command(request, session, status=202, runId=run.id)
+
+
+@require_POST
+def session_retry(request: HttpRequest, session_id: str) -> HttpResponse:
+    """Re-run the last turn after it was interrupted or failed (`runId` names that run)."""
+    session = session_or_404(session_id)
+    try:
+        run = retry_run(session, request.POST.get("runId", "")[:64])
+    except InvalidInput as exc:
+        return error_response(request, str(exc), 409)
     except SessionBusy as exc:
         return error_response(request, str(exc), 409)
     return _after_command(request, session, status=202, runId=run.id)

@@ -1,4 +1,6 @@
-"""A server restart marks the runs it left in flight as interrupted (embedded profile)."""
+"""A server restart marks the runs it left in flight as interrupted (embedded profile), and
+the interrupted turn is not lost: the user's message and the partial reply stay in the
+conversation, and Retry runs the turn again."""
 
 from __future__ import annotations
 
@@ -52,6 +54,36 @@ def test_a_restart_marks_in_flight_runs_interrupted(fake_server, tmp_path):
             assert f"Gambit simulator: http://127.0.0.1:{port}/" in banner
             assert "profile: embedded" in banner and "[x] offline" in banner
             assert "1 run(s) left running by a previous server: marked interrupted" in banner
+            # The turn survived the crash: the message and the reply as far as it streamed.
+            said = [c for c in data["conversation"] if c["kind"] in ("user", "assistant")]
+            assert said[0]["kind"] == "user" and said[0]["text"] == "go"
+            assert said[1]["kind"] == "assistant" and said[1]["status"] == "interrupted"
+            assert said[1]["text"].startswith("w0 w1 w2")
+            assert data["trace"][0]["status"] == "interrupted"
+            assert data["retry"]["runId"] == data["runs"][0]["id"]
+            # Retry: the same message again, from where the turn started.
+            fake_server.queue(Reply(text="Here it is."))
+            client = httpx.Client(base_url=url, timeout=10, headers={"Origin": url})
+            client.get("/test/")
+            r = client.post(
+                f"/test/{session}/retry?format=json",
+                data={"runId": data["retry"]["runId"]},
+                headers={"X-CSRFToken": client.cookies["csrftoken"]},
+            )
+            assert r.status_code == 202, r.text
+            deadline = time.monotonic() + 20
+            while (data := client.get(f"/test/{session}.json").json())["status"] != "completed":
+                assert time.monotonic() < deadline, data["status"]
+                time.sleep(0.1)
+            said = [
+                (c["kind"], c["text"])
+                for c in data["conversation"]
+                if c["kind"] in ("user", "assistant")
+            ]
+            assert said == [("user", "go"), ("assistant", "Here it is.")]
+            sent = fake_server.requests[-1].body["input"]
+            assert [m for m in sent if m.get("role") == "user" and "go" in str(m)]
+            assert "w0 w1" not in str(sent)  # the cut-off reply went with the retried turn
         finally:
             proc.terminate()
             proc.wait(timeout=10)
