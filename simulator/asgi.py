@@ -8,6 +8,7 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "simulator.settings")
 
 from channels.routing import ProtocolTypeRouter, URLRouter
 from channels.security.websocket import AllowedHostsOriginValidator
+from django.conf import settings
 from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler
 from django.core.asgi import get_asgi_application
 
@@ -25,8 +26,79 @@ class StaticFiles(ASGIStaticFilesHandler):
             return HttpResponseNotFound("not found", content_type="text/plain")
 
 
+class BodyLimit:
+    """Refuse a request body over `limit` bytes with a 413 before reading it.
+
+    Django's ASGI handler reads the whole body (spooling it to disk) before any middleware
+    or view runs, and file uploads are not bound by DATA_UPLOAD_MAX_MEMORY_SIZE: a 100 MB
+    import was read and parsed in full. A declared Content-Length over the limit is refused
+    at once; a body without one is counted as it arrives and cut off at the limit.
+    """
+
+    def __init__(self, app, limit: int):  # type: ignore[no-untyped-def]
+        self.app = app
+        self.limit = limit
+
+    async def __call__(self, scope, receive, send):  # type: ignore[no-untyped-def]
+        if scope["type"] != "http":
+            return await self.app(scope, receive, send)
+        declared = dict(scope.get("headers") or []).get(b"content-length", b"")
+        if declared.isdigit() and int(declared) > self.limit:
+            return await self._refuse(scope, send)
+        seen = 0
+        over = False
+        started = False
+
+        async def counted_receive():  # type: ignore[no-untyped-def]
+            nonlocal seen, over
+            message = await receive()
+            if message["type"] == "http.request":
+                seen += len(message.get("body", b""))
+                if seen > self.limit:
+                    over = True
+                    return {"type": "http.disconnect"}  # Django stops reading: aborted
+            return message
+
+        async def tracked_send(message):  # type: ignore[no-untyped-def]
+            nonlocal started
+            if message["type"] == "http.response.start":
+                started = True
+            await send(message)
+
+        await self.app(scope, counted_receive, tracked_send)
+        if over and not started:
+            await self._refuse(scope, send)
+
+    async def _refuse(self, scope, send):  # type: ignore[no-untyped-def]
+        import json
+
+        mb, rest = divmod(self.limit, 1024 * 1024)
+        size = f"{mb} MB" if mb and not rest else f"{self.limit:,} bytes"
+        message = f"the request body is larger than {size}"
+        path = scope.get("path", "")
+        if path.startswith("/v1/"):
+            error = {"type": "invalid_request_error", "code": "body_too_large", "param": None}
+            body = json.dumps({"error": {**error, "message": message}}).encode()
+        else:
+            body = json.dumps({"error": message}).encode()
+        await send(
+            {
+                "type": "http.response.start",
+                "status": 413,
+                "headers": [
+                    (b"content-type", b"application/json"),
+                    (b"content-length", str(len(body)).encode()),
+                    (b"connection", b"close"),
+                ],
+            }
+        )
+        await send({"type": "http.response.body", "body": body})
+
+
 # Daphne serves no static files itself; the simulator's few (htmx, CSS) come from here.
-django_asgi_app = StaticFiles(get_asgi_application())
+django_asgi_app = BodyLimit(
+    StaticFiles(get_asgi_application()), limit=settings.DATA_UPLOAD_MAX_MEMORY_SIZE
+)
 
 from decks_app.routing import websocket_urlpatterns  # noqa: E402
 

@@ -91,5 +91,6 @@ urlpatterns = [
     path("admin/", admin.site.urls),
 ]
 
+handler400 = "decks_app.views.base.bad_request"
 handler404 = "decks_app.views.base.not_found"
 handler500 = "decks_app.views.base.server_error"

@@ -22,17 +22,32 @@ def _assistant_ref(session: Session, ref_id: str) -> bool:
     return False
 
 
+MAX_REASON_CHARS = 10_000
+MAX_NOTES_CHARS = 100_000
+
+
 def parse_score(value: Any) -> int | None:
-    """None (clear) for an empty value; else an integer in -3..3 (rounded, clamped)."""
+    """None (clear) for an empty value; else a whole number from -3 to 3. Anything else is
+    refused with a message (never rounded or clamped into range)."""
     if value is None or (isinstance(value, str) and not value.strip()):
         return None
+    text = str(value).strip()
     try:
-        number = float(value)
-    except (TypeError, ValueError) as exc:
-        raise FeedbackError("score must be a number from -3 to 3") from exc
-    if number != number:  # NaN
-        raise FeedbackError("score must be a number from -3 to 3")
-    return max(-3, min(3, round(number)))
+        number = int(text)
+    except ValueError:
+        raise FeedbackError(f"score must be a whole number from -3 to 3, not {text[:20]!r}") from None
+    if not -3 <= number <= 3:
+        raise FeedbackError(f"score must be a whole number from -3 to 3, not {number}")
+    return number
+
+
+def clean_text(value: str, *, what: str, limit: int) -> str:
+    """User text as given, or a FeedbackError naming what is wrong with it."""
+    if "\x00" in value:
+        raise FeedbackError(f"the {what} contains a NUL character")
+    if len(value) > limit:
+        raise FeedbackError(f"the {what} is longer than {limit:,} characters ({len(value):,})")
+    return value
 
 
 def set_feedback(
@@ -55,18 +70,19 @@ def set_feedback(
             message_ref_id=ref_id,
             run=last_run,
             score=score,
-            reason=(reason or "")[:10_000],
+            reason=clean_text(reason or "", what="reason", limit=MAX_REASON_CHARS),
         )
     if score is not None:
         existing.score = score
     if reason is not None:
-        existing.reason = reason[:10_000]
+        existing.reason = clean_text(reason, what="reason", limit=MAX_REASON_CHARS)
     existing.save()
     return existing
 
 
 def set_notes(session: Session, text: str) -> None:
-    session.notes = {"text": text[:100_000], "updatedAt": timezone.now().isoformat()}
+    text = clean_text(text, what="notes", limit=MAX_NOTES_CHARS)
+    session.notes = {"text": text, "updatedAt": timezone.now().isoformat()}
     session.save(update_fields=["notes", "updated_at"])
 
 

@@ -169,6 +169,8 @@ def send_message(session: Session, text: str) -> Run:
         raise InvalidInput("the message is empty")
     if len(text) > MAX_MESSAGE_CHARS:
         raise InvalidInput(f"the message is longer than {MAX_MESSAGE_CHARS} characters")
+    if "\x00" in text:
+        raise InvalidInput("the message contains a NUL character")
     return enqueue_run(session, message=text)
 
 

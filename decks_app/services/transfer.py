@@ -18,7 +18,12 @@ from django.utils import timezone
 
 from decks_app.models import Run, Session, TraceEvent, Workspace
 from decks_app.services.execution import session_state_dict
-from decks_app.services.sessions import InvalidInput, feedback_dict, with_message_refs
+from decks_app.services.sessions import (
+    MAX_MESSAGE_CHARS,
+    InvalidInput,
+    feedback_dict,
+    with_message_refs,
+)
 from decks_app.services.workspaces import find_deck
 from gambit.core import StateError, new_id, state_from_dict, state_to_dict
 
@@ -65,6 +70,8 @@ def parse_trace(text: str) -> list[dict[str, Any]]:
             event = json.loads(line)
         except ValueError as exc:
             raise InvalidInput(f"trace line {n} is not JSON: {exc}") from exc
+        except RecursionError:
+            raise InvalidInput(f"trace line {n} is nested too deeply") from None
         if not isinstance(event, dict) or not isinstance(event.get("type"), str):
             raise InvalidInput(f"trace line {n} is not a trace event (an object with a type)")
         events.append(event)
@@ -76,12 +83,23 @@ def parse_state(text: str) -> dict[str, Any]:
         data = json.loads(text)
     except ValueError as exc:
         raise InvalidInput(f"the state file is not JSON: {exc}") from exc
+    except RecursionError:
+        raise InvalidInput("the state file is nested too deeply") from None
     if not isinstance(data, dict):
         raise InvalidInput("the state file must hold a JSON object")
     try:
-        return state_to_dict(state_from_dict(data))
+        state = state_to_dict(state_from_dict(data))
     except StateError as exc:
         raise InvalidInput(f"not a SavedState: {exc}") from exc
+    except RecursionError:
+        raise InvalidInput("the state file is nested too deeply") from None
+    for n, message in enumerate(state.get("messages") or [], 1):
+        content = message.get("content") if isinstance(message, dict) else None
+        if isinstance(content, str) and len(content) > MAX_MESSAGE_CHARS:
+            raise InvalidInput(
+                f"message {n} of the state is longer than {MAX_MESSAGE_CHARS:,} characters"
+            )
+    return state
 
 
 def import_session(

@@ -89,6 +89,23 @@ def not_found(request: HttpRequest, exception: Exception | None = None) -> HttpR
     )
 
 
+def bad_request(request: HttpRequest, exception: Exception | None = None) -> HttpResponse:
+    """400 for a request Django cannot even parse (a form that is not UTF-8, a broken
+    multipart body): one sentence, as a page or JSON; never reads the body again."""
+    message = str(exception) if exception and str(exception) else "bad request"
+    if request.path.startswith("/v1/"):
+        error = {"type": "invalid_request_error", "code": "bad_request", "param": None}
+        return JsonResponse({"error": {**error, "message": message}}, status=400)
+    if request.path.endswith(".json") or request.GET.get("format") == "json":
+        return json_response({"error": message}, status=400)
+    return render(
+        request,
+        "decks_app/error.html",
+        {"message": message, "status": 400, "back": "/"},
+        status=400,
+    )
+
+
 def server_error(request: HttpRequest) -> HttpResponse:
     return render(
         request,

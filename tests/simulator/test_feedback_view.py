@@ -14,7 +14,9 @@ def test_it_rates_a_message_and_keeps_the_reason(client, workspace):
     r = client.post(url, {"score": "2"})
     assert r.status_code == 200 and r.json()["feedback"]["score"] == 2
     client.post(url, {"reason": "clear <answer>"})
-    client.post(url, {"score": "9"})  # clamped
+    r = client.post(url, {"score": "9"})  # refused, never clamped
+    assert r.status_code == 400 and "from -3 to 3, not 9" in r.json()["error"]
+    client.post(url, {"score": "3"})
     fb = Feedback.objects.get()
     assert (fb.score, fb.reason) == (3, "clear <answer>")
     page = client.get(f"/test/{s.id}/").content.decode()
@@ -48,3 +50,43 @@ def test_it_refuses_non_assistant_or_unknown_messages(client, workspace):
         client.post(f"/test/{s.id}/feedback/{REF}?format=json", {"score": "abc"}).status_code == 400
     )
     assert client.get(f"/test/{s.id}/feedback/{REF}").status_code == 405
+
+
+@pytest.mark.parametrize(
+    "score", ["inf", "-inf", "1e999", "nan", "2.5", "4", "-4", "9" * 400, "2\x00"]
+)
+def test_hostile_scores_are_refused_with_a_sentence(client, workspace, score):
+    s = chat_session(workspace)
+    for url in (f"/test/{s.id}/feedback/{REF}?format=json", f"/test/{s.id}/notes?format=json"):
+        r = client.post(url, {"score": score})
+        assert r.status_code == 400, (url, score)
+        assert r.json()["error"].startswith("score must be a whole number from -3 to 3")
+    assert not Feedback.objects.exists()
+
+
+def test_over_long_or_nul_reasons_and_notes_are_refused_not_cut(client, workspace):
+    s = chat_session(workspace)
+    url = f"/test/{s.id}/feedback/{REF}?format=json"
+    assert client.post(url, {"score": "1"}).status_code == 200
+    r = client.post(url, {"reason": "r" * 10_001})
+    assert r.status_code == 400 and "reason is longer than 10,000 characters" in r.json()["error"]
+    r = client.post(url, {"reason": "a\x00b"})
+    assert r.status_code == 400 and "NUL" in r.json()["error"]
+    assert Feedback.objects.get().reason == ""
+    notes = f"/test/{s.id}/notes?format=json"
+    r = client.post(notes, {"notes": "n" * 100_001})
+    assert r.status_code == 400 and "notes are" not in r.json()["error"]
+    assert "longer than 100,000 characters" in r.json()["error"]
+    assert client.post(notes, {"notes": "a\x00b"}).status_code == 400
+    s.refresh_from_db()
+    assert s.notes is None
+
+
+def test_a_form_that_is_not_utf8_is_a_400(client, workspace):
+    s = chat_session(workspace)
+    r = client.post(
+        f"/test/{s.id}/send?format=json",
+        data=b"message=caf%E9",
+        content_type="application/x-www-form-urlencoded; charset=latin-1",
+    )
+    assert r.status_code == 400 and "UTF-8" in r.json()["error"]
