@@ -29,29 +29,54 @@ ACTIVE = ("queued", "running")
 
 def _read(session_id: str, after: int, version: int, status: str | None, force: bool = False):
     """New event fragments after the cursor and, when the conversation or the status moved
-    on, the session-level fragments too. Returns (html, new cursor, version, status)."""
+    on, the session-level fragments too. Returns (frames, new cursor, version, status, more)."""
     session = get_session(session_id)
     if session is None:
         return None
     new = event_log.events_after(session_id, after, BATCH)
-    parts = [fragments.event_fragments(new)]
+    parts = fragments.event_fragments(new)
     cursor = new[-1].pk if new else after
     last = session.runs.order_by("-created_at").values("status").first()
     current_status = last["status"] if last else "idle"
     current_version = session.state_version
-    if current_version != version or current_status != status:
+    changed = current_version != version or current_status != status
+    if changed:
         detail = session_detail(session)
-        parts.append(fragments.session_fragments(detail))
+        parts.extend(fragments.session_fragments(detail))
         current_version = detail["version"]
+        current_status = detail["status"]
         cursor = max(cursor, detail["cursor"])
     elif any(not e.type.startswith("response.") for e in new):
         # a model call, tool call or nested deck began or ended: refresh the trace panel
         parts.append(fragments.trace_panel_fragment(session, cursor))
     more = len(new) == BATCH
-    if not new and len(parts) == 1 and not force:
-        return "", cursor, current_version, current_status, False  # nothing new
-    parts.append(fragments.cursor_fragment(cursor, current_version))
-    return "".join(parts), cursor, current_version, current_status, more
+    if not new and not changed and not force:
+        return [], cursor, current_version, current_status, False  # nothing new
+    parts.append(fragments.cursor_fragment(cursor, current_version, current_status))
+    return fragments.frames(parts), cursor, current_version, current_status, more
+
+
+def _hello(text: str | None) -> tuple[int, int, str | None] | None:
+    """The client's hello `{"after": N, "version": V, "status": S}`, or None when it is not
+    one (bad JSON, nesting, numbers that are not whole, wrong types): ignored, never fatal."""
+    try:
+        data: Any = json.loads(text or "{}")
+    except (ValueError, RecursionError):
+        return None
+    if not isinstance(data, dict) or "after" not in data:
+        return None
+    after, version, status = data.get("after"), data.get("version", -1), data.get("status")
+
+    def whole(value: Any) -> bool:
+        return isinstance(value, int) and not isinstance(value, bool) and -1 <= value < 2**62
+
+    if after is None:
+        after = 0
+    if version is None:
+        version = -1
+    if not whole(after) or not whole(version):
+        return None
+    return max(0, after), version, status if isinstance(status, str) else None
 
 
 class SessionConsumer(AsyncWebsocketConsumer):
@@ -83,19 +108,12 @@ class SessionConsumer(AsyncWebsocketConsumer):
                 await self.catch_up()
 
     async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None) -> None:
-        try:
-            data: Any = json.loads(text_data or "{}")
-        except ValueError:
+        if text_data is not None and len(text_data) > 4096:
+            return  # a hello is a few dozen characters
+        hello = _hello(text_data)
+        if hello is None:
             return
-        if not isinstance(data, dict) or "after" not in data:
-            return
-        try:
-            self.after = max(0, int(data.get("after") or 0))
-            self.version = int(data.get("version") if data.get("version") is not None else -1)
-        except (TypeError, ValueError):
-            return
-        status = data.get("status")
-        self.status = status if isinstance(status, str) else None
+        self.after, self.version, self.status = hello
         await self.catch_up(force=True)  # the answer to a hello always carries the cursor
         if self.poller is None:
             self.poller = asyncio.create_task(self._poll())
@@ -113,11 +131,18 @@ class SessionConsumer(AsyncWebsocketConsumer):
                 if result is None:
                     await self.close(code=4404)
                     return
-                html, self.after, self.version, self.status, more = result
-                if html:
-                    await self.send(text_data=html)
+                frames, self.after, self.version, self.status, more = result
+                for frame in frames:
+                    await self.send(text_data=frame)
                 if not more:
                     return
+
+
+class NotFoundConsumer(AsyncWebsocketConsumer):
+    """Any other websocket path: refused at the handshake (403), no traceback."""
+
+    async def connect(self) -> None:
+        await self.close(code=4404)
 
 
 class BuildConsumer(AsyncWebsocketConsumer):

@@ -35,7 +35,9 @@ def parse_score(value: Any) -> int | None:
     try:
         number = int(text)
     except ValueError:
-        raise FeedbackError(f"score must be a whole number from -3 to 3, not {text[:20]!r}") from None
+        raise FeedbackError(
+            f"score must be a whole number from -3 to 3, not {text[:20]!r}"
+        ) from None
     if not -3 <= number <= 3:
         raise FeedbackError(f"score must be a whole number from -3 to 3, not {number}")
     return number

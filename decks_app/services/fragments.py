@@ -61,7 +61,7 @@ def live_blocks(events: Iterable[TraceEvent]) -> list[dict[str, Any]]:
     return blocks
 
 
-def event_fragments(events: Iterable[TraceEvent]) -> str:
+def event_fragments(events: Iterable[TraceEvent]) -> list[str]:
     """OOB fragments for new events: blocks appended to #live, deltas appended to their text,
     and one row per event appended to the raw event list (#raw-events)."""
     events = list(events)
@@ -80,24 +80,81 @@ def event_fragments(events: Iterable[TraceEvent]) -> str:
                     },
                 )
             )
-    if events:
-        parts.append(render_to_string(TEMPLATE + "#raw_events_append", {"events": events}))
-    return "".join(parts)
+    for event in events:  # one piece per row, so frames can be cut between rows
+        parts.append(render_to_string(TEMPLATE + "#raw_events_append", {"events": [event]}))
+    return parts
 
 
-def cursor_fragment(cursor: int, version: int) -> str:
+def cursor_fragment(cursor: int, version: int, status: str | None = None) -> str:
+    """The page's resume point. It carries the run status too, so a reconnect's hello
+    matches and is answered with new events only, not the whole page again."""
     return render_to_string(
-        TEMPLATE + "#cursor", {"cursor": cursor, "version": version, "oob": True}
+        TEMPLATE + "#cursor",
+        {"cursor": cursor, "version": version, "status": status or "", "oob": True},
     )
 
 
-def session_fragments(detail: dict[str, Any], request: Any = None) -> str:
+# The websocket server refuses frames over 1 MiB (autobahn's payload limit), so updates go
+# out as several frames of about this many UTF-8 bytes, split between whole elements.
+FRAME_BYTES = 256 * 1024
+
+
+def _size(html: str) -> int:
+    return len(html.encode("utf-8"))
+
+
+def session_fragments(detail: dict[str, Any], request: Any = None) -> list[str]:
     """Everything that changes when a run starts or ends: status, conversation, composer,
     live area, trace panel and raw event list (read at the detail's cursor, which may be past
-    the events already appended)."""
+    the events already appended). A list of pieces, each a whole OOB element; a long
+    conversation is sent as its first bubbles, then the rest appended in groups."""
     ctx = {**detail, "oob": True}
-    names = ["status", "conversation", "live", "composer", "trace_panel", "raw_events"]
-    return "".join(render_to_string(f"{TEMPLATE}#{name}", ctx, request=request) for name in names)
+    pieces = [render_to_string(f"{TEMPLATE}#status", ctx, request=request)]
+    bubbles = list(detail.get("bubbles") or [])
+    rendered = [
+        render_to_string(f"{TEMPLATE}#bubble", {**ctx, "bubble": b}, request=request)
+        for b in bubbles
+    ]
+    groups: list[list[Any]] = [[]]
+    size = 0
+    for bubble, html in zip(bubbles, rendered, strict=True):
+        if groups[-1] and size + _size(html) > FRAME_BYTES:
+            groups.append([])
+            size = 0
+        groups[-1].append(bubble)
+        size += _size(html)
+    pieces.append(
+        render_to_string(f"{TEMPLATE}#conversation", {**ctx, "bubbles": groups[0]}, request=request)
+    )
+    for group in groups[1:]:
+        pieces.append(
+            render_to_string(
+                f"{TEMPLATE}#conversation_more", {**ctx, "bubbles": group}, request=request
+            )
+        )
+    for name in ("live", "composer", "trace_panel", "raw_events"):
+        pieces.append(render_to_string(f"{TEMPLATE}#{name}", ctx, request=request))
+    return pieces
+
+
+def frames(pieces: Iterable[str], limit: int = FRAME_BYTES) -> list[str]:
+    """Pieces packed into websocket frames of at most `limit` UTF-8 bytes (a piece larger
+    than that goes alone: each piece is one whole element and cannot be cut)."""
+    out: list[str] = []
+    current: list[str] = []
+    size = 0
+    for piece in pieces:
+        if not piece:
+            continue
+        piece_size = _size(piece)
+        if current and size + piece_size > limit:
+            out.append("".join(current))
+            current, size = [], 0
+        current.append(piece)
+        size += piece_size
+    if current:
+        out.append("".join(current))
+    return out
 
 
 def trace_panel_fragment(session: Any, cursor: int) -> str:

@@ -168,3 +168,67 @@ async def test_it_sends_nothing_when_nothing_changed(monkeypatch):
     await event_log.notify(session.id)
     assert await comm.receive_nothing(timeout=0.4)
     await comm.disconnect()
+
+
+@pytest.mark.parametrize(
+    "hello",
+    ['{"after": 1e999}', "[" * 5000 + "]" * 5000, '{"after": true, "version": "x"}',
+     '{"after": 99999999999999999999999}', '{"after": -5.5}', "not json", "x" * 10_000],
+)  # fmt: skip
+async def test_a_malformed_hello_is_ignored_and_the_socket_stays_open(hello):
+    session, _ = await sync_to_async(_session_with_events)()
+    comm, connected, _ = await _connect(session.id)
+    assert connected
+    await comm.send_to(text_data=hello)
+    assert await comm.receive_nothing(timeout=0.3)
+    await comm.send_json_to({"after": 0, "version": -1})  # a real hello still works
+    assert "cursor" in await comm.receive_from(timeout=5)
+    await comm.disconnect()
+
+
+async def test_an_unrouted_websocket_path_is_refused_cleanly():
+    comm = WebsocketCommunicator(application, "/ws/nowhere/", headers=ORIGIN)
+    connected, code = await comm.connect(timeout=5)
+    assert not connected and code == 4404
+
+
+async def test_big_messages_go_out_in_frames_under_the_servers_limit():
+    """Three 100,000-character messages (the maximum) and their echoes: every frame stays
+    well under autobahn's 1 MiB limit, and a hello at the current cursor and status gets the
+    cursor back, not the page again."""
+    from decks_app.services import fragments
+
+    def big_session():
+        session = create_session(current_workspace(), "support/PROMPT.md", model="offline/echo")
+        text = "é" * 100_000
+        session.messages = [{"role": r, "content": text} for r in ("user", "assistant") * 3]
+        session.format = "chat"
+        session.state_version = 3
+        session.save()
+        run = Run.objects.create(session=session, status="completed")
+        TraceEvent.objects.create(
+            run=run, session=session, seq=1, type="model.call",
+            payload={"type": "model.call", "items": [{"text": text}] * 6}, ts=0,
+        )  # fmt: skip
+        return session
+
+    session = await sync_to_async(big_session)()
+    comm, connected, _ = await _connect(session.id)
+    await comm.send_json_to({"after": 0, "version": -1})
+    frames = []
+    while not await comm.receive_nothing(timeout=0.5):
+        frames.append(await comm.receive_from())
+    sizes = [len(f.encode()) for f in frames]
+    assert len(frames) > 1 and max(sizes) < 1024 * 1024, sizes
+    assert max(sizes) <= fragments.FRAME_BYTES + 250_000  # one bubble may exceed by itself
+    assert sum(f.count('class="bubble user"') for f in frames) == 3
+    last = frames[-1]
+    after = int(last.split('data-after="')[1].split('"')[0])
+    assert 'data-status="completed"' in last
+    await comm.disconnect()
+    comm, _, _ = await _connect(session.id)
+    await comm.send_json_to({"after": after, "version": 3, "status": "completed"})
+    reply = await comm.receive_from(timeout=5)
+    assert 'id="cursor"' in reply and len(reply) < 500
+    assert await comm.receive_nothing(timeout=0.3)
+    await comm.disconnect()
