@@ -6,6 +6,7 @@ absolute paths, no `..`, no symlink that escapes (DESIGN §8).
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -20,6 +21,9 @@ MAX_PATH_CHARS = 1024
 
 class PathOutsideWorkspace(ValueError):
     pass
+
+
+log = logging.getLogger(__name__)
 
 
 def current_workspace() -> Workspace:
@@ -83,11 +87,34 @@ def deck_info(workspace: Workspace, entry: Path) -> DeckInfo:
     )
 
 
+_warned_links: set[str] = set()
+
+
+def workspace_decks(root: Path) -> list[Path]:
+    """The workspace's root decks, leaving out any reached through a link that points
+    outside the workspace (warned about once: decks run code, so the jail holds)."""
+    resolved_root = root.resolve()
+    inside = []
+    for entry in find_workspace_decks(root):
+        target = entry.resolve()
+        if target.is_relative_to(resolved_root):
+            inside.append(entry)
+        elif str(entry) not in _warned_links:
+            _warned_links.add(str(entry))
+            log.warning(
+                "skipped %s: it links to %s, outside the workspace %s",
+                entry.parent.name,
+                target.parent,
+                resolved_root,
+            )
+    return inside
+
+
 def list_decks(workspace: Workspace) -> list[DeckInfo]:
     root = Path(workspace.root)
     if not root.is_dir():
         return []
-    return [deck_info(workspace, entry) for entry in find_workspace_decks(root)]
+    return [deck_info(workspace, entry) for entry in workspace_decks(root)]
 
 
 def is_listed_deck(workspace: Workspace, relative: str) -> bool:
@@ -98,7 +125,7 @@ def is_listed_deck(workspace: Workspace, relative: str) -> bool:
         target = jailed_path(workspace, relative)
     except PathOutsideWorkspace:
         return False
-    return any(entry.resolve() == target for entry in find_workspace_decks(root))
+    return any(entry.resolve() == target for entry in workspace_decks(root))
 
 
 def find_deck(workspace: Workspace, relative: str) -> DeckInfo | None:

@@ -16,6 +16,7 @@ import json
 import math
 import re
 import sys
+import threading
 import traceback
 from collections.abc import Iterable
 from importlib import resources
@@ -141,6 +142,44 @@ def check_deck_tree(
     return tree, loader.diag
 
 
+# A compute deck's module is imported with this time limit (seconds): a module whose import
+# never ends must not hang `gambit check`, a run or the simulator's deck listing.
+IMPORT_TIME_LIMIT = 10.0
+
+# Files whose import is still running past the limit. Python cannot stop a thread, and its
+# import lock for that module stays taken, so they are not imported again until it ends.
+_STUCK_IMPORTS: dict[str, threading.Thread] = {}
+
+
+class _ImportTimedOut(Exception):
+    pass
+
+
+def _exec_with_time_limit(loader: Any, module: Any, file: str) -> None:
+    """`loader.exec_module(module)` in a daemon thread, waiting at most IMPORT_TIME_LIMIT."""
+    stuck = _STUCK_IMPORTS.get(file)
+    if stuck is not None:
+        if stuck.is_alive():
+            raise _ImportTimedOut
+        del _STUCK_IMPORTS[file]
+    outcome: list[BaseException] = []
+
+    def target() -> None:
+        try:
+            loader.exec_module(module)
+        except BaseException as exc:  # handed to the caller, whatever it is
+            outcome.append(exc)
+
+    thread = threading.Thread(target=target, name=f"import {Path(file).name}", daemon=True)
+    thread.start()
+    thread.join(IMPORT_TIME_LIMIT)
+    if thread.is_alive():
+        _STUCK_IMPORTS[file] = thread
+        raise _ImportTimedOut
+    if outcome:
+        raise outcome[0]
+
+
 def find_workspace_decks(folder: str | Path) -> list[Path]:
     """Root decks of a workspace folder: the folder's own deck, else each subfolder's.
 
@@ -243,10 +282,30 @@ class _Loader:
             return self.decks[file]
         if file in self.failed:
             return None
-        if file.endswith(".md"):
-            deck = self._load_markdown_deck(file)
-        elif file.endswith(".py"):
-            deck = self._load_compute_deck(file)
+        if file.endswith((".md", ".py")):
+            try:
+                if file.endswith(".md"):
+                    deck = self._load_markdown_deck(file)
+                else:
+                    deck = self._load_compute_deck(file)
+            except OSError as exc:
+                # A path the deck names that the system refuses to look at (too long, not
+                # readable, a loop of links): the loader reports, it never raises.
+                name = exc.filename if isinstance(exc.filename, str) else file
+                shown = name if len(name) <= 120 else name[:100] + "…" + name[-16:]
+                self.diag.error(
+                    f"cannot read {shown}: {exc.strerror or exc}",
+                    file=file,
+                    hint="check the paths this deck names (length, permissions, links)",
+                )
+                deck = None
+            except RecursionError:
+                self.diag.error(
+                    "this deck nests too deeply to load (front matter, schemas or snippets)",
+                    file=file,
+                    hint="flatten the nesting",
+                )
+                deck = None
         else:
             self.diag.error(
                 "not a deck file",
@@ -1288,7 +1347,15 @@ class _Loader:
             sys.path.insert(0, folder)
         try:
             sys.modules[name] = module
-            spec.loader.exec_module(module)
+            _exec_with_time_limit(spec.loader, module, file)
+        except _ImportTimedOut:
+            sys.modules.pop(name, None)
+            self.diag.error(
+                f"{Path(file).name} did not finish importing within {IMPORT_TIME_LIMIT:g} s",
+                file=file,
+                hint="do the slow work inside run(ctx), not when the module is imported",
+            )
+            module = None
         except BaseException as exc:  # a user module may raise anything, SystemExit included
             if isinstance(exc, KeyboardInterrupt):
                 raise

@@ -1,3 +1,5 @@
+from pathlib import Path
+
 import pytest
 
 from decks_app.models import Run, Session
@@ -85,3 +87,23 @@ def test_hostile_session_forms_get_a_400_and_one_sentence(client, workspace, for
     response = client.post("/test/new?format=json", form)
     assert response.status_code == 400 and message in response.json()["error"]
     assert not Session.objects.exists()
+
+
+def test_a_folder_linking_outside_the_workspace_is_skipped_with_a_warning(tmp_path, client, caplog):
+    import shutil
+
+    from django.test import override_settings
+
+    root = tmp_path / "ws"
+    shutil.copytree(Path(__file__).resolve().parents[2] / "examples" / "support", root / "support")
+    outside = tmp_path / "outside" / "evil"
+    shutil.copytree(Path(__file__).resolve().parents[2] / "examples" / "hello", outside)
+    (root / "linked").symlink_to(outside, target_is_directory=True)
+    with override_settings(GAMBIT_WORKSPACE=str(root)), caplog.at_level("WARNING"):
+        for url in ("/test/", "/test.json", "/build/", "/grade/"):
+            assert client.get(url).status_code == 200, url
+        listed = [d["path"] for d in client.get("/build.json").json()["decks"]]
+        assert listed == ["support/PROMPT.md"]
+        r = client.post("/test/new?format=json", {"deck": "linked/deck.py"})
+        assert r.status_code == 400
+    assert "skipped linked: it links to" in caplog.text and "outside the workspace" in caplog.text

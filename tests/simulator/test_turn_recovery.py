@@ -13,6 +13,7 @@ from decks_app.models import Run, Session, TraceEvent
 from decks_app.services import execution
 from decks_app.services.events import append_events
 from decks_app.services.sessions import (
+    InvalidInput,
     SessionBusy,
     create_run,
     create_session,
@@ -140,7 +141,7 @@ def test_retry_refuses_a_completed_turn_and_unknown_ids(client):
     for run_id in (run.id, "run-nope", ""):
         r = client.post(f"/test/{session.id}/retry", {"runId": run_id})
         assert r.status_code == 409
-    with pytest.raises(Exception):
+    with pytest.raises(InvalidInput, match="only the last turn can be retried"):
         retry_run(session, run.id)
 
 

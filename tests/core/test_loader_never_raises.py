@@ -1,0 +1,72 @@
+"""The deck loader reports, it never raises or hangs: paths the system refuses, nesting past
+Python's recursion limit, and compute modules whose import never ends."""
+
+from __future__ import annotations
+
+import json
+import time
+
+import pytest
+
+from gambit.core import _loader, check_deck_tree
+
+from .conftest import DeckFolder
+
+
+def test_a_schema_path_too_long_for_the_system_is_an_error(decks: DeckFolder):
+    path = decks.deck("d/PROMPT.md", f'contextSchema = "./{"x" * 300}.json"')
+    tree, diag = check_deck_tree(path)
+    (error,) = diag.errors
+    assert "File name too long" in error.message and error.file == str(path)
+    assert len(error.message) < 300  # the path is shortened in the message
+
+
+def test_a_schema_nested_thousands_deep_is_an_error(decks: DeckFolder):
+    text = '{"type":"object","properties":{"x":' * 3000 + "{}" + "}}" * 3000
+    decks.write("d/s.json", text)
+    path = decks.deck("d/PROMPT.md", 'contextSchema = "./s.json"')
+    _, diag = check_deck_tree(path)
+    assert diag.errors and "nested more than" in diag.errors[0].message
+
+
+def test_a_module_whose_import_never_ends_is_reported_in_time(decks: DeckFolder, monkeypatch):
+    monkeypatch.setattr(_loader, "IMPORT_TIME_LIMIT", 0.5)
+    path = decks.write("slow/deck.py", "import time\nwhile True:\n    time.sleep(0.05)\n")
+    started = time.monotonic()
+    _, diag = check_deck_tree(path)
+    assert time.monotonic() - started < 5
+    (error,) = diag.errors
+    assert error.message == "deck.py did not finish importing within 0.5 s"
+    assert "inside run(ctx)" in error.hint
+    # Asked again while that import still runs: the same error at once, no second thread.
+    started = time.monotonic()
+    _, diag = check_deck_tree(path)
+    assert time.monotonic() - started < 0.4 and diag.errors[0].message == error.message
+
+
+def test_a_module_that_imports_in_time_still_loads(decks: DeckFolder):
+    path = decks.write(
+        "ok/deck.py",
+        """
+        import time
+        import gambit
+        time.sleep(0.05)
+        deck = gambit.define_deck(run=lambda ctx: "ok", label="ok")
+        """,
+    )
+    tree, diag = check_deck_tree(path)
+    assert not diag.errors and tree is not None and tree.root.label == "ok"
+
+
+def test_an_import_error_in_the_thread_keeps_its_line(decks: DeckFolder):
+    path = decks.write("bad/deck.py", "import gambit\n\nraise ValueError('boom')\n")
+    _, diag = check_deck_tree(path)
+    (error,) = diag.errors
+    assert error.message == "importing the module failed: ValueError: boom" and error.line == 3
+
+
+@pytest.mark.parametrize("depth", [500, 5000])
+def test_deep_json_front_matter_values_never_raise(decks: DeckFolder, depth: int):
+    value = "[" * depth + "]" * depth
+    path = decks.deck("d/PROMPT.md", f"label = 'x'\n[modelParams]\nextra = {json.dumps(value)}")
+    check_deck_tree(path)  # a string, whatever it holds: no exception
