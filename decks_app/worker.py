@@ -14,9 +14,25 @@ import os
 import socket
 import time
 
-from decks_app.services import execution, sessions
+from django.db import DatabaseError
+
+from decks_app.services import execution, outage, sessions
 
 log = logging.getLogger(__name__)
+
+# How often a worker looks for runs whose worker stopped sending heartbeats.
+RECONCILE_SECONDS = float(os.environ.get("GAMBIT_RECONCILE_SECONDS", "30"))
+
+
+def close_old_connections_now() -> None:
+    """Drop this thread's broken database connection so the next query opens a new one."""
+    from django.db import connections
+
+    for connection in connections.all(initialized_only=True):
+        try:
+            connection.close()
+        except Exception:
+            pass
 
 
 class Worker:
@@ -48,24 +64,41 @@ class Worker:
         sessions.on_enqueue(poke)
         listener = asyncio.create_task(self._listen(wake))
         last_reconcile = 0.0
+        backoff = 0.0
         try:
             while not stop.is_set():
                 if max_runs is not None and self.executed >= max_runs and not self.tasks:
                     return
-                if self.reconcile_stale and time.monotonic() - last_reconcile > 30:
-                    last_reconcile = time.monotonic()
-                    ids = await execution.db(execution.mark_interrupted, stale_only=True)
-                    for run_id in ids:
-                        log.warning("run %s had no heartbeat: marked interrupted", run_id)
-                while len(self.tasks) < self.slots and (
-                    max_runs is None or self.executed + len(self.tasks) < max_runs
-                ):
-                    run_id = await execution.db(execution.claim_next_run, self.worker_id)
-                    if run_id is None:
-                        break
-                    task = asyncio.create_task(self._execute(run_id))
-                    self.tasks.add(task)
-                    task.add_done_callback(lambda t: (self.tasks.discard(t), wake.set()))
+                try:
+                    if (
+                        self.reconcile_stale
+                        and time.monotonic() - last_reconcile > RECONCILE_SECONDS
+                    ):
+                        last_reconcile = time.monotonic()
+                        ids = await execution.db(execution.mark_interrupted, stale_only=True)
+                        for run_id in ids:
+                            log.warning("run %s had no heartbeat: marked interrupted", run_id)
+                    while len(self.tasks) < self.slots and (
+                        max_runs is None or self.executed + len(self.tasks) < max_runs
+                    ):
+                        run_id = await execution.db(execution.claim_next_run, self.worker_id)
+                        if run_id is None:
+                            break
+                        task = asyncio.create_task(self._execute(run_id))
+                        self.tasks.add(task)
+                        task.add_done_callback(lambda t: (self.tasks.discard(t), wake.set()))
+                    outage.recovered("the database")
+                    backoff = 0.0
+                except DatabaseError as exc:
+                    # A database restart: keep the worker, reconnect with backoff, keep claiming.
+                    outage.failed("the database", exc)
+                    await execution.db(close_old_connections_now)
+                    backoff = min(5.0, backoff * 2 or 0.25)
+                    try:
+                        await asyncio.wait_for(stop.wait(), timeout=backoff)
+                    except TimeoutError:
+                        pass
+                    continue
                 wake.clear()
                 waiters = [asyncio.create_task(wake.wait()), asyncio.create_task(stop.wait())]
                 try:
@@ -104,10 +137,9 @@ class Worker:
                     pass
         except asyncio.CancelledError:
             raise
-        except Exception:
-            log.warning(
-                "worker wake-ups over the channel layer failed; polling only", exc_info=True
-            )
+        except Exception as exc:
+            outage.failed("the channel layer", exc)
+            log.warning("worker wake-ups over the channel layer stopped; polling only")
 
     async def _execute(self, run_id: str) -> None:
         try:
@@ -115,9 +147,16 @@ class Worker:
             log.info("run %s %s", run_id, status)
         except asyncio.CancelledError:
             raise
+        except DatabaseError as exc:
+            # The database went away mid-run: the run's heartbeat stops, so once the database
+            # is back a worker marks it interrupted (with Retry) within RECONCILE + STALE s.
+            outage.failed("the database", exc)
         except Exception:
             log.exception("run %s crashed", run_id)
-            await execution.db(_crashed, run_id)
+            try:
+                await execution.db(_crashed, run_id)
+            except DatabaseError as exc:
+                outage.failed("the database", exc)
         finally:
             self.executed += 1
 

@@ -18,6 +18,11 @@ without reloading Django. Environment variables read here:
 | `GAMBIT_ALLOWED_HOSTS` | comma-separated extra host names (localhost names are always allowed) |
 | `GAMBIT_INPROCESS_WORKERS` | worker slots inside `gambit serve` (default 8 embedded, 0 distributed) |
 | `GAMBIT_DEBUG` | `1` for Django's debug mode |
+
+Read by the worker (`decks_app`), for operators and the fault tests:
+`GAMBIT_STALE_AFTER_SECONDS` (default 60: a running run without a heartbeat for this long is
+taken for dead and marked interrupted) and `GAMBIT_RECONCILE_SECONDS` (default 30: how often
+live workers look for such runs).
 """
 
 from __future__ import annotations

@@ -26,6 +26,49 @@ def _echo(text: str) -> None:
     print(text, flush=True)
 
 
+# Any constant works: it names the lock that serialises migrations across processes.
+MIGRATE_LOCK = 0x6A6D6269  # "gmbi"
+
+
+def _migrate() -> None:
+    """Apply migrations once, however many processes start together.
+
+    On PostgreSQL each process takes a session advisory lock first: the first migrates, the
+    others wait and then find nothing to do (started at the same moment on an empty database,
+    two of three used to crash on concurrent migrations). While the database does not answer
+    yet, wait for it with backoff (one warning line).
+    """
+    import time
+
+    from django.core.management import call_command
+    from django.db import DatabaseError, connection
+
+    from decks_app.services import outage
+
+    delay = 0.25
+    while True:
+        try:
+            if connection.vendor != "postgresql":
+                call_command("migrate", interactive=False, verbosity=0)
+                return
+            with connection.cursor() as cursor:
+                cursor.execute("SELECT pg_advisory_lock(%s)", [MIGRATE_LOCK])
+            try:
+                call_command("migrate", interactive=False, verbosity=0)
+            finally:
+                with connection.cursor() as cursor:
+                    cursor.execute("SELECT pg_advisory_unlock(%s)", [MIGRATE_LOCK])
+            outage.recovered("the database")
+            return
+        except DatabaseError as exc:
+            if connection.vendor != "postgresql":
+                raise
+            outage.failed("the database", exc)
+            connection.close()
+            time.sleep(delay)
+            delay = min(5.0, delay * 2)
+
+
 def _port_free(host: str, port: int) -> str | None:
     """None when (host, port) can be listened on, else why not. Checked before anything
     touches the database, so a second server never marks the first one's runs interrupted."""
@@ -79,13 +122,12 @@ def serve(target: str | None, host: str, port: int, workers: int | None) -> None
 
     _setup_django()
     from django.conf import settings
-    from django.core.management import call_command
 
     from decks_app.services import execution, providers
     from decks_app.services.workspaces import current_workspace, list_decks
     from decks_app.worker import Worker
 
-    call_command("migrate", interactive=False, verbosity=0)
+    _migrate()
     distributed = settings.GAMBIT_PROFILE == "distributed"
     interrupted = execution.mark_interrupted(stale_only=distributed)
     slots = settings.GAMBIT_INPROCESS_WORKERS
@@ -171,7 +213,6 @@ def work(slots: int, burst: bool, max_runs: int | None) -> None:
     _setup_django()
     from asgiref.sync import sync_to_async
     from django.conf import settings
-    from django.core.management import call_command
 
     from decks_app.models import Run
     from decks_app.worker import Worker
@@ -182,7 +223,7 @@ def work(slots: int, burst: bool, max_runs: int | None) -> None:
             "Set DATABASE_URL and REDIS_URL for separate worker processes.",
             file=sys.stderr,
         )
-    call_command("migrate", interactive=False, verbosity=0)
+    _migrate()
     worker = Worker(slots=slots)
     _echo(f"gambit worker {worker.worker_id}: {slots} slots, profile {settings.GAMBIT_PROFILE}")
 

@@ -17,6 +17,7 @@ from channels.layers import get_channel_layer
 from django.db import transaction
 
 from decks_app.models import TraceEvent
+from decks_app.services import outage
 
 log = logging.getLogger(__name__)
 
@@ -114,8 +115,10 @@ async def notify(session_id: str) -> None:
         return
     try:
         await layer.group_send(group_name(session_id), changed_message(session_id))
-    except Exception:  # the database is the truth; a dropped notification is not an error
-        log.warning("could not notify session %s", session_id, exc_info=True)
+    except Exception as exc:  # the database is the truth; a dropped notification is not an error
+        outage.failed("the channel layer", exc)
+    else:
+        outage.recovered("the channel layer")
 
 
 def notify_sync(session_id: str) -> None:

@@ -13,6 +13,7 @@ import asyncio
 import datetime as dt
 import json
 import logging
+import os
 import threading
 import time
 from dataclasses import dataclass, field
@@ -20,12 +21,18 @@ from pathlib import Path
 from typing import Any
 
 from asgiref.sync import sync_to_async
-from django.db import IntegrityError, close_old_connections, connection, transaction
+from django.db import (
+    DatabaseError,
+    IntegrityError,
+    close_old_connections,
+    connection,
+    transaction,
+)
 from django.db.models import Max
 from django.utils import timezone
 
 from decks_app.models import Run, Session, TraceEvent
-from decks_app.services import assistant, grading, providers, verify
+from decks_app.services import assistant, grading, outage, providers, verify
 from decks_app.services import events as event_log
 from decks_app.services.sessions import with_message_refs
 from decks_app.services.workspaces import find_deck, jailed_path
@@ -43,8 +50,10 @@ from gambit.providers.offline import ReplayProvider
 log = logging.getLogger(__name__)
 
 CANCEL_POLL_SECONDS = 0.25
-HEARTBEAT_SECONDS = 5.0
-STALE_AFTER_SECONDS = 60.0
+# A running run whose heartbeat is older than this is taken for dead (its worker stopped).
+STALE_AFTER_SECONDS = float(os.environ.get("GAMBIT_STALE_AFTER_SECONDS", "60"))
+# A live run proves it is alive well within that time.
+HEARTBEAT_SECONDS = min(5.0, STALE_AFTER_SECONDS / 4)
 REPLAY_CHUNK_DELAY = 0.01
 INTERRUPTED = "interrupted: the server or worker stopped while this run was in flight"
 # Runs whose conversation is saved after every pass (the others save theirs at the end).
@@ -53,6 +62,47 @@ CHECKPOINTED = ("manual", "scenario", "assistant", "replay")
 
 def db(fn, *args, **kwargs):
     return sync_to_async(fn, thread_sensitive=True)(*args, **kwargs)
+
+
+# How long a finishing run waits for a database that went away (a restart) before giving up.
+DATABASE_PATIENCE = 60.0
+
+
+def _close_connections() -> None:
+    from django.db import connections
+
+    for conn in connections.all(initialized_only=True):
+        try:
+            conn.close()
+        except Exception:
+            pass
+
+
+async def _reset_connection() -> None:
+    """Drop the database thread's broken connection, so the next query opens a new one."""
+    try:
+        await db(_close_connections)
+    except Exception:
+        pass
+
+
+async def db_patiently(fn, *args, patience: float = DATABASE_PATIENCE, **kwargs):
+    """`db(fn, ...)`, retried with backoff through a database outage of up to `patience` s."""
+    deadline = time.monotonic() + patience
+    delay = 0.25
+    while True:
+        try:
+            result = await db(fn, *args, **kwargs)
+        except DatabaseError as exc:
+            outage.failed("the database", exc)
+            if time.monotonic() + delay > deadline:
+                raise
+            await _reset_connection()
+            await asyncio.sleep(delay)
+            delay = min(5.0, delay * 2)
+            continue
+        outage.recovered("the database")
+        return result
 
 
 # ---------------------------------------------------------------- queue
@@ -121,7 +171,14 @@ def recover_interrupted_turn(run: Run, session: Session) -> None:
     added: list[tuple[str, str]] = []
     if saved_nothing and run.message and run.kind in ("manual", "assistant"):
         added.append(("user", run.message))
-    partial = _partial_reply([p for seq, p in events if seq > base.get("checkpointSeq", 0)])
+    # The pass that was streaming never reached the saved state (a state only takes a reply
+    # once its model call returns), whatever was checkpointed after it. A scenario's persona
+    # also streams as a root deck, so only chat-like runs get their partial reply back.
+    partial = (
+        _partial_reply([p for _, p in events])
+        if run.kind in ("manual", "assistant", "replay")
+        else ""
+    )
     if partial:
         added.append(("assistant", partial))
     if added:
@@ -190,6 +247,7 @@ class EventWriter:
         self.closed = False
         self.task = asyncio.create_task(self._pump())
         self.written = 0
+        self.failures = 0
 
     def add(self, event: dict[str, Any]) -> None:
         if threading.get_ident() == self.thread:
@@ -222,20 +280,44 @@ class EventWriter:
     async def flush(self) -> None:
         if not self.pending and self.state is None:
             return
-        batch = event_log.coalesce(self.pending)
-        self.pending = []
+        taken, self.pending = self.pending, []
         state, self.state = self.state, None
-        first = await db(
-            _append_and_checkpoint, self.run_id, self.session_id, self.next_seq, batch, state
-        )
+        batch = event_log.coalesce(taken)
+        try:
+            first = await db(
+                _append_and_checkpoint, self.run_id, self.session_id, self.next_seq, batch, state
+            )
+        except DatabaseError as exc:
+            # The database is restarting: keep everything and try again (nothing is dropped;
+            # deltas that arrive meanwhile are coalesced into the same batch).
+            outage.failed("the database", exc)
+            self.pending = taken + self.pending
+            if self.state is None:
+                self.state = state
+            await _reset_connection()
+            self.failures += 1
+            await asyncio.sleep(min(5.0, 0.25 * 2 ** min(self.failures, 5)))
+            self.wake.set()
+            return
+        outage.recovered("the database")
+        self.failures = 0
         self.next_seq = first + len(batch)
         self.written += len(batch)
         await event_log.notify(self.session_id)
 
-    async def close(self) -> None:
+    async def close(self, wait: float = DATABASE_PATIENCE) -> None:
+        """Write what is left; while the database is down, wait for it up to `wait` s."""
         self.closed = True
         self.wake.set()
-        await self.task
+        try:
+            await asyncio.wait_for(asyncio.shield(self.task), timeout=wait)
+        except TimeoutError:
+            self.task.cancel()
+            log.error(
+                "run %s: %d trace event(s) could not be written: the database stayed away",
+                self.run_id,
+                len(self.pending),
+            )
 
 
 def _append_and_checkpoint(
@@ -541,13 +623,17 @@ async def execute_run(run_id: str, *, router: Any = None) -> str:
             done, _ = await asyncio.wait({task}, timeout=CANCEL_POLL_SECONDS)
             if done:
                 break
-            if await db(_cancel_requested, run.id):
-                canceled_by_user = True
-                task.cancel()
-                break
-            if time.monotonic() - last_beat > HEARTBEAT_SECONDS:
-                last_beat = time.monotonic()
-                await db(_heartbeat, run.id)
+            try:
+                if await db(_cancel_requested, run.id):
+                    canceled_by_user = True
+                    task.cancel()
+                    break
+                if time.monotonic() - last_beat > HEARTBEAT_SECONDS:
+                    last_beat = time.monotonic()
+                    await db(_heartbeat, run.id)
+            except DatabaseError as exc:
+                outage.failed("the database", exc)  # the run goes on; checked again soon
+                await _reset_connection()
         try:
             result = await task
             output = result.output if result is not None else None
@@ -568,7 +654,7 @@ async def execute_run(run_id: str, *, router: Any = None) -> str:
             await task
         except BaseException:
             pass
-        await writer.close()
+        await writer.close(wait=5.0)  # a stopping process has seconds, not minutes
         await db(_finish, run.id, "interrupted", INTERRUPTED, None, latest, transcript, started)
         await event_log.notify(session.id)
         raise
@@ -579,7 +665,7 @@ async def execute_run(run_id: str, *, router: Any = None) -> str:
             except Exception:
                 pass
     await writer.close()
-    await db(_finish, run.id, status, error, output, latest, transcript, started)
+    await db_patiently(_finish, run.id, status, error, output, latest, transcript, started)
     await event_log.notify(session.id)
     return status
 

@@ -87,3 +87,46 @@ def test_a_restart_marks_in_flight_runs_interrupted(fake_server, tmp_path):
         finally:
             proc.terminate()
             proc.wait(timeout=10)
+
+
+def test_sigterm_stops_the_server_within_10_s_saving_what_streamed(fake_server, tmp_path):
+    fake_server.queue(Reply(deltas=[f"s{i} " for i in range(400)], delay=0.02))
+    env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "REDIS_URL")}
+    env.update({**fake_server.env(), "GAMBIT_SIM_DB": str(tmp_path / "sim.sqlite3")})
+    port = _free_port()
+    url = f"http://127.0.0.1:{port}"
+    with (tmp_path / "serve.log").open("w") as log:
+        proc = serve_simulator(env, port, log)
+        client = httpx.Client(base_url=url, timeout=10, headers={"Origin": url})
+        client.get("/test/")
+        headers = {"X-CSRFToken": client.cookies["csrftoken"]}
+        session = client.post(
+            "/test/new?format=json",
+            data={"deck": "support/PROMPT.md", "model": "openresponses/fake"},
+            headers=headers,
+        ).json()["id"]
+        client.post(f"/test/{session}/send?format=json", data={"message": "bye"}, headers=headers)
+        deadline = time.monotonic() + 10
+        while (
+            sum(
+                e["type"] == "response.output_text.delta"
+                for e in client.get(f"/test/{session}.json").json()["events"]
+            )
+            < 3
+        ):
+            assert time.monotonic() < deadline, "the run did not start streaming"
+            time.sleep(0.1)
+        started = time.monotonic()
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=15)
+        assert time.monotonic() - started < 10
+        proc = serve_simulator(env, port, log)
+        try:
+            data = httpx.get(f"{url}/test/{session}.json", timeout=10).json()
+            assert data["status"] == "interrupted"
+            said = [c for c in data["conversation"] if c["kind"] in ("user", "assistant")]
+            assert said[0]["text"] == "bye" and said[1]["text"].startswith("s0 s1")
+            assert said[1]["status"] == "interrupted" and data["retry"] is not None
+        finally:
+            proc.terminate()
+            proc.wait(timeout=10)
