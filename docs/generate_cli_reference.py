@@ -23,7 +23,8 @@ def render() -> str:
     top = runner.invoke(cli, ["--help"], prog_name="gambit", terminal_width=100)
     parts.append(f"```\n{top.output.rstrip()}\n```\n")
     assert isinstance(cli, click.Group)
-    for name in sorted(cli.commands):
+    # The group loads its commands lazily: ask it for the names, not `cli.commands`.
+    for name in sorted(cli.list_commands(click.Context(cli))):
         result = runner.invoke(cli, [name, "--help"], prog_name="gambit", terminal_width=100)
         parts.append(f"## gambit {name}\n\n```\n{result.output.rstrip()}\n```\n")
     return "\n".join(parts)

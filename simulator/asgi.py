@@ -7,7 +7,6 @@ import os
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "simulator.settings")
 
 from channels.routing import ProtocolTypeRouter, URLRouter
-from channels.security.websocket import AllowedHostsOriginValidator
 from django.conf import settings
 from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler
 from django.core.asgi import get_asgi_application
@@ -21,9 +20,11 @@ class StaticFiles(ASGIStaticFilesHandler):
         from django.http import HttpResponseNotFound
 
         try:
-            return await super().get_response_async(request)
+            response = await super().get_response_async(request)
         except SuspiciousOperation:
             return HttpResponseNotFound("not found", content_type="text/plain")
+        response["X-Content-Type-Options"] = "nosniff"  # static files skip the middleware
+        return response
 
 
 class BodyLimit:
@@ -102,9 +103,48 @@ django_asgi_app = BodyLimit(
 
 from decks_app.routing import websocket_urlpatterns  # noqa: E402
 
+
+class SameOrigin:
+    """Websockets only from pages of this very server: the Origin's host must be allowed
+    (ALLOWED_HOSTS) and its host and port must equal the Host the socket was opened on, so
+    another local app (another port) or a rebinding DNS name cannot use the socket. With an
+    access token (non-loopback serve), the token cookie is required too."""
+
+    def __init__(self, app):  # type: ignore[no-untyped-def]
+        self.app = app
+
+    async def __call__(self, scope, receive, send):  # type: ignore[no-untyped-def]
+        from urllib.parse import urlsplit
+
+        from django.http.request import split_domain_port, validate_host
+
+        headers = dict(scope.get("headers") or [])
+        origin = headers.get(b"origin", b"").decode("latin-1")
+        host = headers.get(b"host", b"").decode("latin-1")
+        parsed = urlsplit(origin) if origin else None
+        ok = (
+            parsed is not None
+            and parsed.scheme in ("http", "https")
+            and parsed.netloc.lower() == host.lower()
+            and validate_host(split_domain_port(host)[0], settings.ALLOWED_HOSTS)
+        )
+        if ok and getattr(settings, "GAMBIT_ACCESS_TOKEN", ""):
+            from http.cookies import SimpleCookie
+
+            from decks_app.middleware import TOKEN_COOKIE, token_ok
+
+            cookies = SimpleCookie(headers.get(b"cookie", b"").decode("latin-1"))
+            ok = TOKEN_COOKIE in cookies and token_ok(cookies[TOKEN_COOKIE].value)
+        if not ok:
+            await receive()  # the handshake's websocket.connect, answered with a refusal (403)
+            await send({"type": "websocket.close", "code": 4403})
+            return
+        return await self.app(scope, receive, send)
+
+
 application = ProtocolTypeRouter(
     {
         "http": django_asgi_app,
-        "websocket": AllowedHostsOriginValidator(URLRouter(websocket_urlpatterns)),
+        "websocket": SameOrigin(URLRouter(websocket_urlpatterns)),
     }
 )

@@ -16,6 +16,7 @@ without reloading Django. Environment variables read here:
 | `GAMBIT_SIM_DB` | the SQLite file of the embedded profile (default `<workspace>/.gambit/simulator.sqlite3`) |
 | `GAMBIT_SECRET_KEY` | Django's secret key (default: generated once, kept beside the database) |
 | `GAMBIT_ALLOWED_HOSTS` | comma-separated extra host names (localhost names are always allowed) |
+| `GAMBIT_ACCESS_TOKEN` | when set, every page and websocket needs it (`?token=` once, then a cookie); `gambit serve --host` beyond loopback sets one |
 | `GAMBIT_INPROCESS_WORKERS` | worker slots inside `gambit serve` (default 8 embedded, 0 distributed) |
 | `GAMBIT_DEBUG` | `1` for Django's debug mode |
 
@@ -110,6 +111,8 @@ def build_settings(env: Mapping[str, str]) -> dict[str, Any]:
         "SECRET_KEY": _secret_key(env, state_dir),
         "DEBUG": env.get("GAMBIT_DEBUG") == "1",
         "ALLOWED_HOSTS": LOCAL_HOSTS + extra_hosts,
+        # Set by a non-loopback `gambit serve`: every page and socket then needs it.
+        "GAMBIT_ACCESS_TOKEN": env.get("GAMBIT_ACCESS_TOKEN", ""),
     }
     if profile == "distributed":
         out["DATABASES"] = {"default": database_from_url(env["DATABASE_URL"])}

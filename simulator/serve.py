@@ -84,7 +84,31 @@ def _port_free(host: str, port: int) -> str | None:
     return None
 
 
-def serve(target: str | None, host: str, port: int, workers: int | None) -> None:
+def _own_names() -> list[str]:
+    """This machine's name and addresses: what a 0.0.0.0 bind is reached by."""
+    import socket
+
+    names = [socket.gethostname(), socket.getfqdn()]
+    try:
+        names += [info[4][0] for info in socket.getaddrinfo(socket.gethostname(), None)]
+    except OSError:
+        pass
+    return [n for n in dict.fromkeys(names) if n]
+
+
+def _new_token() -> str:
+    import secrets
+
+    return secrets.token_urlsafe(24)
+
+
+def serve(
+    target: str | None,
+    host: str,
+    port: int,
+    workers: int | None,
+    allowed_hosts: tuple[str, ...] = (),
+) -> None:
     from simulator.profiles import default_workspace
 
     busy = _port_free(host, port)
@@ -107,10 +131,16 @@ def serve(target: str | None, host: str, port: int, workers: int | None) -> None
         else:
             raise SystemExit(f"gambit serve: {target}: no such deck or folder")
     os.environ["GAMBIT_WORKSPACE"] = str(workspace)
+    extra = [h for h in os.environ.get("GAMBIT_ALLOWED_HOSTS", "").split(",") if h]
+    extra += list(allowed_hosts)
+    token = ""
     if host not in LOCAL:
-        extra = [h for h in os.environ.get("GAMBIT_ALLOWED_HOSTS", "").split(",") if h]
-        extra.append("*" if host in ("0.0.0.0", "::") else host)
-        os.environ["GAMBIT_ALLOWED_HOSTS"] = ",".join(extra)
+        # Never "*": a wildcard Host check lets a rebinding DNS name reach the server.
+        extra += _own_names() if host in ("0.0.0.0", "::") else [host.strip("[]")]
+        # Decks run code: beyond loopback, every page and socket needs this token.
+        token = os.environ.get("GAMBIT_ACCESS_TOKEN") or _new_token()
+        os.environ["GAMBIT_ACCESS_TOKEN"] = token
+    os.environ["GAMBIT_ALLOWED_HOSTS"] = ",".join(dict.fromkeys(extra))
     if workers is not None:
         os.environ["GAMBIT_INPROCESS_WORKERS"] = str(workers)
     # The offline demo model streams at a readable pace in the browser (0 in tests and CLI).
@@ -160,9 +190,14 @@ def serve(target: str | None, host: str, port: int, workers: int | None) -> None
             f"  {len(interrupted)} run(s) left running by a previous server: marked interrupted"
         )
     if host not in LOCAL:
-        lines.append(
-            f"  WARNING: listening on {host}: anyone who can reach it can use your providers"
-        )
+        lines += [
+            f"  EXPOSED: listening on {host}, beyond this machine. Pages and sockets need the",
+            f"  access token; open: http://{shown_host}:{port}/?token={token}",
+            f"  accepted host names: {', '.join(settings.ALLOWED_HOSTS)} (add: --allowed-host)",
+            "  /v1/* needs an API key; decks run code with your provider keys.",
+        ]
+    elif allowed_hosts:
+        lines.append(f"  accepted host names: {', '.join(settings.ALLOWED_HOSTS)}")
     _echo("\n".join(lines))
 
     from twisted.internet import defer, reactor

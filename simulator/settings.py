@@ -32,6 +32,9 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
+    "django.middleware.csp.ContentSecurityPolicyMiddleware",
+    "decks_app.middleware.access_token",
+    "decks_app.middleware.admin_needs_a_user",
 ]
 
 ROOT_URLCONF = "simulator.urls"
@@ -68,6 +71,23 @@ FILE_UPLOAD_MAX_MEMORY_SIZE = 10 * 1024 * 1024
 
 X_FRAME_OPTIONS = "DENY"
 SECURE_CONTENT_TYPE_NOSNIFF = True
+
+# Content-Security-Policy (Django's own middleware): scripts only from our static files, no
+# inline script and no eval (htmx runs with allowEval off, see base.html); inline styles
+# stay allowed because CodeMirror and Chart.js set them. Websockets to this origin only.
+from django.utils.csp import CSP  # noqa: E402
+
+SECURE_CSP = {
+    "default-src": [CSP.SELF],
+    "script-src": [CSP.SELF],
+    "style-src": [CSP.SELF, CSP.UNSAFE_INLINE],
+    "img-src": [CSP.SELF, "data:"],
+    "connect-src": [CSP.SELF],
+    "object-src": [CSP.NONE],
+    "base-uri": [CSP.NONE],
+    "form-action": [CSP.SELF],
+    "frame-ancestors": [CSP.NONE],
+}
 
 LOGGING = {
     "version": 1,

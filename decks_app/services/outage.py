@@ -8,7 +8,7 @@ import logging
 import threading
 import time
 
-log = logging.getLogger("gambit.outage")
+log = logging.getLogger("decks_app.outage")
 
 _lock = threading.Lock()
 _down: dict[str, tuple[float, int, str]] = {}  # what -> (since, failures, first error)

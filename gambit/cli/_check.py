@@ -17,6 +17,7 @@ from typing import Any
 
 import click
 
+from gambit.cli import HELP_OPTIONS
 from gambit.core import Problem, check_deck_tree, find_workspace_decks
 
 
@@ -136,7 +137,7 @@ def provider_report(
     return {"models": list(models.values()), "decks": deck_rows}
 
 
-@click.command("check")
+@click.command("check", context_settings=HELP_OPTIONS)
 @click.argument("deck", type=click.Path(path_type=Path))
 @click.option(
     "--json", "as_json", is_flag=True, help="Print one JSON object: {ok, errors, warnings, decks}."

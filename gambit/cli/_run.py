@@ -8,6 +8,7 @@ from typing import Any
 
 import click
 
+from gambit.cli import HELP_OPTIONS
 from gambit.core import is_end_signal, run_deck
 
 from ._common import (
@@ -26,7 +27,7 @@ from ._common import (
 )
 
 
-@click.command("run")
+@click.command("run", context_settings=HELP_OPTIONS)
 @click.argument("deck", type=click.Path(path_type=Path))
 @common_run_options
 def run_command(deck: Path, **options: Any) -> None:
@@ -77,7 +78,7 @@ def run_command(deck: Path, **options: Any) -> None:
     run_async(main(), verbose=flags.verbose)
 
 
-@click.command("repl")
+@click.command("repl", context_settings=HELP_OPTIONS)
 @click.argument("deck", type=click.Path(path_type=Path))
 @common_run_options
 def repl_command(deck: Path, **options: Any) -> None:

@@ -10,6 +10,7 @@ from typing import Any
 
 import click
 
+from gambit.cli import HELP_OPTIONS
 from gambit.core import save_state
 from gambit.core._grading import GradingRun, grade_state
 from gambit.core._scenario import run_scenario
@@ -52,7 +53,7 @@ def _print_grading(run: GradingRun) -> None:
         click.echo(f"  {where}{value} {grade.reason or grade.error or ''}".rstrip())
 
 
-@click.command("scenario")
+@click.command("scenario", context_settings=HELP_OPTIONS)
 @click.argument("root", type=click.Path(path_type=Path))
 @click.option(
     "--scenario",
@@ -184,7 +185,7 @@ def scenario_command(
     run_async(main(), verbose=flags.verbose)
 
 
-@click.command("grade")
+@click.command("grade", context_settings=HELP_OPTIONS)
 @click.argument("grader", type=click.Path(path_type=Path))
 @click.option(
     "--state",

@@ -10,6 +10,8 @@ import importlib
 
 import click
 
+from gambit.cli import HELP_OPTIONS
+
 
 def _simulator():
     try:
@@ -18,7 +20,7 @@ def _simulator():
         raise click.ClickException(f"the simulator is not installed: {exc}") from exc
 
 
-@click.command("serve")
+@click.command("serve", context_settings=HELP_OPTIONS)
 @click.argument("deck_or_folder", required=False)
 @click.option("--host", default="127.0.0.1", show_default=True, help="interface to listen on")
 @click.option("--port", default=8000, show_default=True, type=int)
@@ -33,8 +35,20 @@ def _simulator():
     is_flag=True,
     help="Also serve the legacy /v1/chat/completions (off by default; /v1/responses is always on).",
 )
+@click.option(
+    "--allowed-host",
+    "allowed_hosts",
+    multiple=True,
+    help="Another host name the server may be reached by (repeatable; checked on every "
+    "request and websocket).",
+)
 def serve_command(
-    deck_or_folder: str | None, host: str, port: int, workers: int | None, chat_completions: bool
+    deck_or_folder: str | None,
+    host: str,
+    port: int,
+    workers: int | None,
+    chat_completions: bool,
+    allowed_hosts: tuple[str, ...],
 ) -> None:
     """Serve the simulator for a deck or folder (default: the bundled examples).
 
@@ -42,15 +56,19 @@ def serve_command(
     With DATABASE_URL and REDIS_URL set it uses PostgreSQL and Redis, and runs are executed
     by `gambit worker` processes. The workspace's decks are also served as an Open Responses
     endpoint at /v1/responses (API key required: `gambit keys create NAME`).
+
+    It listens on 127.0.0.1. With another --host, every page and websocket needs an access
+    token (printed in a link at start-up, or GAMBIT_ACCESS_TOKEN), host names are checked
+    (add them with --allowed-host), and the banner says what is exposed.
     """
     if chat_completions:
         import os
 
         os.environ["GAMBIT_CHAT_COMPLETIONS"] = "1"
-    _simulator().serve(deck_or_folder, host, port, workers)
+    _simulator().serve(deck_or_folder, host, port, workers, allowed_hosts)
 
 
-@click.command("worker")
+@click.command("worker", context_settings=HELP_OPTIONS)
 @click.option("--slots", default=8, show_default=True, type=int, help="concurrent runs")
 @click.option("--burst", is_flag=True, help="exit once the queue is empty")
 @click.option("--max-runs", type=int, default=None, help="exit after this many runs")
@@ -59,7 +77,7 @@ def worker_command(slots: int, burst: bool, max_runs: int | None) -> None:
     _simulator().work(slots, burst, max_runs)
 
 
-@click.command("keys")
+@click.command("keys", context_settings=HELP_OPTIONS)
 @click.argument("action", type=click.Choice(["create", "list", "revoke"]))
 @click.argument("name", required=False)
 @click.option(

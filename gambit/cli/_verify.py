@@ -14,6 +14,7 @@ from typing import Any
 
 import click
 
+from gambit.cli import HELP_OPTIONS
 from gambit.core import save_state
 from gambit.core._verify import GraderSummary
 from gambit.core._verify_run import (
@@ -49,7 +50,7 @@ def _pass_rate(value: str) -> float:
     return rate
 
 
-@click.command("verify")
+@click.command("verify", context_settings=HELP_OPTIONS)
 @click.argument("root", type=click.Path(path_type=Path))
 @click.option(
     "--scenario",

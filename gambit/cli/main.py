@@ -12,6 +12,7 @@ from typing import Any
 import click
 
 from gambit import __version__
+from gambit.cli import HELP_OPTIONS
 
 # name -> (module, attribute, one-line help shown by `gambit --help`)
 COMMANDS: dict[str, tuple[str, str, str]] = {
@@ -55,6 +56,11 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
         "worker_command",
         "Execute queued simulator runs (the distributed profile's worker processes).",
     ),
+    "keys": (
+        "gambit.cli._serve",
+        "keys_command",
+        "Manage the API keys of /v1/* (create NAME, list, revoke NAME).",
+    ),
 }
 
 
@@ -75,7 +81,7 @@ class LazyGroup(click.Group):
             formatter.write_dl(rows)
 
 
-@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(cls=LazyGroup, context_settings=HELP_OPTIONS)
 @click.version_option(__version__, prog_name="gambit")
 def cli() -> None:
     """Gambit: write LLM agents as decks, run them, test them with scenarios and grade them."""

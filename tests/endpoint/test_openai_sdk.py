@@ -336,3 +336,39 @@ def test_legacy_chat_completions_when_enabled(tmp_path):
         proc.terminate()
         proc.wait(timeout=10)
         log.close()
+
+
+def test_keys_created_with_the_gambit_command_open_the_endpoint(tmp_path):
+    """`gambit keys create NAME` (the console script) prints a key once; it works until
+    `gambit keys revoke NAME`; `gambit keys list` shows it without the key itself."""
+    _write(
+        tmp_path, "decks/echo/PROMPT.md", '+++\nmodelParams.model = "offline/echo"\n+++\nRepeat.\n'
+    )
+    gambit = str(Path(sys.executable).parent / "gambit")
+    env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "REDIS_URL")}
+    env["GAMBIT_SIM_DB"] = str(tmp_path / "sim.sqlite3")
+    workspace = ["--workspace", str(tmp_path / "decks")]
+
+    def keys(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run(
+            [gambit, "keys", *args, *workspace], env=env, capture_output=True, text=True, timeout=60
+        )
+
+    created = keys("create", "laptop")
+    assert created.returncode == 0, created.stderr
+    key = created.stdout.strip()
+    assert key and "shown only now" in created.stderr
+    listed = keys("list")
+    assert "laptop" in listed.stdout and "active" in listed.stdout and key not in listed.stdout
+    proc, url, log = _serve(tmp_path, env_extra={"GAMBIT_API_KEYS": ""})
+    try:
+        client = openai.OpenAI(base_url=url + "/v1", api_key=key, max_retries=0)
+        reply = client.responses.create(model="deck/echo", input="with my own key")
+        assert reply.output_text == "You said: with my own key"
+        assert keys("revoke", "laptop").returncode == 0
+        with pytest.raises(openai.AuthenticationError):
+            client.responses.create(model="deck/echo", input="revoked")
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+        log.close()
