@@ -1,7 +1,22 @@
+from typing import Any
+
 from django.apps import AppConfig
+from django.db.models.signals import post_save
+
+
+def _enqueue_new_run(sender: Any, instance: Any, created: bool, **kwargs: Any) -> None:
+    from decks_app.worker import on_run_created
+
+    on_run_created(sender, instance, created)
 
 
 class DecksAppConfig(AppConfig):
     name = "decks_app"
     verbose_name = "Gambit simulator"
     default_auto_field = "django.db.models.BigAutoField"
+
+    def ready(self) -> None:
+        from decks_app.models import Run
+
+        # Every queued run becomes a django.tasks task, whichever code path created it.
+        post_save.connect(_enqueue_new_run, sender=Run, dispatch_uid="gambit-enqueue-run")

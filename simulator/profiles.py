@@ -23,7 +23,8 @@ without reloading Django. Environment variables read here:
 Read by the worker (`decks_app`), for operators and the fault tests:
 `GAMBIT_STALE_AFTER_SECONDS` (default 60: a running run without a heartbeat for this long is
 taken for dead and marked interrupted) and `GAMBIT_RECONCILE_SECONDS` (default 30: how often
-live workers look for such runs).
+live workers look for such runs); `GAMBIT_WORKER_POLL_SECONDS` (default 0.2: how often an idle
+`gambit worker` thread looks at the queue table).
 """
 
 from __future__ import annotations
@@ -123,6 +124,9 @@ def build_settings(env: Mapping[str, str]) -> dict[str, Any]:
             }
         }
         out["GAMBIT_INPROCESS_WORKERS"] = int(env.get("GAMBIT_INPROCESS_WORKERS", "0"))
+        # A queue table in PostgreSQL; `gambit worker` processes (any number, any machine)
+        # run django-tasks-db's worker. Enqueued in the transaction that creates the run.
+        out["TASKS"] = {"default": {"BACKEND": "django_tasks_db.DatabaseBackend"}}
     else:
         db = sqlite_database(db_path)
         # The test database is a file so that threads (async ORM calls) share it.
@@ -135,5 +139,17 @@ def build_settings(env: Mapping[str, str]) -> dict[str, Any]:
                 "CONFIG": {"capacity": 1000, "expiry": 30},
             }
         }
-        out["GAMBIT_INPROCESS_WORKERS"] = int(env.get("GAMBIT_INPROCESS_WORKERS", "8"))
+        out["GAMBIT_INPROCESS_WORKERS"] = slots = int(env.get("GAMBIT_INPROCESS_WORKERS", "8"))
+        # Nothing to install or start: a thread pool inside `gambit serve`, one thread per
+        # slot. Its queue is in memory; queued runs are enqueued again when the server starts.
+        out["TASKS"] = {
+            "default": (
+                {
+                    "BACKEND": "django_tasks_local.ThreadPoolBackend",
+                    "OPTIONS": {"MAX_WORKERS": slots},
+                }
+                if slots > 0
+                else {"BACKEND": "django.tasks.backends.dummy.DummyBackend"}
+            )
+        }
     return out

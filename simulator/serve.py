@@ -10,6 +10,7 @@ import asyncio
 import os
 import signal
 import sys
+import threading
 from pathlib import Path
 
 LOCAL = ("127.0.0.1", "localhost", "::1")
@@ -155,7 +156,6 @@ def serve(
 
     from decks_app.services import execution, providers
     from decks_app.services.workspaces import current_workspace, list_decks
-    from decks_app.worker import Worker
 
     _migrate()
     distributed = settings.GAMBIT_PROFILE == "distributed"
@@ -202,28 +202,36 @@ def serve(
 
     from twisted.internet import defer, reactor
 
-    state: dict[str, asyncio.Task] = {}
+    from decks_app import worker
 
-    watcher: dict[str, object] = {}
+    # Runs execute on Daphne's loop; the jobs backend's threads hand them over (decks_app.worker).
+    worker.attach(daphne.server.twisted_loop)
+    state: dict[str, object] = {}
 
     def start_workers() -> None:
         from decks_app.services.filewatch import start_watcher
 
-        watcher["stop"] = start_watcher(str(workspace), asyncio.get_event_loop())
-        if slots > 0:
-            state["task"] = asyncio.ensure_future(
-                Worker(slots=slots, reconcile_stale=distributed).run(asyncio.Event())
-            )
+        state["watcher"] = start_watcher(str(workspace), asyncio.get_event_loop())
+        if distributed:
+            state["reconcile"] = asyncio.ensure_future(worker.reconcile_forever())
+            if slots > 0:
+                state["pool"] = worker.DatabaseWorkers(slots).start()
+        elif slots > 0:
+            # The in-memory queue of the embedded backend did not survive the last server.
+            worker.enqueue_queued_runs()
 
     def stop_workers():
-        stop_watching = watcher.get("stop")
+        stop_watching = state.get("watcher")
         if stop_watching is not None:
             stop_watching.set()  # type: ignore[attr-defined]
-        task = state.get("task")
-        if task is None:
-            return None
-        task.cancel()  # runs in flight are recorded as interrupted
-        return defer.Deferred.fromFuture(asyncio.ensure_future(_quiet(task)))
+        pool = state.get("pool")
+        if pool is not None:
+            pool.stop()  # type: ignore[attr-defined]
+        reconcile = state.get("reconcile")
+        if reconcile is not None:
+            reconcile.cancel()  # type: ignore[attr-defined]
+        # Runs in flight are stopped and recorded as interrupted, keeping what streamed.
+        return defer.Deferred.fromFuture(asyncio.ensure_future(worker.stop_runs(8.0)))
 
     reactor.callWhenRunning(start_workers)
     reactor.addSystemEventTrigger("before", "shutdown", stop_workers)
@@ -237,52 +245,53 @@ def serve(
     ).run()
 
 
-async def _quiet(task: asyncio.Task) -> None:
-    try:
-        await task
-    except BaseException:
-        pass
-
-
 def work(slots: int, burst: bool, max_runs: int | None) -> None:
+    """`gambit worker`: django-tasks-db's worker in `slots` threads, runs on one loop."""
     _setup_django()
-    from asgiref.sync import sync_to_async
     from django.conf import settings
 
+    from decks_app import worker
     from decks_app.models import Run
-    from decks_app.worker import Worker
 
     if settings.GAMBIT_PROFILE != "distributed":
         print(
-            "gambit worker: embedded profile (SQLite); `gambit serve` already runs workers. "
-            "Set DATABASE_URL and REDIS_URL for separate worker processes.",
+            "gambit worker: the embedded profile (SQLite) runs its workers inside `gambit serve`;"
+            " set DATABASE_URL and REDIS_URL for separate worker processes.",
             file=sys.stderr,
         )
+        raise SystemExit(1)
     _migrate()
-    worker = Worker(slots=slots)
-    _echo(f"gambit worker {worker.worker_id}: {slots} slots, profile {settings.GAMBIT_PROFILE}")
-
-    async def main() -> None:
-        stop = asyncio.Event()
-        loop = asyncio.get_running_loop()
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            loop.add_signal_handler(sig, stop.set)
-
-        async def drained() -> None:
-            while not stop.is_set():
-                await asyncio.sleep(0.5)
-                queued = await sync_to_async(Run.objects.filter(status="queued").exists)()
-                if not queued and not worker.tasks:
-                    stop.set()
-
-        watcher = asyncio.ensure_future(drained()) if burst else None
+    loop = asyncio.new_event_loop()
+    threading.Thread(target=loop.run_forever, name="run-loop", daemon=True).start()
+    worker.attach(loop)
+    reconcile = asyncio.run_coroutine_threadsafe(worker.reconcile_forever(), loop)
+    pool = worker.DatabaseWorkers(slots).start()
+    _echo(
+        f"gambit worker {pool.name}: {slots} slots, profile {settings.GAMBIT_PROFILE}, "
+        "jobs: django-tasks-db"
+    )
+    stop = threading.Event()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda *_: stop.set())
+    try:
+        while not stop.wait(0.5):
+            if max_runs is not None and worker.executed >= max_runs:
+                break
+            if (
+                burst
+                and not worker.in_flight()
+                and not Run.objects.filter(status="queued").exists()
+            ):
+                break
+    finally:
+        pool.stop()
+        reconcile.cancel()
         try:
-            await worker.run(stop, max_runs=max_runs)
-        finally:
-            if watcher is not None:
-                watcher.cancel()
-
-    asyncio.run(main())
+            asyncio.run_coroutine_threadsafe(worker.stop_runs(8.0), loop).result(9.0)
+        except Exception:
+            pass
+        pool.join(1.0)
+        loop.call_soon_threadsafe(loop.stop)
 
 
 def keys(action: str, name: str | None, folder: str | None) -> None:

@@ -7,9 +7,19 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from django.conf import settings as django_settings
 from hypothesis.configuration import set_hypothesis_home_dir
 
 from tests.support.fake_model_server import FakeModelServer
+
+# In-process tests drive runs themselves (claim_next_run + execute_run): queued runs are
+# recorded as tasks, not executed behind the test's back. "database" is django-tasks-db's
+# backend, for the tests of its worker threads (tests/simulator/test_worker.py). The real
+# backends run in the servers that the browser, distributed and fault tests start.
+django_settings.TASKS = {
+    "default": {"BACKEND": "django.tasks.backends.dummy.DummyBackend"},
+    "database": {"BACKEND": "django_tasks_db.DatabaseBackend"},
+}
 
 # Hypothesis keeps its example database and caches outside the working tree (never
 # committed, never left behind in a checkout).

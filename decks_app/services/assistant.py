@@ -104,7 +104,6 @@ def send(workspace: Workspace, deck_rel: str, message: str, grant: str, model: s
             )
         except session_service.SessionBusy:
             raise AssistantError("the assistant is still working on the last message") from None
-    session_service._wake()
     return run
 
 

@@ -25,7 +25,6 @@ from django.db import (
     DatabaseError,
     IntegrityError,
     close_old_connections,
-    connection,
     transaction,
 )
 from django.db.models import Max
@@ -108,20 +107,38 @@ async def db_patiently(fn, *args, patience: float = DATABASE_PATIENCE, **kwargs)
 # ---------------------------------------------------------------- queue
 
 
+def claim_run(run_id: str, worker_id: str) -> bool:
+    """Queued -> running for this worker; False when the run is no longer queued (cancelled,
+    or claimed already: a run executes once however often its task is delivered)."""
+    now = timezone.now()
+    updated = Run.objects.filter(pk=run_id, status="queued").update(
+        status="running", worker_id=worker_id[:100], started_at=now, heartbeat_at=now
+    )
+    return bool(updated)
+
+
 def claim_next_run(worker_id: str) -> str | None:
-    """Claim the oldest queued run (SKIP LOCKED where the database has it)."""
+    """Claim the oldest queued run, whatever its task (tests and tools drive runs with it)."""
+    for run_id in (
+        Run.objects.filter(status="queued").order_by("created_at").values_list("pk", flat=True)[:20]
+    ):
+        if claim_run(run_id, worker_id):
+            return run_id
+    return None
+
+
+def mark_run_interrupted(run_id: str) -> bool:
+    """One running run whose process can no longer finish it becomes interrupted."""
     with transaction.atomic():
-        qs = Run.objects.filter(status="queued").order_by("created_at")
-        if connection.features.has_select_for_update_skip_locked:
-            qs = qs.select_for_update(skip_locked=True)
-        run = qs.first()
+        run = Run.objects.select_for_update().filter(pk=run_id, status="running").first()
         if run is None:
-            return None
-        now = timezone.now()
-        updated = Run.objects.filter(pk=run.pk, status="queued").update(
-            status="running", worker_id=worker_id[:100], started_at=now, heartbeat_at=now
-        )
-        return run.pk if updated else None
+            return False
+        session = Session.objects.select_for_update().get(pk=run.session_id)
+        run.status, run.error, run.finished_at = "interrupted", INTERRUPTED, timezone.now()
+        run.save(update_fields=["status", "error", "finished_at"])
+        recover_interrupted_turn(run, session)
+        session.save()
+    return True
 
 
 def mark_interrupted(*, stale_only: bool) -> list[str]:
@@ -141,16 +158,8 @@ def mark_interrupted(*, stale_only: bool) -> list[str]:
         )
     done = []
     for run_id in list(qs.values_list("id", flat=True)):
-        with transaction.atomic():
-            run = Run.objects.select_for_update().filter(pk=run_id, status="running").first()
-            if run is None:
-                continue
-            session = Session.objects.select_for_update().get(pk=run.session_id)
-            run.status, run.error, run.finished_at = "interrupted", INTERRUPTED, timezone.now()
-            run.save(update_fields=["status", "error", "finished_at"])
-            recover_interrupted_turn(run, session)
-            session.save()
-        done.append(run_id)
+        if mark_run_interrupted(run_id):
+            done.append(run_id)
     return done
 
 

@@ -118,7 +118,6 @@ def start_grading(session: Session, grader_path: str) -> Run:
             model=label,
             offline=offline,
         )
-    session_service._wake()
     return run
 
 

@@ -19,7 +19,6 @@ from django.db import transaction
 
 from decks_app.models import Run, Session, Workspace
 from decks_app.services import providers
-from decks_app.services import sessions as session_service
 from decks_app.services import verify as verify_service
 from decks_app.services.workspaces import find_deck, list_decks
 
@@ -95,7 +94,6 @@ def start_scenario(
             offline=offline,
             output={"maxTurns": turns},
         )
-    session_service._wake()
     return session
 
 

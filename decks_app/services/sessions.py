@@ -27,48 +27,6 @@ class InvalidInput(ValueError):
     pass
 
 
-# ---------------------------------------------------------------- wake-up hooks
-
-_wakeups: list[Any] = []
-
-
-def on_enqueue(callback: Any) -> None:
-    """Register a callable run when a run is queued (in-process workers wake up at once)."""
-    _wakeups.append(callback)
-
-
-def remove_on_enqueue(callback: Any) -> None:
-    if callback in _wakeups:
-        _wakeups.remove(callback)
-
-
-WORKERS_GROUP = "gambit-workers"
-
-
-def _wake() -> None:
-    for callback in list(_wakeups):
-        try:
-            callback()
-        except Exception:
-            pass
-    _wake_remote_workers()
-
-
-def _wake_remote_workers() -> None:
-    """Tell `gambit worker` processes (distributed profile) that a run is queued; they also
-    poll, so a lost message only delays the start."""
-    from asgiref.sync import async_to_sync
-    from channels.layers import InMemoryChannelLayer, get_channel_layer
-
-    layer = get_channel_layer()
-    if layer is None or isinstance(layer, InMemoryChannelLayer):
-        return
-    try:
-        async_to_sync(layer.group_send)(WORKERS_GROUP, {"type": "run.queued"})
-    except Exception:
-        pass
-
-
 # ---------------------------------------------------------------- lookups
 
 
@@ -159,7 +117,6 @@ def enqueue_run(session: Session, *, message: str | None, kind: str = "manual") 
         if session.runs.filter(status__in=Run.ACTIVE).exists():
             raise SessionBusy("a run of this session is still in progress")
         run = create_run(session=session, kind=kind, message=message, model=label, offline=offline)
-    _wake()
     return run
 
 

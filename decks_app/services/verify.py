@@ -30,7 +30,6 @@ from django.utils import timezone
 
 from decks_app.models import Run, Session, TraceEvent, Workspace
 from decks_app.services import providers
-from decks_app.services import sessions as session_service
 from decks_app.services.sessions import with_message_refs
 from decks_app.services.workspaces import PathOutsideWorkspace, find_deck, jailed_path
 from gambit.core import check_deck_tree, is_valid_id, state_to_dict
@@ -172,7 +171,6 @@ def start_verify(workspace: Workspace, deck_path: str, settings: VerifySettings)
             offline=offline,
             output={"settings": settings.to_json(), "progress": None},
         )
-    session_service._wake()
     return run
 
 

@@ -69,11 +69,19 @@ def serve_command(
 
 
 @click.command("worker", context_settings=HELP_OPTIONS)
-@click.option("--slots", default=8, show_default=True, type=int, help="concurrent runs")
+@click.option(
+    "--slots", default=8, show_default=True, type=click.IntRange(1, 256), help="concurrent runs"
+)
 @click.option("--burst", is_flag=True, help="exit once the queue is empty")
 @click.option("--max-runs", type=int, default=None, help="exit after this many runs")
 def worker_command(slots: int, burst: bool, max_runs: int | None) -> None:
-    """Execute queued simulator runs (the distributed profile's worker processes)."""
+    """Execute queued simulator runs (the distributed profile's worker processes).
+
+    Runs django-tasks-db's worker in --slots threads against DATABASE_URL; start as many
+    processes, on as many machines, as you like. SIGTERM stops it within 10 s: runs in flight
+    end interrupted, with what streamed kept and Retry offered. In the embedded profile
+    `gambit serve` runs the workers itself, and this command exits 1.
+    """
     _simulator().work(slots, burst, max_runs)
 
 

@@ -301,7 +301,7 @@ def test_a_run_whose_worker_is_killed_ends_interrupted_with_its_turn_and_retry(
             "SELECT worker_id FROM decks_app_run WHERE session_id = %s AND status = 'running'",
             [session],
         ).fetchone()
-    pid = int(worker_id.rsplit(":", 1)[1])
+    pid = int(worker_id.split(":")[1])  # host:pid:thread
     name = next(n for n, p in deployment.procs.items() if p.pid == pid)
     deployment.procs[name].send_signal(signal.SIGKILL)
     deployment.procs[name].wait(timeout=10)
@@ -358,7 +358,7 @@ def test_sigterm_stops_a_worker_within_10_s_saving_what_streamed(deployment, fak
             "SELECT worker_id FROM decks_app_run WHERE session_id = %s AND status = 'running'",
             [session],
         ).fetchone()
-    pid = int(worker_id.rsplit(":", 1)[1])
+    pid = int(worker_id.split(":")[1])  # host:pid:thread
     proc = next(p for p in deployment.procs.values() if p.pid == pid)
     started = time.monotonic()
     proc.send_signal(signal.SIGTERM)

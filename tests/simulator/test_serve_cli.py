@@ -41,3 +41,18 @@ def test_a_second_server_on_a_busy_port_exits_1_before_touching_the_database(tmp
     assert result.returncode == 1
     assert f"cannot listen on 127.0.0.1:{port}" in result.stderr
     assert not db.exists()  # nothing touched: no migration, no run marked interrupted
+
+
+def test_a_worker_on_the_embedded_profile_exits_1_and_says_where_the_workers_are(tmp_path):
+    import os
+
+    env = {**os.environ, "GAMBIT_SIM_DB": str(tmp_path / "sim.sqlite3")}
+    env.pop("DATABASE_URL", None)
+    result = subprocess.run(
+        [sys.executable, "-c", "from gambit.cli.main import main; main()", "worker"],
+        capture_output=True, text=True, env=env, timeout=60,
+    )  # fmt: skip
+    assert result.returncode == 1
+    assert "runs its workers inside `gambit serve`" in result.stderr
+    assert "DATABASE_URL and REDIS_URL" in result.stderr
+    assert not (tmp_path / "sim.sqlite3").exists()  # it touched no data

@@ -1,4 +1,5 @@
-"""The worker: claim, execute through run_deck, events first, state saved, cancel, interrupt."""
+"""The worker: tasks for queued runs, claim, execute through run_deck, events first, state saved,
+cancel, interrupt; django-tasks-db's worker threads delivering runs to the run loop."""
 
 from __future__ import annotations
 
@@ -7,12 +8,12 @@ import asyncio
 import pytest
 from asgiref.sync import sync_to_async
 
+from decks_app import worker
 from decks_app.models import Run, TraceEvent
 from decks_app.services import execution
 from decks_app.services.events import coalesce
 from decks_app.services.sessions import create_session, send_message
 from decks_app.services.workspaces import current_workspace
-from decks_app.worker import Worker
 from tests.support.fake_model_server import Reply
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -120,32 +121,77 @@ async def test_it_cancels_a_running_run_on_request(fake_server, monkeypatch):
     assert end.payload["status"] == "canceled"
 
 
-async def test_the_worker_loop_claims_and_executes_queued_runs():
-    _, run1 = await sync_to_async(_setup)()
-    _, run2 = await sync_to_async(_setup)(message="second")
-    worker = Worker(slots=2, poll_seconds=0.05)
-    await asyncio.wait_for(worker.run(max_runs=2), 30)
-    statuses = {r.id: r.status async for r in Run.objects.all()}
-    assert statuses == {run1.id: "completed", run2.id: "completed"}
+def test_a_queued_run_becomes_a_task_when_its_transaction_commits():
+    from django.db import transaction
+    from django.tasks import default_task_backend
+
+    default_task_backend.clear()
+    with transaction.atomic():
+        _, run = _setup()
+        assert default_task_backend.results == []  # not before the run is committed
+    [task] = default_task_backend.results
+    assert task.task.module_path == "decks_app.tasks.execute_run" and task.args == [run.id]
 
 
-async def test_a_stopped_worker_marks_its_runs_interrupted(fake_server, monkeypatch):
+async def test_a_delivered_task_claims_its_run_and_runs_it_on_the_run_loop():
+    _, run = await sync_to_async(_setup)()
+    worker.attach(asyncio.get_running_loop())
+    assert await asyncio.to_thread(worker.execute, run.id) == "completed"
+    # Delivered again (a second worker, a restart): the run is not queued, nothing happens.
+    assert await asyncio.to_thread(worker.execute, run.id) == "skipped"
+    assert await asyncio.to_thread(worker.execute, "../etc/passwd") == "skipped"
+    run = await Run.objects.aget(pk=run.id)
+    assert run.status == "completed" and run.output == "You said: hello <b>"
+
+
+async def test_django_tasks_db_worker_threads_drain_the_queue_on_the_run_loop():
+    from decks_app import tasks
+
+    runs = [(await sync_to_async(_setup)(message=f"m{i}"))[1] for i in range(3)]
+    for run in runs:  # the distributed profile's backend, here on SQLite
+        await sync_to_async(tasks.execute_run.using(backend="database").enqueue)(run.id)
+    worker.attach(asyncio.get_running_loop())
+    pool = worker.DatabaseWorkers(2, backend="database").start()
+    try:
+        for _ in range(200):
+            done = await Run.objects.filter(status="completed").acount()
+            if done == 3:
+                break
+            await asyncio.sleep(0.05)
+    finally:
+        pool.stop()
+        await asyncio.to_thread(pool.join, 5)
+    statuses = {r.id: (r.status, r.output) async for r in Run.objects.all()}
+    assert statuses == {r.id: ("completed", f"You said: m{i}") for i, r in enumerate(runs)}
+    from django_tasks_db.models import DBTaskResult
+
+    finished = [t.status async for t in DBTaskResult.objects.all()]
+    assert finished == ["SUCCESSFUL"] * 3
+    assert not any(t.is_alive() for t in pool.threads)
+
+
+async def test_stopping_the_run_loop_marks_runs_in_flight_interrupted(fake_server, monkeypatch):
     for k, v in fake_server.env().items():
         monkeypatch.setenv(k, v)
     fake_server.queue(Reply(deltas=[f"w{i} " for i in range(200)], delay=0.02))
     _, run = await sync_to_async(_setup)(model="openresponses/fake")
-    worker = Worker(slots=1, poll_seconds=0.05)
-    task = asyncio.create_task(worker.run())
-    for _ in range(100):
-        if await Run.objects.filter(pk=run.id, status="running").aexists():
+    worker.attach(asyncio.get_running_loop())
+    delivered = asyncio.create_task(asyncio.to_thread(worker.execute, run.id))
+    for _ in range(200):
+        if await TraceEvent.objects.filter(
+            run_id=run.id, type="response.output_text.delta"
+        ).aexists():
             break
         await asyncio.sleep(0.05)
-    await asyncio.sleep(0.3)
-    task.cancel()
-    with pytest.raises(asyncio.CancelledError):
-        await asyncio.wait_for(task, 10)
+    await worker.stop_runs(8.0)
+    assert await asyncio.wait_for(delivered, 10) == "interrupted"
     run = await Run.objects.aget(pk=run.id)
     assert run.status == "interrupted" and "interrupted" in run.error
+    # A stopping process takes no more runs: they stay queued for the next one.
+    _, queued = await sync_to_async(_setup)(message="later")
+    assert await asyncio.to_thread(worker.execute, queued.id) == "skipped"
+    assert (await Run.objects.aget(pk=queued.id)).status == "queued"
+    worker.attach(asyncio.get_running_loop())
 
 
 def test_restart_marks_in_flight_runs_interrupted():
