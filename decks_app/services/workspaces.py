@@ -6,7 +6,13 @@ absolute paths, no `..`, no symlink that escapes (DESIGN §8).
 
 from __future__ import annotations
 
+import json
 import logging
+import os
+import subprocess
+import sys
+import threading
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -14,7 +20,8 @@ from typing import Any
 from django.conf import settings
 
 from decks_app.models import Workspace
-from gambit.core import check_deck_tree, find_workspace_decks
+from gambit.core import DeckRunsCode, check_deck_tree, find_workspace_decks
+from gambit.core._loader import IMPORT_TIME_LIMIT
 
 MAX_PATH_CHARS = 1024
 
@@ -71,7 +78,10 @@ class DeckInfo:
 def deck_info(workspace: Workspace, entry: Path) -> DeckInfo:
     root = Path(workspace.root).resolve()
     rel = str(entry.resolve().relative_to(root))
-    tree, diag = check_deck_tree(entry)
+    try:
+        tree, diag = check_deck_tree(entry, import_modules=False)
+    except DeckRunsCode:
+        return _probed_info(rel, entry)
     if tree is None:
         message = "; ".join(p.message for p in diag.errors) or "could not load"
         return DeckInfo(rel, rel, "?", "user", [], error=message)
@@ -85,6 +95,74 @@ def deck_info(workspace: Workspace, entry: Path) -> DeckInfo:
         models=models,
         error="; ".join(p.message for p in diag.errors) or None,
     )
+
+
+# ---------------------------------------------------------------- decks that run Python
+
+# Decks whose load imports Python are loaded by `decks_app.deck_probe` in a child process:
+# listing decks must not run a deck's code in the web process, where a module that hangs,
+# exits or crashes at import would take the server down. Results are kept until a file of
+# the deck's folder (or a file outside it that the load read) changes.
+_probed: dict[str, tuple[tuple, list[str], DeckInfo]] = {}
+_probe_lock = threading.Lock()
+MAX_KEY_FILES = 2000
+
+
+def stat_key(entry: Path, files: list[str]) -> tuple:
+    """What changes when a deck changes: size and mtime of each file of its folder and of
+    `files` (files the load read elsewhere)."""
+    paths: set[str] = set(files)
+    folder = entry.resolve().parent
+    for count, path in enumerate(folder.rglob("*")):
+        if count >= MAX_KEY_FILES:
+            break
+        paths.add(str(path))
+    key = []
+    for path in sorted(paths):
+        try:
+            st = os.stat(path)
+            key.append((path, st.st_mtime_ns, st.st_size))
+        except OSError:
+            key.append((path, None, None))
+    return tuple(key)
+
+
+def _probed_info(rel: str, entry: Path) -> DeckInfo:
+    name = str(entry.resolve())
+    cached = _probed.get(name)
+    if cached is not None and stat_key(entry, cached[1]) == cached[0]:
+        return cached[2]
+    files = [name]
+    try:
+        done = subprocess.run(
+            [sys.executable, "-m", "decks_app.deck_probe", name],
+            capture_output=True,
+            text=True,
+            timeout=IMPORT_TIME_LIMIT + 20,
+            stdin=subprocess.DEVNULL,
+        )
+        data = json.loads(done.stdout) if done.stdout.startswith("{") else None
+        if data is None:
+            last = (done.stderr.strip().splitlines() or ["no output"])[-1]
+            info = DeckInfo(rel, rel, "?", "user", [], error=f"loading the deck failed: {last}")
+        else:
+            files = [str(f) for f in data.get("files") or [name]]
+            info = DeckInfo(
+                path=rel,
+                label=data.get("label") or Path(rel).parent.name or rel,
+                kind=str(data.get("kind") or "?"),
+                start_mode=str(data.get("startMode") or "user"),
+                models=[str(m) for m in data.get("models") or []],
+                error="; ".join(data.get("errors") or []) or None,
+            )
+    except subprocess.TimeoutExpired:
+        info = DeckInfo(
+            rel, rel, "?", "user", [],
+            error=f"loading the deck did not finish within {IMPORT_TIME_LIMIT + 20:g} s",
+        )  # fmt: skip
+    with _probe_lock:
+        _probed[name] = (stat_key(entry, files), files, info)
+    return info
 
 
 _warned_links: set[str] = set()
@@ -114,7 +192,12 @@ def list_decks(workspace: Workspace) -> list[DeckInfo]:
     root = Path(workspace.root)
     if not root.is_dir():
         return []
-    return [deck_info(workspace, entry) for entry in workspace_decks(root)]
+    entries = workspace_decks(root)
+    if len(entries) < 2:
+        return [deck_info(workspace, entry) for entry in entries]
+    # Decks that run Python load in child processes: list them side by side.
+    with ThreadPoolExecutor(max_workers=min(4, len(entries))) as pool:
+        return list(pool.map(lambda entry: deck_info(workspace, entry), entries))
 
 
 def is_listed_deck(workspace: Workspace, relative: str) -> bool:

@@ -20,7 +20,13 @@ from ._deck import (
 from ._errors import DeckError, DeckLoadError, Diagnostics, GambitError, Problem
 from ._grading import Grade, GradingRun, grade_state, grading_mode, session_payload
 from ._ids import is_valid_id, new_id
-from ._loader import check_deck_tree, find_workspace_decks, load_deck, load_deck_tree
+from ._loader import (
+    DeckRunsCode,
+    check_deck_tree,
+    find_workspace_decks,
+    load_deck,
+    load_deck_tree,
+)
 from ._messages import ChatMessage, items_to_messages, messages_to_items
 from ._openresponses import (
     CreateResponseRequest,
@@ -120,6 +126,7 @@ __all__ = [
     "ToolDecl",
     "TraceError",
     "TraceWriter",
+    "DeckRunsCode",
     "check_deck_tree",
     "define_deck",
     "find_workspace_decks",

@@ -134,12 +134,24 @@ def load_deck(path: str | Path, *, strict: bool = False) -> Deck:
 
 
 def check_deck_tree(
-    path: str | Path, *, strict: bool = False, role: DeckRole = "root"
+    path: str | Path, *, strict: bool = False, role: DeckRole = "root", import_modules: bool = True
 ) -> tuple[DeckTree | None, Diagnostics]:
-    """Load without raising: the tree (None when the root itself failed) and every problem."""
-    loader = _Loader(strict=strict)
+    """Load without raising: the tree (None when the root itself failed) and every problem.
+
+    With `import_modules=False` no Python file is imported: a tree that would import one (a
+    compute deck, an `execute` action, a `.py` schema) raises `DeckRunsCode` instead, so a
+    caller can load it elsewhere (the simulator does, in a child process)."""
+    loader = _Loader(strict=strict, import_modules=import_modules)
     tree = loader.load_tree(path, role)
     return tree, loader.diag
+
+
+class DeckRunsCode(Exception):
+    """Loading this deck tree would import `file` (raised only with `import_modules=False`)."""
+
+    def __init__(self, file: str):
+        super().__init__(f"loading this deck imports {file}")
+        self.file = file
 
 
 # A compute deck's module is imported with this time limit (seconds): a module whose import
@@ -206,8 +218,9 @@ def _folder_entrypoint(folder: Path) -> Path | None:
 
 
 class _Loader:
-    def __init__(self, *, strict: bool):
+    def __init__(self, *, strict: bool, import_modules: bool = True):
         self.diag = Diagnostics(strict=strict)
+        self.import_modules = import_modules
         self.decks: dict[str, Deck] = {}
         self.failed: set[str] = set()
         self.entries: list[DeckTreeEntry] = []
@@ -1333,6 +1346,8 @@ class _Loader:
     def _import_module(self, file: str) -> Any | None:
         if file in self._modules:
             return self._modules[file]
+        if not self.import_modules:
+            raise DeckRunsCode(file)
         digest = hashlib.sha256(file.encode()).hexdigest()[:16]
         name = f"gambit_deck_module_{digest}"
         spec = importlib.util.spec_from_file_location(name, file)

@@ -56,3 +56,35 @@ def test_a_worker_on_the_embedded_profile_exits_1_and_says_where_the_workers_are
     assert "runs its workers inside `gambit serve`" in result.stderr
     assert "DATABASE_URL and REDIS_URL" in result.stderr
     assert not (tmp_path / "sim.sqlite3").exists()  # it touched no data
+
+
+def test_the_banner_flags_a_broken_deck_with_its_error(tmp_path):
+    import os
+    import socket
+
+    (tmp_path / "good").mkdir()
+    (tmp_path / "good" / "PROMPT.md").write_text('+++\nlabel = "Good"\n+++\n\nHi.\n')
+    (tmp_path / "bad").mkdir()
+    (tmp_path / "bad" / "PROMPT.md").write_text('+++\nlabel = "Bad"\ncontextSchema = "./nope.json"\n+++\n\nHi.\n')  # fmt: skip
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    env = {**os.environ, "GAMBIT_SIM_DB": str(tmp_path / ".gambit" / "sim.sqlite3")}
+    env.pop("DATABASE_URL", None)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", "from gambit.cli.main import main; main()", "serve", str(tmp_path), "--port", str(port)],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env,
+    )  # fmt: skip
+    try:
+        lines = []
+        for line in proc.stdout:
+            lines.append(line)
+            if "Open Responses endpoint" in line:
+                break
+    finally:
+        proc.terminate()
+        proc.wait(15)
+    banner = "".join(lines)
+    assert "decks: bad/PROMPT.md, good/PROMPT.md" in banner
+    [flag] = [line for line in lines if "BROKEN" in line]
+    assert "bad/PROMPT.md" in flag and "nope.json" in flag
