@@ -1,7 +1,8 @@
 """Load and scale-out of the simulator, as whole processes on this machine.
 
     .venv/bin/python bench/bench_load.py [--streams 100] [--conversations 400]
-                                          [--workers 1 2 4] [--no-distributed]
+                                          [--workers 1 2 4] [--model-ms 100] [--no-distributed]
+                                          [--only embedded|distributed|scale-out]
 
 1. **Streams.** N websocket clients (a minimal RFC 6455 client, as a browser speaks it) each
    open a session page's socket, then send a message; the model streams 40 numbered deltas
@@ -294,7 +295,13 @@ def streams(fake: FakeModelServer, folder: Path, n: int, distributed: bool) -> N
             )
             return results, time.monotonic() - started
 
-        results, wall = asyncio.run(main())
+        try:
+            results, wall = asyncio.run(main())
+        except Exception:
+            sim.log.flush()
+            print("".join(Path(sim.log.name).read_text().splitlines(True)[-60:]), file=sys.stderr)
+            print("processes:", [p.poll() for p in sim.procs], file=sys.stderr)
+            raise
     finally:
         sim.stop()
     done = sum(r["status"] == "completed" for r in results)
@@ -315,8 +322,12 @@ def streams(fake: FakeModelServer, folder: Path, n: int, distributed: bool) -> N
 # ---------------------------------------------------------------- 2. scale-out
 
 
-def scaleout(fake: FakeModelServer, folder: Path, conversations: int, counts: list[int]) -> None:
-    fake.default_reply = Reply(text="ok", delay=0.1)
+def scaleout(
+    fake: FakeModelServer, folder: Path, conversations: int, counts: list[int], model_ms: int
+) -> None:
+    # `model_ms` before the first byte, then the whole reply at once (`delay` would pause
+    # before each of the stream's ~10 writes).
+    fake.default_reply = Reply(text="ok", delay_before=model_ms / 1000)
     rates = {}
     for workers in counts:
         sim = Simulator(fake, folder, distributed=True, workers=0)
@@ -356,15 +367,20 @@ def scaleout(fake: FakeModelServer, folder: Path, conversations: int, counts: li
                         break
                     time.sleep(0.05)
                 wall = time.monotonic() - started
-                (done,) = conn.execute(
-                    "SELECT count(*) FROM decks_app_run WHERE status = 'completed'"
+                (done, first, last) = conn.execute(
+                    "SELECT count(*), min(started_at), max(finished_at) FROM decks_app_run"
+                    " WHERE status = 'completed'"
                 ).fetchone()
         finally:
             sim.stop()
-        rates[workers] = done / wall
+        # From the first run claimed to the last finished: worker start-up (1-2 s of Python
+        # and Django per process, all processes on the same 2 cores) is left out.
+        busy = (last - first).total_seconds() if done else wall
+        rates[workers] = done / busy
         print(
-            f"scale-out: {conversations} conversations, 100 ms model, {workers} worker(s) x 8 slots:"
-            f" {done} completed in {wall:.1f} s = {rates[workers]:.1f}/s"
+            f"scale-out: {conversations} conversations, {model_ms} ms model, {workers} worker(s) x 8 slots:"
+            f" {done} completed in {busy:.1f} s ({wall:.1f} s with start-up) = {rates[workers]:.1f}/s"
+            f" (model-bound limit {workers * 8 / (model_ms / 1000):.0f}/s)"
             + (
                 f" ({rates[workers] / rates[counts[0]]:.2f}x {counts[0]} worker)"
                 if workers != counts[0]
@@ -379,6 +395,10 @@ def main() -> None:
     parser.add_argument("--conversations", type=int, default=400)
     parser.add_argument("--workers", type=int, nargs="+", default=[1, 2, 4])
     parser.add_argument("--no-distributed", action="store_true")
+    parser.add_argument("--model-ms", type=int, default=100, help="the scale-out model's latency")
+    parser.add_argument(
+        "--only", choices=["embedded", "distributed", "scale-out"], help="run one part alone"
+    )
     args = parser.parse_args()
     import tempfile
 
@@ -386,10 +406,12 @@ def main() -> None:
     if not distributed and not args.no_distributed:
         print("(PostgreSQL or Redis not reachable on 127.0.0.1: the distributed runs are skipped)")
     with FakeModelServer() as fake, tempfile.TemporaryDirectory() as folder:
-        streams(fake, Path(folder), args.streams, distributed=False)
-        if distributed:
+        if args.only in (None, "embedded"):
+            streams(fake, Path(folder), args.streams, distributed=False)
+        if distributed and args.only in (None, "distributed"):
             streams(fake, Path(folder), args.streams, distributed=True)
-            scaleout(fake, Path(folder), args.conversations, args.workers)
+        if distributed and args.only in (None, "scale-out"):
+            scaleout(fake, Path(folder), args.conversations, args.workers, args.model_ms)
 
 
 if __name__ == "__main__":

@@ -123,6 +123,8 @@ def execute(run_id: str) -> str:
         if not execution.claim_run(run_id, worker_id()):
             return "skipped"  # cancelled, or executed by another worker already
         outage.recovered("the database")
+        # This thread only waits from here: its connection goes back to the pool.
+        close_old_connections_now()
         loop = _loop
         if loop is None or loop.is_closed():
             # No run loop in this process (a script, the ImmediateBackend): this thread's own.

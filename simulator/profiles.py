@@ -17,6 +17,7 @@ without reloading Django. Environment variables read here:
 | `GAMBIT_SECRET_KEY` | Django's secret key (default: generated once, kept beside the database) |
 | `GAMBIT_ALLOWED_HOSTS` | comma-separated extra host names (localhost names are always allowed) |
 | `GAMBIT_ACCESS_TOKEN` | when set, every page and websocket needs it (`?token=` once, then a cookie); `gambit serve --host` beyond loopback sets one |
+| `GAMBIT_DB_POOL_SIZE` | most PostgreSQL connections one process holds (default 16; distributed) |
 | `GAMBIT_INPROCESS_WORKERS` | worker slots inside `gambit serve` (default 8 embedded, 0 distributed) |
 | `GAMBIT_DEBUG` | `1` for Django's debug mode |
 
@@ -50,7 +51,7 @@ def profile_name(env: Mapping[str, str]) -> str:
     return "distributed" if env.get("DATABASE_URL") and env.get("REDIS_URL") else "embedded"
 
 
-def database_from_url(url: str) -> dict[str, Any]:
+def database_from_url(url: str, pool_max: int = 16) -> dict[str, Any]:
     """A Django DATABASES entry from `postgres://user:pass@host:port/name`."""
     parsed = urlparse(url)
     if parsed.scheme not in ("postgres", "postgresql", "pgsql"):
@@ -62,9 +63,24 @@ def database_from_url(url: str) -> dict[str, Any]:
         "PASSWORD": unquote(parsed.password or ""),
         "HOST": parsed.hostname or "",
         "PORT": str(parsed.port or ""),
-        "CONN_MAX_AGE": 300,
-        "CONN_HEALTH_CHECKS": True,
+        # A pool per process bounds its connections whatever the number of request threads
+        # (each concurrent request has its own) and worker slots: 100 concurrent sends once
+        # exhausted PostgreSQL's 100 connections. Broken connections (a database restart)
+        # are checked and replaced when taken from the pool.
+        "CONN_MAX_AGE": 0,
+        "OPTIONS": {"pool": _pool_options(pool_max)},
         "TEST": {"NAME": "test_gambit_simulator"},
+    }
+
+
+def _pool_options(max_size: int) -> dict[str, Any]:
+    from psycopg_pool import ConnectionPool
+
+    return {
+        "min_size": 1,
+        "max_size": max(2, max_size),
+        "timeout": 60,
+        "check": ConnectionPool.check_connection,
     }
 
 
@@ -116,7 +132,8 @@ def build_settings(env: Mapping[str, str]) -> dict[str, Any]:
         "GAMBIT_ACCESS_TOKEN": env.get("GAMBIT_ACCESS_TOKEN", ""),
     }
     if profile == "distributed":
-        out["DATABASES"] = {"default": database_from_url(env["DATABASE_URL"])}
+        pool_max = int(env.get("GAMBIT_DB_POOL_SIZE", "16"))
+        out["DATABASES"] = {"default": database_from_url(env["DATABASE_URL"], pool_max)}
         out["CHANNEL_LAYERS"] = {
             "default": {
                 "BACKEND": "channels_redis.core.RedisChannelLayer",

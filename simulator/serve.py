@@ -144,6 +144,8 @@ def serve(
     os.environ["GAMBIT_ALLOWED_HOSTS"] = ",".join(dict.fromkeys(extra))
     if workers is not None:
         os.environ["GAMBIT_INPROCESS_WORKERS"] = str(workers)
+    # Distributed: pooled connections for the worker slots and the concurrent requests.
+    os.environ.setdefault("GAMBIT_DB_POOL_SIZE", str(max(16, (workers or 0) + 12)))
     # The offline demo model streams at a readable pace in the browser (0 in tests and CLI).
     os.environ.setdefault("GAMBIT_DEMO_DELAY_MS", "35")
     state_dir = Path(os.environ.get("GAMBIT_SIM_DB") or workspace / ".gambit" / "x").parent
@@ -164,13 +166,15 @@ def serve(
 
     from simulator.asgi import application
 
+    decks = list_decks(current_workspace())
     shown_host = f"[{host}]" if ":" in host else host
     lines = [
         f"Gambit simulator: http://{shown_host}:{port}/",
         f"  profile: {settings.GAMBIT_PROFILE}"
         + (" (PostgreSQL + Redis)" if distributed else " (SQLite, in-process workers)"),
         f"  workspace: {workspace}",
-        f"  decks: {', '.join(d.path for d in list_decks(current_workspace())) or 'none found'}",
+        f"  decks: {', '.join(d.path for d in decks) or 'none found'}",
+        *(f"  BROKEN {d.path}: {d.error[:300]}" for d in decks if d.error),
         f"  workers in this process: {slots}"
         + ("  (start more with `gambit worker`)" if distributed else ""),
         "  providers:",
@@ -242,11 +246,16 @@ def serve(
         signal_handlers=True,
         verbosity=0,
         websocket_timeout=86400,
+        # A busy server (100 sockets opening at once) may take longer than Daphne's 5 s to
+        # answer a handshake; dropping it would only make the browser reconnect later.
+        websocket_handshake_timeout=30,
     ).run()
 
 
 def work(slots: int, burst: bool, max_runs: int | None) -> None:
     """`gambit worker`: django-tasks-db's worker in `slots` threads, runs on one loop."""
+    # Enough pooled connections for every slot plus the run loop's own.
+    os.environ.setdefault("GAMBIT_DB_POOL_SIZE", str(max(16, slots + 4)))
     _setup_django()
     from django.conf import settings
 

@@ -31,11 +31,12 @@ from django.db.models import Max
 from django.utils import timezone
 
 from decks_app.models import Run, Session, TraceEvent
-from decks_app.services import assistant, grading, outage, providers, verify
+from decks_app.services import assistant, deck_trees, grading, outage, providers, verify
 from decks_app.services import events as event_log
 from decks_app.services.sessions import with_message_refs
-from decks_app.services.workspaces import find_deck, jailed_path
+from decks_app.services.workspaces import jailed_path
 from gambit.core import (
+    DeckLoadError,
     item_to_dict,
     message_item,
     run_deck,
@@ -447,7 +448,6 @@ def session_state_dict(session: Session) -> dict[str, Any] | None:
 def _load(run_id: str) -> _Job:
     run = Run.objects.select_related("session__workspace", "session__source").get(pk=run_id)
     session = run.session
-    deck = find_deck(session.workspace, session.deck_path)
     deck_file = jailed_path(session.workspace, session.deck_path)
     next_seq = (TraceEvent.objects.filter(run=run).aggregate(m=Max("seq"))["m"] or 0) + 1
     if run.turn_base is None:
@@ -457,8 +457,8 @@ def _load(run_id: str) -> _Job:
         run=run,
         session=session,
         deck_file=deck_file,
-        deck_kind=deck.kind if deck else "llm",
-        deck_models=deck.models if deck else [],
+        deck_kind="llm",
+        deck_models=[],
         state=session_state_dict(session),
         next_seq=next_seq,
     )
@@ -468,8 +468,6 @@ def _load(run_id: str) -> _Job:
         from decks_app.services.assistant import ASSISTANT_DECK
 
         job.deck_file = ASSISTANT_DECK  # the bundled assistant works on session.deck_path
-        job.deck_kind = "llm"
-        job.deck_models = ["openrouter/openai/gpt-4o-mini"]
     if run.kind == "replay" and session.source_id:
         source_runs = list(session.source.runs.order_by("created_at"))
         job.turns = [r.message for r in source_runs if r.kind in ("manual", "replay")]
@@ -505,6 +503,19 @@ async def execute_run(run_id: str, *, router: Any = None) -> str:
     job = await db(_load, run_id)
     run, session = job.run, job.session
     writer = EventWriter(run.id, session.id, job.next_seq)
+    # The deck as this process has it loaded (once per process, until a file changes). A
+    # deck that does not load is given to the runtime by path, which fails the run with
+    # the loader's error and trace, as it always has.
+    tree = None
+    deck: Any = job.deck_file
+    try:
+        tree = await asyncio.to_thread(deck_trees.load, job.deck_file)
+        deck = tree
+        job.deck_kind = tree.root.kind
+        params = tree.root.model_params
+        job.deck_models = list(params.models or []) if params else []
+    except DeckLoadError:
+        pass
     own_router = None
     if job.run.kind == "replay":
         provider = ReplayProvider.from_trace(job.source_events, chunk_delay=REPLAY_CHUNK_DELAY)
@@ -545,7 +556,7 @@ async def execute_run(run_id: str, *, router: Any = None) -> str:
             kwargs["model_override"] = override
         if job.deck_kind == "compute":
             kwargs["context"] = _parse_compute_input(message, session.context)
-            result = await run_deck(job.deck_file, **kwargs)
+            result = await run_deck(deck, **kwargs)
             if message is not None:
                 transcript.append({"role": "user", "content": message})
             transcript.append({"role": "assistant", "content": _as_text(result.output)})
@@ -556,7 +567,7 @@ async def execute_run(run_id: str, *, router: Any = None) -> str:
             kwargs["context"] = session.context
         if message is not None:
             kwargs["message"] = message
-        return await run_deck(job.deck_file, **kwargs)
+        return await run_deck(deck, **kwargs)
 
     async def body() -> Any:
         if run.kind == "assistant":
@@ -571,9 +582,14 @@ async def execute_run(run_id: str, *, router: Any = None) -> str:
         if run.kind == "scenario":
             root = Path(session.workspace.root)
             settings = run.output if isinstance(run.output, dict) else {}
+            persona: Any = root / (run.message or "")
+            try:
+                persona = await asyncio.to_thread(deck_trees.load, persona)
+            except DeckLoadError:
+                pass  # the runtime reports it
             outcome = await run_scenario(
-                job.deck_file,
-                root / (run.message or ""),
+                deck,
+                persona,
                 provider=provider,
                 context=session.context if session.context is not None else _MISSING,
                 max_turns=int(settings.get("maxTurns") or 6),

@@ -1,0 +1,33 @@
+"""Deck trees as the worker runs them: loaded once per process, kept until a file changes.
+
+Loading a deck tree validates every schema (jsonschema's `check_schema` was most of a
+one-turn run's CPU), so a worker that runs the same deck hundreds of times loads it once.
+A tree is kept until a file of the deck's folder, or a file the load read outside it,
+changes (`workspaces.stat_key`). Trees are only read by the runtime, so concurrent runs
+share one.
+"""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+from decks_app.services.workspaces import stat_key
+from gambit.core import DeckTree, load_deck_tree
+
+_trees: dict[str, tuple[tuple, list[str], DeckTree]] = {}
+_lock = threading.Lock()
+
+
+def load(path: str | Path) -> DeckTree:
+    """The deck tree at `path` (raises `DeckLoadError` like `load_deck_tree`)."""
+    entry = Path(path)
+    name = str(entry.resolve())
+    hit = _trees.get(name)
+    if hit is not None and stat_key(entry, hit[1]) == hit[0]:
+        return hit[2]
+    tree = load_deck_tree(entry)
+    files = {name, *(e.path for e in tree.entries)}
+    with _lock:
+        _trees[name] = (stat_key(entry, sorted(files)), sorted(files), tree)
+    return tree
