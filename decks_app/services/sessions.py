@@ -335,13 +335,21 @@ def session_detail(session: Session) -> dict[str, Any]:
         )
         raw_events = event_log.recent_events(session.id, cursor)
     totals = session.runs.aggregate(tokens=Sum("total_tokens"), cost=Sum("cost"))
+    blocks = fragments.live_blocks(live)
     return {
         "session": session,
         "deck": deck,
         "runs": runs,
         "active_run": active,
         "live_events": live,
-        "live_blocks": fragments.live_blocks(live),
+        "live_blocks": blocks,
+        # The page's "thinking / responding" timer starts from these.
+        "active_elapsed": (timezone.now() - active.created_at).total_seconds() if active else None,
+        "active_phase": (
+            ("responding" if any(b.get("kind") == "assistant" for b in blocks) else "thinking")
+            if active
+            else None
+        ),
         "tree": trace_tree.build_tree(payloads),
         "raw_events": raw_events,
         "raw_events_limit": event_log.RECENT_LIMIT,
@@ -371,6 +379,10 @@ def session_json(session: Session, detail: dict[str, Any] | None = None) -> dict
         "createdAt": session.created_at.isoformat(),
         "status": d["status"],
         "activeRunId": d["active_run"].id if d["active_run"] else None,
+        # thinking (no reply text yet) or responding, and for how long the run has been going
+        "activity": {"phase": d["active_phase"], "elapsedSeconds": round(d["active_elapsed"], 1)}
+        if d["active_run"]
+        else None,
         "cursor": d["cursor"],
         "stateVersion": d["version"],
         "tokens": d["tokens"],

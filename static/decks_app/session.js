@@ -37,6 +37,19 @@
       while (raw.children.length > limit) raw.removeChild(raw.firstElementChild);
     }
   });
+  // The "thinking / responding" timer of a live run: the server says how long the run had
+  // been going when it rendered the indicator; the browser counts on from there. It says
+  // "responding" once reply text is streaming.
+  setInterval(function () {
+    var el = document.getElementById("activity");
+    if (!el) return;
+    if (!el.dataset.t0) el.dataset.t0 = String(performance.now());
+    var elapsed = parseFloat(el.dataset.elapsed || "0") + (performance.now() - parseFloat(el.dataset.t0)) / 1000;
+    var streaming = document.querySelector("#live .bubble.assistant");
+    var phase = streaming ? "responding" : (el.dataset.phase === "responding" ? "responding" : "thinking");
+    el.querySelector(".phase").textContent = phase;
+    el.querySelector(".elapsed").textContent = elapsed.toFixed(1);
+  }, 200);
   // Enter sends; Shift+Enter makes a new line. An empty message is refused on the spot.
   document.body.addEventListener("keydown", function (evt) {
     var box = evt.target;

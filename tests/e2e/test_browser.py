@@ -75,6 +75,12 @@ def test_stop_cancels_the_run(page, live_url):
     _new_session(page, live_url)
     _send(page, "go on forever")
     _wait_for(page, lambda: "tok3" in _live_text(page))
+    # The indicator says the reply is streaming and counts the seconds by itself.
+    activity = page.locator("#activity")
+    expect(activity.locator(".phase")).to_have_text("responding")
+    first = float(activity.locator(".elapsed").inner_text())
+    page.wait_for_timeout(600)
+    assert float(activity.locator(".elapsed").inner_text()) >= first + 0.4
     page.click("#stop")
     expect(page.locator("#status")).to_have_text("canceled")
     assert "tok59" not in page.locator("#conversation").inner_text()

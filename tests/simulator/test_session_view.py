@@ -1,3 +1,5 @@
+import datetime as dt
+
 import pytest
 
 from decks_app.models import Run, TraceEvent
@@ -137,6 +139,22 @@ def test_it_shows_live_events_of_the_active_run(client, workspace):
     data = client.get(f"/test/{s.id}.json").json()
     assert data["activeRunId"] == run.id
     assert data["cursor"] == TraceEvent.objects.latest("id").id
+    # Reply text is streaming: the indicator says "responding", with the run's age.
+    assert data["activity"]["phase"] == "responding" and data["activity"]["elapsedSeconds"] >= 0
+    assert 'id="activity"' in html and 'data-phase="responding"' in html
+
+
+def test_a_run_without_reply_text_yet_is_thinking_and_a_finished_one_has_no_indicator(
+    client, workspace
+):
+    s = chat_session(workspace)
+    run = Run.objects.create(session=s, status="running")
+    Run.objects.filter(pk=run.pk).update(created_at=run.created_at - dt.timedelta(seconds=3))
+    data = client.get(f"/test/{s.id}.json").json()
+    assert data["activity"]["phase"] == "thinking" and data["activity"]["elapsedSeconds"] >= 3
+    Run.objects.filter(pk=run.pk).update(status="completed")
+    assert client.get(f"/test/{s.id}.json").json()["activity"] is None
+    assert 'id="activity"' not in client.get(f"/test/{s.id}/").content.decode()
 
 
 def _add_events(session, payloads, status="completed"):
