@@ -38,7 +38,8 @@ def test_a_restart_marks_in_flight_runs_interrupted(fake_server, tmp_path):
             )
             assert r.status_code == 202
             deadline = time.monotonic() + 10
-            while client.get(f"/test/{session}.json").json()["cursor"] < 10:
+            # Past the run's opening events (about eight) and a dozen deltas.
+            while client.get(f"/test/{session}.json").json()["cursor"] < 20:
                 assert time.monotonic() < deadline, "the run did not start streaming"
                 time.sleep(0.1)
         finally:
