@@ -46,9 +46,14 @@ def _read(session_id: str, after: int, version: int, status: str | None, force: 
         current_version = detail["version"]
         current_status = detail["status"]
         cursor = max(cursor, detail["cursor"])
-    elif any(not e.type.startswith("response.") for e in new):
-        # a model call, tool call or nested deck began or ended: refresh the trace panel
-        parts.append(fragments.trace_panel_fragment(session, cursor))
+    else:
+        # A model call, tool call or nested deck began or ended: update the trace panel in
+        # place, from the events of the runs that moved on.
+        moved = list(dict.fromkeys(e.run_id for e in new if not e.type.startswith("response.")))
+        for run_id in moved:
+            run = session.runs.filter(pk=run_id).first()
+            if run is not None:
+                parts.extend(fragments.trace_updates(session, run, after, cursor))
     more = len(new) == BATCH
     if not new and not changed and not force:
         return [], cursor, current_version, current_status, False  # nothing new

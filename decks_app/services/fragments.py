@@ -107,29 +107,28 @@ def session_fragments(detail: dict[str, Any], request: Any = None) -> list[str]:
     """Everything that changes when a run starts or ends: status, conversation, composer,
     live area, trace panel and raw event list (read at the detail's cursor, which may be past
     the events already appended). A list of pieces, each a whole OOB element; a long
-    conversation is sent as its first bubbles, then the rest appended in groups."""
+    conversation is sent as its first blocks, then the rest appended in groups."""
     ctx = {**detail, "oob": True}
     pieces = [render_to_string(f"{TEMPLATE}#status", ctx, request=request)]
-    bubbles = list(detail.get("bubbles") or [])
+    blocks = list(detail.get("blocks") or [])
     rendered = [
-        render_to_string(f"{TEMPLATE}#bubble", {**ctx, "bubble": b}, request=request)
-        for b in bubbles
+        render_to_string(f"{TEMPLATE}#block", {**ctx, "block": b}, request=request) for b in blocks
     ]
     groups: list[list[Any]] = [[]]
     size = 0
-    for bubble, html in zip(bubbles, rendered, strict=True):
+    for block, html in zip(blocks, rendered, strict=True):
         if groups[-1] and size + _size(html) > FRAME_BYTES:
             groups.append([])
             size = 0
-        groups[-1].append(bubble)
+        groups[-1].append(block)
         size += _size(html)
     pieces.append(
-        render_to_string(f"{TEMPLATE}#conversation", {**ctx, "bubbles": groups[0]}, request=request)
+        render_to_string(f"{TEMPLATE}#conversation", {**ctx, "blocks": groups[0]}, request=request)
     )
     for group in groups[1:]:
         pieces.append(
             render_to_string(
-                f"{TEMPLATE}#conversation_more", {**ctx, "bubbles": group}, request=request
+                f"{TEMPLATE}#conversation_more", {**ctx, "blocks": group}, request=request
             )
         )
     for name in ("live", "composer", "trace_panel", "raw_events"):
@@ -157,23 +156,34 @@ def frames(pieces: Iterable[str], limit: int = FRAME_BYTES) -> list[str]:
     return out
 
 
-def trace_panel_fragment(session: Any, cursor: int) -> str:
+def trace_updates(session: Any, run: Any, since: int, cursor: int) -> list[str]:
+    """The trace panel brought up to date in place after the events of `run` past `since`:
+    new nodes appended to their parent's children (a new run to the tree), changed nodes'
+    heads and bodies replaced, and the totals. Only that run's events are read."""
     from django.db.models import Sum
 
-    from decks_app.services.trace_tree import build_tree
+    from decks_app.services import trace_tree
 
-    payloads = list(
-        TraceEvent.objects.filter(session=session, id__lte=cursor)
-        .exclude(type__startswith="response.")
-        .order_by("id")
-        .values_list("payload", flat=True)
-    )
-    totals = session.runs.aggregate(tokens=Sum("total_tokens"), cost=Sum("cost"))
-    ctx = {
-        "session": session,
-        "tree": build_tree(payloads),
-        "tokens": totals["tokens"] or 0,
-        "cost": totals["cost"],
-        "oob": True,
-    }
-    return render_to_string(TEMPLATE + "#trace_panel", ctx)
+    roots = trace_tree.build_tree(trace_tree.tree_rows(session, cursor, run=run))
+    update = trace_tree.updates(roots, since)
+    parts: list[str] = []
+    for node in update.added:
+        target = f"{node.parent_id}-children" if node.parent_id else "trace-tree"
+        parts.append(
+            f'<ul id="{target}" hx-swap-oob="beforeend">'
+            + render_to_string("decks_app/tree_node.html", {"node": node})
+            + "</ul>"
+        )
+    for node in update.changed:
+        ctx = {"node": node, "oob": True}
+        parts.append(render_to_string("decks_app/tree_node_head.html", ctx))
+        parts.append(render_to_string("decks_app/tree_node_body.html", ctx))
+    if parts:
+        totals = session.runs.aggregate(tokens=Sum("total_tokens"), cost=Sum("cost"))
+        parts.append(
+            render_to_string(
+                TEMPLATE + "#trace_totals",
+                {"tokens": totals["tokens"] or 0, "cost": totals["cost"], "oob": True},
+            )
+        )
+    return parts

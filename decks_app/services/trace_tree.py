@@ -2,18 +2,52 @@
 
 Built from stored trace-event payloads alone (no state), so the same function serves the
 live session page, the trace page and each step of a replay.
+
+Every node has a stable element id made from the event that opened it (`tn-<event id>`),
+and remembers the last event that changed it, so the session page can be updated in place:
+a new node is appended to its parent's children, a changed one has its head and body
+replaced (`updates`). A model node keeps what was sent (instructions, input items, tools,
+parameters) and what came back, with its tokens, latency and cost; a run node has the
+timeline (waterfall) of its calls and actions.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
+
+OPEN = ("running", "calling")
+
+
+@dataclass
+class Bar:
+    """One row of a run's timeline: where a call starts and how long it took."""
+
+    kind: str
+    label: str
+    status: str
+    depth: int
+    offset_ms: int
+    duration_ms: int
+    left: float = 0.0  # percent of the run's span
+    width: float = 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "kind": self.kind,
+            "label": self.label,
+            "status": self.status or None,
+            "depth": self.depth,
+            "offsetMs": self.offset_ms,
+            "durationMs": self.duration_ms,
+        }
 
 
 @dataclass
 class Node:
-    kind: str  # run | deck | model | tool | user | log
+    kind: str  # run | deck | model | tool | user | log | monolog
     label: str
     status: str = ""
     detail: str = ""
@@ -23,19 +57,58 @@ class Node:
     duration_ms: int | None = None
     children: list[Node] = field(default_factory=list)
     ts: int = 0
+    id: str = ""  # the element id: tn-<id of the event that opened the node>
+    parent_id: str = ""  # "" for a run (a root of the tree)
+    opened: int = 0  # the event that opened it, and the last one that changed it
+    changed: int = 0
+    request: dict[str, Any] | None = None  # model calls: what was sent
+    end_ts: int = 0
+    bars: list[Bar] = field(default_factory=list)  # runs: the timeline
+    span_ms: int = 0
+
+    @property
+    def tokens(self) -> dict[str, int | None] | None:
+        """Input / output / cached / reasoning / total tokens of a model call or run."""
+        usage = self.usage or {}
+        if not usage:
+            return None
+
+        def pick(*names: str) -> int | None:
+            for name in names:
+                value = usage.get(name)
+                if isinstance(value, int) and not isinstance(value, bool):
+                    return value
+            return None
+
+        return {
+            "input": pick("promptTokens", "inputTokens", "input_tokens", "prompt_tokens"),
+            "output": pick(
+                "completionTokens", "outputTokens", "output_tokens", "completion_tokens"
+            ),
+            "cached": pick("cachedTokens", "cached_tokens"),
+            "reasoning": pick("reasoningTokens", "reasoning_tokens"),
+            "total": pick("totalTokens", "total_tokens"),
+        }
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        out = {
+            "id": self.id,
             "kind": self.kind,
             "label": self.label,
             "status": self.status or None,
             "detail": self.detail or None,
             "items": self.items,
             "usage": self.usage,
+            "tokens": self.tokens,
             "cost": self.cost,
             "durationMs": self.duration_ms,
             "children": [c.to_dict() for c in self.children],
         }
+        if self.kind == "model":
+            out["request"] = self.request
+        if self.kind == "run":
+            out["timeline"] = [b.to_dict() for b in self.bars]
+        return out
 
 
 def _text(value: Any) -> str:
@@ -53,15 +126,20 @@ def _short_path(path: str | None) -> str:
     return "/".join(parts[-2:])
 
 
+def _content_text(content: Any) -> str:
+    if isinstance(content, list):
+        return "".join(str(p.get("text", "")) for p in content if isinstance(p, dict))
+    return _text(content)
+
+
 def item_summary(item: dict[str, Any]) -> dict[str, Any]:
     kind = item.get("type", "?")
     if kind == "message":
-        content = item.get("content")
-        if isinstance(content, list):
-            text = "".join(str(p.get("text", "")) for p in content if isinstance(p, dict))
-        else:
-            text = _text(content)
-        return {"type": "message", "role": item.get("role"), "text": text}
+        return {
+            "type": "message",
+            "role": item.get("role"),
+            "text": _content_text(item.get("content")),
+        }
     if kind == "function_call":
         return {
             "type": "function_call",
@@ -96,12 +174,68 @@ def _result_items(payload: dict[str, Any]) -> list[dict[str, Any]]:
     return out
 
 
-def build_tree(payloads: list[dict[str, Any]]) -> list[Node]:
+def _request(payload: dict[str, Any]) -> dict[str, Any]:
+    """What a model call sent: instructions (system and developer messages), the other input
+    items, the tools offered (name and description) and the parameters."""
+    items = payload.get("items") or payload.get("responseItems") or []
+    instructions = []
+    inputs = []
+    for item in items if isinstance(items, list) else []:
+        if not isinstance(item, dict):
+            continue
+        if item.get("type") == "message" and item.get("role") in ("system", "developer"):
+            instructions.append(_content_text(item.get("content")))
+        else:
+            inputs.append(item_summary(item))
+    if isinstance(payload.get("instructions"), str):
+        instructions.insert(0, payload["instructions"])
+    tools = []
+    for tool in payload.get("tools") or []:
+        if not isinstance(tool, dict):
+            continue
+        fn = tool.get("function") if isinstance(tool.get("function"), dict) else tool
+        tools.append(
+            {"name": fn.get("name") or tool.get("type"), "description": fn.get("description")}
+        )
+    params = payload.get("params")
+    return {
+        "instructions": "\n\n".join(i for i in instructions if i),
+        "input": inputs,
+        "tools": tools,
+        "params": params if isinstance(params, dict) and params else None,
+        "mode": payload.get("mode"),
+        "stream": payload.get("stream"),
+        "provider": payload.get("provider"),
+    }
+
+
+def _cost(usage: dict[str, Any] | None) -> float | None:
+    usage = usage or {}
+    cost = usage.get("costUsd", usage.get("cost"))
+    return cost if isinstance(cost, int | float) and not isinstance(cost, bool) else None
+
+
+def _rows(
+    payloads: Sequence[dict[str, Any]] | Iterable[tuple[int, dict[str, Any]]],
+) -> Iterable[tuple[int, dict[str, Any]]]:
+    for index, row in enumerate(payloads, start=1):
+        if isinstance(row, tuple):
+            yield row
+        else:
+            yield index, row
+
+
+def build_tree(
+    payloads: Sequence[dict[str, Any]] | Iterable[tuple[int, dict[str, Any]]],
+) -> list[Node]:
+    """The tree of the given events: payloads in order, or `(event id, payload)` pairs (then
+    node ids are stable across builds, which the live page's in-place updates rely on)."""
     roots: list[Node] = []
     run: Node | None = None
     decks: dict[str, Node] = {}
     tools: dict[str, Node] = {}
     models: dict[str, Node] = {}
+    last_ts = 0
 
     def container(parent_id: str | None) -> Node | None:
         if parent_id and parent_id in tools:
@@ -110,63 +244,77 @@ def build_tree(payloads: list[dict[str, Any]]) -> list[Node]:
             return decks[parent_id]
         return run
 
-    def ensure_run(p: dict[str, Any]) -> Node:
-        nonlocal run
-        if run is None:
-            run = Node("run", p.get("runId") or "run", status="running", ts=p.get("ts") or 0)
-            roots.append(run)
-        return run
+    def add(parent: Node, node: Node, pk: int) -> Node:
+        node.id, node.parent_id, node.opened, node.changed = f"tn-{pk}", parent.id, pk, pk
+        parent.children.append(node)
+        return node
 
-    for p in payloads:
+    for pk, p in _rows(payloads):
         t = p.get("type", "")
         ts = p.get("ts") or 0
-        if t == "run.start":
+        if isinstance(ts, int | float):
+            last_ts = max(last_ts, int(ts))
+        if t == "run.start" or run is None:
             run = Node("run", p.get("runId") or "run", status="running", ts=ts)
-            run.detail = _short_path(p.get("deckPath"))
+            run.opened, run.changed = pk, pk
             roots.append(run)
-            continue
-        ensure_run(p)
-        assert run is not None
+            if t == "run.start":
+                run.id = f"tn-{pk}"
+                run.detail = _short_path(p.get("deckPath"))
+                continue
+            run.id = f"tn-{pk}-run"  # events without their run.start: this one goes inside
+        run.end_ts = max(run.end_ts, int(ts or 0))
         if t == "run.end":
+            run.changed = pk
             run.status = p.get("status") or "completed"
-            # Whatever was still open when the run ended ended with it: an interrupted or
-            # failed run shows no deck "running" or model "calling" for ever.
-            _close_open(run, "done" if run.status in ("completed", "ended") else run.status)
+            # Whatever was still open when the run ended ended with it: an interrupted,
+            # failed or canceled run shows no deck "running" or model "calling" for ever.
+            _close_open(run, "done" if run.status in ("completed", "ended") else run.status, pk)
             run.usage = p.get("usage")
-            cost = (run.usage or {}).get("costUsd")
-            run.cost = cost if isinstance(cost, int | float) else None
+            run.cost = _cost(run.usage)
             run.duration_ms = p.get("durationMs")
             if p.get("error"):
                 run.detail = f"{run.detail} — {p['error']}"
         elif t == "deck.start":
             node = Node("deck", _short_path(p.get("deckPath")), status="running", ts=ts)
-            decks[p.get("actionCallId") or ""] = node
-            (container(p.get("parentActionCallId")) or run).children.append(node)
+            decks[p.get("actionCallId") or ""] = add(
+                container(p.get("parentActionCallId")) or run, node, pk
+            )
         elif t == "deck.end":
             node = decks.get(p.get("actionCallId") or "")
             if node:
-                node.status = "done"
+                node.status, node.changed = "done", pk
                 node.duration_ms = ts - node.ts if ts and node.ts else None
         elif t == "message.user":
             msg = p.get("message") or {}
             node = Node("user", "user message", detail=_text(msg.get("content")), ts=ts)
-            (container(p.get("actionCallId")) or run).children.append(node)
+            add(container(p.get("actionCallId")) or run, node, pk)
         elif t == "model.call":
             node = Node("model", p.get("model") or "model", status="calling", ts=ts)
-            node.detail = f"{p.get('messageCount', '?')} messages, {p.get('toolCount', 0)} tools"
-            models[p.get("actionCallId") or ""] = node
-            (container(p.get("actionCallId")) or run).children.append(node)
+            node.detail = f"{p.get('messageCount', '?')} items, {p.get('toolCount', 0)} tools"
+            node.request = _request(p)
+            models[p.get("actionCallId") or ""] = add(
+                container(p.get("actionCallId")) or run, node, pk
+            )
         elif t == "model.result":
             node = models.pop(p.get("actionCallId") or "", None)
             if node is None:
-                node = Node("model", p.get("model") or "model", ts=ts)
-                (container(p.get("actionCallId")) or run).children.append(node)
+                node = add(
+                    container(p.get("actionCallId")) or run,
+                    Node("model", p.get("model") or "model", ts=ts),
+                    pk,
+                )
+            node.changed = pk
+            node.label = p.get("model") or node.label  # the model that answered
             node.status = p.get("finishReason") or "done"
             node.usage = p.get("usage")
-            usage = p.get("usage") or {}
-            cost = usage.get("costUsd", usage.get("cost"))
-            node.cost = cost if isinstance(cost, int | float) else None
-            node.duration_ms = ts - node.ts if ts and node.ts else None
+            node.cost = _cost(node.usage)
+            duration = p.get("durationMs")
+            node.duration_ms = (
+                duration
+                if isinstance(duration, int)
+                else (ts - node.ts if ts and node.ts else None)
+            )
             node.items = _result_items(p)
         elif t in ("action.start", "tool.call"):
             call_id = p.get("actionCallId") or ""
@@ -174,29 +322,114 @@ def build_tree(payloads: list[dict[str, Any]]) -> list[Node]:
             if node is None:
                 node = Node("tool", p.get("name") or "tool", status="running", ts=ts)
                 node.detail = p.get("toolKind") or ""
-                tools[call_id] = node
-                (container(p.get("parentActionCallId")) or run).children.append(node)
+                tools[call_id] = add(container(p.get("parentActionCallId")) or run, node, pk)
+            node.changed = pk
             if t == "tool.call":
                 node.items.append({"type": "arguments", "text": _text(p.get("args"))})
                 node.detail = p.get("toolKind") or node.detail
         elif t == "tool.result":
             node = tools.get(p.get("actionCallId") or "")
             if node is not None:
-                node.status = "done"
+                node.status, node.changed = "done", pk
                 node.duration_ms = ts - node.ts if ts and node.ts else None
                 node.items.append({"type": "result", "text": _text(p.get("result"))[:4000]})
         elif t in ("log", "monolog"):
             text = p.get("message") or p.get("title") or p.get("content") or p.get("body")
             node = Node(t, p.get("level") or t, detail=_text(text), ts=ts)
-            (container(p.get("actionCallId")) or run).children.append(node)
+            add(container(p.get("actionCallId")) or run, node, pk)
+    for root in roots:
+        _timeline(root, last_ts)
     return roots
 
 
-def _close_open(node: Node, status: str) -> None:
+def _close_open(node: Node, status: str, pk: int) -> None:
     for child in node.children:
-        if child.status in ("running", "calling"):
-            child.status = status
-        _close_open(child, status)
+        if child.status in OPEN:
+            child.status, child.changed = status, pk
+        _close_open(child, status, pk)
+
+
+def _timeline(run: Node, now_ts: int) -> None:
+    """The run's waterfall: each deck, model call and tool call as a bar from its start for
+    its duration (one still open runs to the newest event). Sets `bars` and `span_ms`."""
+    start = run.ts or 0
+    end = max(run.end_ts, now_ts if run.status in OPEN else 0, start)
+    if isinstance(run.duration_ms, int):
+        end = max(end, start + run.duration_ms)
+    bars: list[Bar] = []
+
+    def walk(node: Node, depth: int) -> None:
+        for child in node.children:
+            if child.kind in ("deck", "model", "tool") and child.ts:
+                if isinstance(child.duration_ms, int):
+                    duration = child.duration_ms
+                elif child.status in OPEN:
+                    duration = max(0, end - child.ts)
+                else:
+                    duration = 0
+                bars.append(
+                    Bar(child.kind, child.label, child.status, depth, child.ts - start, duration)
+                )
+            walk(child, depth + 1)
+
+    walk(run, 0)
+    span = max(1, end - start, *(b.offset_ms + b.duration_ms for b in bars)) if bars else 1
+    for bar in bars:
+        bar.left = round(100 * max(0, bar.offset_ms) / span, 2)
+        bar.width = max(0.4, round(100 * bar.duration_ms / span, 2))
+    run.bars, run.span_ms = bars, span
+    # A run's timeline changes with any call in it: its body is re-sent with them.
+    run.changed = max([run.changed, *(_last_change(c) for c in run.children)])
+
+
+def _last_change(node: Node) -> int:
+    return max([node.changed, *(_last_change(c) for c in node.children)])
+
+
+def walk(nodes: Iterable[Node]) -> Iterable[Node]:
+    for node in nodes:
+        yield node
+        yield from walk(node.children)
+
+
+@dataclass
+class TreeUpdate:
+    """What changed after event `since`: nodes to append (to their parent's children, or to
+    the tree for a run) and nodes whose head and body to replace."""
+
+    added: list[Node]
+    changed: list[Node]
+
+
+def updates(roots: list[Node], since: int) -> TreeUpdate:
+    added: list[Node] = []
+    changed: list[Node] = []
+
+    def visit(node: Node) -> None:
+        if node.opened > since:
+            added.append(node)  # sent whole, with its children
+            return
+        if node.changed > since:
+            changed.append(node)
+        for child in node.children:
+            visit(child)
+
+    for root in roots:
+        visit(root)
+    return TreeUpdate(added, changed)
+
+
+def tree_rows(session: Any, cursor: int | None = None, run: Any = None) -> list[tuple[int, Any]]:
+    """`(event id, payload)` of the events the tree is built from (no provider stream events),
+    up to `cursor`, of the session or of one of its runs."""
+    from decks_app.models import TraceEvent
+
+    qs = TraceEvent.objects.filter(session=session).exclude(type__startswith="response.")
+    if cursor is not None:
+        qs = qs.filter(id__lte=cursor)
+    if run is not None:
+        qs = qs.filter(run=run)
+    return list(qs.order_by("id").values_list("id", "payload"))
 
 
 def tree_stats(payloads: list[dict[str, Any]]) -> dict[str, int]:

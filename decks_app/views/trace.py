@@ -8,7 +8,7 @@ from django.views.decorators.http import require_GET
 
 from decks_app.models import TraceEvent
 from decks_app.services.events import event_dict
-from decks_app.services.trace_tree import build_tree
+from decks_app.services.trace_tree import build_tree, tree_rows
 from decks_app.views.base import page, session_or_404
 
 
@@ -16,8 +16,7 @@ from decks_app.views.base import page, session_or_404
 def trace_page(request: HttpRequest, session_id: str, fmt: str | None = None) -> HttpResponse:
     session = session_or_404(session_id)
     events = TraceEvent.objects.filter(session=session).order_by("id")
-    payloads = [e.payload for e in events]
-    tree = build_tree([p for p in payloads if not str(p.get("type", "")).startswith("response.")])
+    tree = build_tree(tree_rows(session))
     pages = Paginator(events, 500)
     try:
         number = max(1, int(request.GET.get("page", "1")))

@@ -117,27 +117,49 @@ async def test_it_waits_for_the_hello_before_sending():
     await asyncio.sleep(0)
 
 
-async def test_it_refreshes_the_trace_panel_on_structural_events():
+async def test_the_trace_panel_is_updated_in_place_on_structural_events():
     session, run = await sync_to_async(_session_with_events)(2)
     comm, connected, _ = await _connect(session.id)
     last = await TraceEvent.objects.filter(run=run).values_list("id", flat=True).alast()
     await comm.send_json_to({"after": last, "version": 0, "status": "running"})
     await comm.receive_from(timeout=5)
 
-    def add_call():
-        TraceEvent.objects.create(
-            run=run,
-            session=session,
-            seq=10,
-            type="model.call",
-            payload={"type": "model.call", "model": "m<1>", "actionCallId": "a"},
-            ts=1,
-        )
+    def add(seq, payload):
+        return TraceEvent.objects.create(
+            run=run, session=session, seq=seq, type=payload["type"], payload=payload, ts=1
+        ).id
 
-    await sync_to_async(add_call)()
+    start = await sync_to_async(add)(10, {"type": "run.start", "runId": "run-x", "ts": 1000})
+    call = await sync_to_async(add)(
+        11, {"type": "model.call", "model": "m<1>", "actionCallId": "a", "ts": 1010}
+    )
     await event_log.notify(session.id)
     html = await comm.receive_from(timeout=5)
-    assert 'id="trace-panel"' in html and "m&lt;1&gt;" in html
+    # The new run is appended to the tree with its model call inside: no whole panel.
+    assert 'id="trace-panel"' not in html
+    assert '<ul id="trace-tree" hx-swap-oob="beforeend">' in html
+    assert f'id="tn-{start}"' in html and f'id="tn-{call}"' in html and "m&lt;1&gt;" in html
+    assert "calling" in html
+
+    await sync_to_async(add)(
+        12,
+        {
+            "type": "model.result",
+            "model": "m<1>",
+            "actionCallId": "a",
+            "ts": 1250,
+            "durationMs": 240,
+            "usage": {"promptTokens": 7, "completionTokens": 3, "totalTokens": 10},
+        },
+    )
+    await event_log.notify(session.id)
+    html = await comm.receive_from(timeout=5)
+    # Only the call's head and body change (and the run's timeline): nothing is appended.
+    assert "trace-tree" not in html
+    assert f'<span id="tn-{call}-head" hx-swap-oob="true">' in html
+    assert f'<div id="tn-{call}-body" class="node-body" hx-swap-oob="true">' in html
+    assert f'<div id="tn-{start}-body" class="node-body" hx-swap-oob="true">' in html
+    assert "240 ms" in html and "10 tok" in html and 'id="trace-totals"' in html
     await comm.disconnect()
 
 

@@ -236,3 +236,58 @@ def test_errors_are_pages_with_the_navigation(client, workspace):
 def test_a_search_with_no_match_says_so(client, workspace):
     html = client.get("/test/?q=zzz-nothing").content.decode()
     assert "No session matches these filters." in html
+
+
+def _turn_with_tools(workspace):
+    """One turn as the runtime saves it: context given, a user message, an action with its
+    gambit_complete pair, and the reply (chat messages plus responses items)."""
+    s = create_session(workspace, "support/PROMPT.md", model="offline/echo")
+
+    def call(cid, name, args):
+        return {"id": cid, "type": "function", "function": {"name": name, "arguments": args}}
+
+    s.messages = [
+        {"role": "system", "content": "sys"},
+        {"role": "assistant", "content": None, "tool_calls": [call("c0", "gambit_context", "{}")]},
+        {"role": "tool", "tool_call_id": "c0", "name": "gambit_context", "content": '{"tier": "gold"}'},
+        {"role": "user", "content": "Where is A1002?"},
+        {"role": "assistant", "content": None, "tool_calls": [call("c1", "order_status", '{"order_id": "A1002"}')]},
+        {"role": "tool", "tool_call_id": "c1", "name": "order_status", "content": '{"status": "<late>"}'},
+        {"role": "assistant", "content": None, "tool_calls": [call("c2", "gambit_complete", "{}")]},
+        {"role": "tool", "tool_call_id": "c2", "name": "gambit_complete", "content": '{"status": 200}'},
+        {"role": "assistant", "content": "It is late."},
+    ]  # fmt: skip
+    s.items = [
+        {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "Where is A1002?"}]},
+        {"type": "reasoning", "summary": [{"type": "summary_text", "text": "Look the order up."}]},
+        {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "It is late."}]},
+    ]  # fmt: skip
+    s.format = "responses"
+    s.state_version = 1
+    s.save()
+    return s
+
+
+def test_tool_calls_and_reasoning_fold_into_one_activity_block_per_turn(client, workspace):
+    s = _turn_with_tools(workspace)
+    data = client.get(f"/test/{s.id}.json").json()
+    kinds = [b["kind"] for b in data["blocks"]]
+    assert kinds == ["activity", "user", "activity", "assistant"]
+    context, _, turn, _ = data["blocks"]
+    assert context["toolCalls"] == 0 and context["internalCalls"] == 1
+    assert turn["summary"] == "1 tool call (order_status) · 1 reasoning"
+    assert (turn["toolCalls"], turn["internalCalls"]) == (1, 1)
+    assert turn["reasoning"] == ["Look the order up."]
+    lookup, complete = turn["calls"]
+    assert lookup == {"name": "order_status", "arguments": '{"order_id": "A1002"}', "result": '{"status": "<late>"}', "internal": False}  # fmt: skip
+    assert complete["name"] == "gambit_complete" and complete["internal"]
+    # the flat conversation stays as it was for readers of the twin
+    assert [b["kind"] for b in data["conversation"]][:3] == ["context", "user", "tool_call"]
+
+    html = client.get(f"/test/{s.id}/").content.decode()
+    assert html.count('<details class="activity"') == 2
+    assert "1 tool call (order_status) · 1 reasoning" in html and "+1 internal" in html
+    # internal calls sit in their own closed block, results are escaped
+    assert '<details class="internal"><summary>Internal calls (gambit_complete)</summary>' in html
+    assert "&lt;late&gt;" in html and "<late>" not in html
+    assert 'class="bubble tool_call"' not in html

@@ -1,7 +1,7 @@
 import pytest
 
 from decks_app.models import Run, TraceEvent
-from decks_app.services.trace_tree import build_tree
+from decks_app.services.trace_tree import build_tree, updates, walk
 
 from .conftest import chat_session
 
@@ -114,3 +114,117 @@ def test_it_404s_and_405s(client, workspace):
     assert client.get("/test/session-0123456789abcdef01234567/trace/").status_code == 404
     s = chat_session(workspace)
     assert client.post(f"/test/{s.id}/trace/").status_code == 405
+
+
+SENT = {
+    "type": "model.call",
+    "actionCallId": "action-root",
+    "model": "openai-api/gpt-x",
+    "provider": "openai-api",
+    "mode": "responses",
+    "stream": True,
+    "messageCount": 2,
+    "toolCount": 1,
+    "items": [
+        {
+            "type": "message",
+            "role": "system",
+            "content": [{"type": "input_text", "text": "Be <brief>."}],
+        },
+        {
+            "type": "message",
+            "role": "user",
+            "content": [{"type": "input_text", "text": "Where is A1?"}],
+        },
+    ],
+    "tools": [{"type": "function", "function": {"name": "lookup", "description": "Find an order"}}],
+    "params": {"temperature": 0.2, "max_output_tokens": 300},
+    "ts": 3,
+}
+RETURNED = {
+    "type": "model.result",
+    "actionCallId": "action-root",
+    "model": "openai-api/gpt-x",
+    "finishReason": "stop",
+    "output": [{"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "On its way."}]}],
+    "usage": {"promptTokens": 120, "completionTokens": 30, "totalTokens": 150, "cachedTokens": 100, "reasoningTokens": 12, "costUsd": 0.00042},
+    "durationMs": 812,
+    "ts": 815,
+}  # fmt: skip
+
+
+def test_a_model_call_shows_what_was_sent_and_what_came_back():
+    events = [EVENTS[0], EVENTS[1], SENT, RETURNED]
+    [run] = build_tree(events)
+    [model] = run.children[0].children
+    assert model.request["instructions"] == "Be <brief>."
+    assert model.request["input"] == [{"type": "message", "role": "user", "text": "Where is A1?"}]
+    assert model.request["tools"] == [{"name": "lookup", "description": "Find an order"}]
+    assert model.request["params"] == {"temperature": 0.2, "max_output_tokens": 300}
+    assert model.tokens == {
+        "input": 120,
+        "output": 30,
+        "cached": 100,
+        "reasoning": 12,
+        "total": 150,
+    }
+    assert (model.duration_ms, model.cost) == (812, 0.00042)
+    assert model.items == [{"type": "message", "role": "assistant", "text": "On its way."}]
+    data = run.to_dict()["children"][0]["children"][0]
+    assert data["request"]["params"]["temperature"] == 0.2 and data["tokens"]["cached"] == 100
+
+
+def test_the_trace_page_renders_the_call_detail_escaped(client, workspace):
+    s = chat_session(workspace)
+    run = Run.objects.create(session=s, status="completed")
+    for i, p in enumerate([EVENTS[0], EVENTS[1], SENT, RETURNED], 1):
+        TraceEvent.objects.create(run=run, session=s, seq=i, type=p["type"], payload=p, ts=p["ts"])
+    html = client.get(f"/test/{s.id}/trace/").content.decode()
+    assert "Be &lt;brief&gt;." in html and "<brief>" not in html
+    assert "Sent · responses · streamed · openai-api" in html
+    assert "<code>lookup</code>" in html and "&quot;max_output_tokens&quot;: 300" in html
+    # input, cached, output, reasoning, latency, cost
+    assert "<td>120</td><td>100</td><td>30</td><td>12</td><td>812 ms</td><td>$0.000420</td>" in html
+
+
+def test_each_run_has_a_timeline_of_its_calls():
+    [run] = build_tree(EVENTS)
+    bars = [(b.kind, b.label, b.depth, b.offset_ms, b.duration_ms) for b in run.bars]
+    assert bars == [
+        ("deck", "root/PROMPT.md", 0, 1, 11),
+        ("model", "m", 1, 2, 2),
+        ("tool", "lookup", 1, 5, 4),
+        ("deck", "child/PROMPT.md", 2, 6, 2),
+        ("model", "m", 1, 10, 1),
+    ]
+    assert run.span_ms == 13  # run.start at 1, run.end at 14
+    model = run.bars[1]
+    assert (model.left, model.width) == (round(100 * 2 / 13, 2), round(100 * 2 / 13, 2))
+    assert run.to_dict()["timeline"][2] == {
+        "kind": "tool", "label": "lookup", "status": "done", "depth": 1, "offsetMs": 5, "durationMs": 4,
+    }  # fmt: skip
+
+
+@pytest.mark.parametrize("status", ["failed", "canceled", "interrupted"])
+def test_statuses_are_final_when_a_run_fails_is_canceled_or_interrupted(status):
+    [run] = build_tree(
+        [*EVENTS[:5], {"type": "run.end", "status": status, "error": "boom", "ts": 20}]
+    )
+    states = {(n.kind, n.label): n.status for n in walk([run])}
+    assert states[("run", "run-1")] == status
+    assert states[("deck", "root/PROMPT.md")] == status and states[("tool", "lookup")] == status
+    assert not {"running", "calling"} & set(states.values())
+    assert run.detail.endswith("— boom")
+
+
+def test_nodes_have_stable_ids_and_report_what_changed_after_an_event():
+    rows = [(100 + i, p) for i, p in enumerate(EVENTS)]
+    first = build_tree(rows[:4])  # up to model.result of the first call
+    assert [n.id for n in walk(first)] == ["tn-100", "tn-101", "tn-102"]
+    roots = build_tree(rows)
+    assert [n.id for n in walk(roots)][:3] == ["tn-100", "tn-101", "tn-102"]
+    update = updates(roots, since=103)
+    # the tool (with its nested deck) and the second call are new; the deck and run changed
+    assert [n.id for n in update.added] == ["tn-104", "tn-109"]
+    assert [n.id for n in update.changed] == ["tn-100", "tn-101"]
+    assert [n.parent_id for n in update.added] == ["tn-101", "tn-101"]
