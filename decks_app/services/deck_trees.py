@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import threading
 from pathlib import Path
+from typing import Any
 
 from decks_app.services.workspaces import stat_key
 from gambit.core import DeckTree, load_deck_tree
@@ -19,15 +20,16 @@ _trees: dict[str, tuple[tuple, list[str], DeckTree]] = {}
 _lock = threading.Lock()
 
 
-def load(path: str | Path) -> DeckTree:
-    """The deck tree at `path` (raises `DeckLoadError` like `load_deck_tree`)."""
+def load(path: str | Path, role: Any = "root") -> DeckTree:
+    """The deck tree at `path`, loaded as `role` (raises `DeckLoadError` like
+    `load_deck_tree`)."""
     entry = Path(path)
-    name = str(entry.resolve())
+    name = f"{role}:{entry.resolve()}"
     hit = _trees.get(name)
     if hit is not None and stat_key(entry, hit[1]) == hit[0]:
         return hit[2]
-    tree = load_deck_tree(entry)
-    files = {name, *(e.path for e in tree.entries)}
+    tree = load_deck_tree(entry, role=role)
+    files = {str(entry.resolve()), *(e.path for e in tree.entries)}
     with _lock:
         _trees[name] = (stat_key(entry, sorted(files)), sorted(files), tree)
     return tree

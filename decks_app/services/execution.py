@@ -584,7 +584,7 @@ async def execute_run(run_id: str, *, router: Any = None) -> str:
             settings = run.output if isinstance(run.output, dict) else {}
             persona: Any = root / (run.message or "")
             try:
-                persona = await asyncio.to_thread(deck_trees.load, persona)
+                persona = await asyncio.to_thread(deck_trees.load, persona, "scenario")
             except DeckLoadError:
                 pass  # the runtime reports it
             outcome = await run_scenario(
@@ -592,6 +592,7 @@ async def execute_run(run_id: str, *, router: Any = None) -> str:
                 persona,
                 provider=provider,
                 context=session.context if session.context is not None else _MISSING,
+                scenario_input=settings.get("scenarioInput", _MISSING),
                 max_turns=int(settings.get("maxTurns") or 6),
                 on_state=on_state,
                 on_trace=on_trace,

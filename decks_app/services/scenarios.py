@@ -30,6 +30,10 @@ class ScenarioError(ValueError):
     pass
 
 
+# No input for the scenario deck was given (None is a value a schema may accept).
+NO_INPUT: Any = object()
+
+
 def workspace_scenarios(workspace: Workspace) -> list[dict[str, Any]]:
     """Every root deck's `[[scenarios]]`: deck, deck label, scenario path, label, description."""
     out = []
@@ -61,9 +65,11 @@ def start_scenario(
     *,
     max_turns: Any = None,
     context: Any = None,
+    scenario_input: Any = NO_INPUT,
     model: str = "",
 ) -> Session:
-    """Queue one scenario run; returns its session."""
+    """Queue one scenario run; returns its session. `context` is the root deck's and
+    `scenario_input` the scenario deck's own (already checked against their schemas)."""
     declared = {r["path"] for r in verify_service.deck_refs(workspace, deck_path)["scenarios"]}
     if scenario_path not in declared:
         raise ScenarioError(
@@ -84,7 +90,11 @@ def start_scenario(
             context=context,
             origin="scenario",
             format="responses",
-            meta={"deckPath": deck.path, "scenarioPath": scenario_path},
+            meta={
+                "deckPath": deck.path,
+                "scenarioPath": scenario_path,
+                **({"scenarioInput": scenario_input} if scenario_input is not NO_INPUT else {}),
+            },
         )
         Run.objects.create(
             session=session,
@@ -92,7 +102,10 @@ def start_scenario(
             message=scenario_path,
             model=label,
             offline=offline,
-            output={"maxTurns": turns},
+            output={
+                "maxTurns": turns,
+                **({"scenarioInput": scenario_input} if scenario_input is not NO_INPUT else {}),
+            },
         )
     return session
 
@@ -105,6 +118,8 @@ def start_batch(
     runs: Any,
     concurrency: Any,
     max_turns: Any = None,
+    context: Any = None,
+    scenario_input: Any = NO_INPUT,
 ) -> Run:
     """N runs of one scenario at a concurrency, as a Verify batch without graders."""
     settings = verify_service.VerifySettings(
@@ -114,6 +129,9 @@ def start_batch(
         repeats=1,
         concurrency=_bounded(concurrency, "concurrency", (1, 32), 4),
         max_turns=_bounded(max_turns, "max turns", MAX_TURNS, 6),
+        context=context,
+        scenario_input=None if scenario_input is NO_INPUT else scenario_input,
+        has_scenario_input=scenario_input is not NO_INPUT,
     )
     declared = {r["path"] for r in verify_service.deck_refs(workspace, deck_path)["scenarios"]}
     if scenario_path not in declared:

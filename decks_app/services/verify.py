@@ -53,9 +53,12 @@ class VerifySettings:
     concurrency: int = 4
     max_turns: int = 6
     threshold: float = 0.0
+    context: Any = None  # the root deck's (missing fields filled in by the persona)
+    scenario_input: Any = None  # each scenario deck's own, when has_scenario_input
+    has_scenario_input: bool = False
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        out = {
             "scenarios": self.scenarios,
             "graders": self.graders,
             "runs": self.runs,
@@ -64,6 +67,11 @@ class VerifySettings:
             "maxTurns": self.max_turns,
             "threshold": self.threshold,
         }
+        if self.context is not None:
+            out["context"] = self.context
+        if self.has_scenario_input:
+            out["scenarioInput"] = self.scenario_input
+        return out
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> VerifySettings:
@@ -75,6 +83,9 @@ class VerifySettings:
             concurrency=int(data.get("concurrency", 4)),
             max_turns=int(data.get("maxTurns", 6)),
             threshold=float(data.get("threshold", 0.0)),
+            context=data.get("context"),
+            scenario_input=data.get("scenarioInput"),
+            has_scenario_input="scenarioInput" in data,
         )
 
 
@@ -249,6 +260,8 @@ async def execute_verify(
             concurrency=settings.concurrency,
             max_turns=settings.max_turns,
             threshold=settings.threshold,
+            **({"context": settings.context} if settings.context is not None else {}),
+            **({"scenario_input": settings.scenario_input} if settings.has_scenario_input else {}),
             on_progress=on_progress,
             on_run=on_run,
             on_grade=on_grade,

@@ -49,6 +49,9 @@ def sessions_list(request: HttpRequest, fmt: str | None = None) -> HttpResponse:
             "scenario_ctx",
             "scenario-context",
         ),
+        "persona_context": _persona_ctx(
+            workspace, scenario_choices[0] if scenario_choices else None
+        ),
         "tab": "test",
         "rows": rows,
         "decks": decks,
@@ -70,9 +73,44 @@ def context_form(request: HttpRequest) -> HttpResponse:
     if prefix not in ("ctx", "scenario_ctx"):
         prefix = "ctx"
     target = "scenario-context" if prefix == "scenario_ctx" else "session-context"
-    return render(
+    response = render(
         request, "decks_app/context_form.html", _context_ctx(workspace, deck_path, prefix, target)
     )
+    if prefix == "scenario_ctx":
+        # The chosen scenario's own input form comes along, swapped out of band.
+        choice = _declared_scenario(workspace, request.GET.get("scenario", ""))
+        ctx = {**_persona_ctx(workspace, choice), "oob": True}
+        response.content += render(request, "decks_app/context_form.html", ctx).content
+    return response
+
+
+def _declared_scenario(workspace, value: str) -> dict | None:
+    """The `deck|scenario` choice of the scenario form, when the deck declares it."""
+    deck, _, path = value.partition("|")
+    return next(
+        (
+            s
+            for s in scenarios.workspace_scenarios(workspace)
+            if (s["deck"], s["path"]) == (deck, path)
+        ),
+        None,
+    )
+
+
+def _persona_ctx(workspace, choice: dict | None) -> dict:
+    """The form for a scenario deck's own contextSchema (its `scenarioInput`)."""
+    path = choice["path"] if choice else ""
+    schema = forms.deck_context_schema(workspace, path, "scenario") if path else None
+    fields = forms.fields(schema.to_json_schema() if schema is not None else None, "persona")
+    return {
+        "fields": fields,
+        "no_required": False,
+        "prefix": "persona",
+        "target": "persona-context",
+        "scenario": choice,
+        "deck": None,
+        "any_required": any(f["required"] for f in fields),
+    }
 
 
 def _context_ctx(workspace, deck_path: str, prefix: str, target: str) -> dict:
@@ -155,11 +193,15 @@ def scenario_start(request: HttpRequest) -> HttpResponse:
                 schema.to_json_schema() if schema is not None else None,
                 request.POST,
                 "scenario_ctx",
+                allow_missing=True,
             )
         # missing fields are fine here: the persona fills them in (init-fill)
         context = (
-            forms.validate_context(workspace, deck, context, optional=True) if context else None
+            forms.validate_context(workspace, deck, context, optional=True, partial=True)
+            if context
+            else None
         )
+        scenario_input = _scenario_input(workspace, deck, scenario, request.POST)
         runs = request.POST.get("runs") or "1"
         if runs.strip() != "1":
             batch = scenarios.start_batch(
@@ -169,6 +211,8 @@ def scenario_start(request: HttpRequest) -> HttpResponse:
                 runs=runs,
                 concurrency=request.POST.get("concurrency"),
                 max_turns=request.POST.get("maxTurns"),
+                context=context,
+                scenario_input=scenario_input,
             )
             if wants_json(request):
                 return json_response({"batch": batch.id, "url": f"/grade/verify/{batch.id}/"}, 201)
@@ -179,6 +223,7 @@ def scenario_start(request: HttpRequest) -> HttpResponse:
             scenario,
             max_turns=request.POST.get("maxTurns"),
             context=context,
+            scenario_input=scenario_input,
             model=request.POST.get("model", ""),
         )
     except (scenarios.ScenarioError, forms.FormError) as exc:
@@ -186,3 +231,20 @@ def scenario_start(request: HttpRequest) -> HttpResponse:
     if wants_json(request):
         return json_response({"id": session.id, "url": f"/test/{session.id}/"}, status=201)
     return redirect("session", session_id=session.id)
+
+
+def _scenario_input(workspace, deck: str, scenario: str, form) -> object:
+    """The scenario deck's own input from its form (or JSON), checked against its
+    contextSchema before anything runs; `scenarios.NO_INPUT` when nothing was given."""
+    if _declared_scenario(workspace, f"{deck}|{scenario}") is None:
+        return scenarios.NO_INPUT  # start_* says it is not declared
+    schema = forms.deck_context_schema(workspace, scenario, "scenario")
+    value = forms.read(schema.to_json_schema() if schema is not None else None, form, "persona")
+    if value is None and (schema is None or schema.is_optional or not schema.required_fields()):
+        return scenarios.NO_INPUT
+    try:
+        return forms.validate_context(workspace, scenario, value, optional=False, role="scenario")
+    except forms.FormError as exc:
+        raise forms.FormError(
+            str(exc).replace("contextSchema", "contextSchema (scenario input)")
+        ) from None

@@ -24,6 +24,7 @@ from ._common import (
     fail,
     load_tree,
     make_router,
+    parse_value,
     read_state,
     run_async,
     select_mode,
@@ -91,6 +92,10 @@ def _print_grading(run: GradingRun) -> None:
     help="Runs in flight at once (with --runs).",
 )
 @click.option(
+    "--scenario-input",
+    help="Context input for the scenario deck, checked against its contextSchema (JSON, or a plain string).",
+)
+@click.option(
     "--json",
     "json_path",
     type=click.Path(path_type=Path),
@@ -105,6 +110,7 @@ def scenario_command(
     runs: int,
     concurrency: int,
     json_path: Path | None,
+    scenario_input: str | None,
     **options: Any,
 ) -> None:
     """Let a synthetic user (a scenario deck) talk to ROOT, then grade the conversation.
@@ -120,7 +126,17 @@ def scenario_command(
     if runs > 1 or json_path is not None:
         from ._verify import run_batch
 
-        run_batch(root, scenario_path, graders, runs, concurrency, max_turns, json_path, flags)
+        run_batch(
+            root,
+            scenario_path,
+            graders,
+            runs,
+            concurrency,
+            max_turns,
+            json_path,
+            flags,
+            parse_value(scenario_input),
+        )
         return
     state_file = flags.state_path or _default_state_path(root)
     write = stdout_writer()
@@ -128,7 +144,7 @@ def scenario_command(
     async def main() -> None:
         strict = flags.strict
         root_tree = load_tree(root, strict=strict)
-        persona_tree = load_tree(scenario_path, strict=strict)
+        persona_tree = load_tree(scenario_path, strict=strict, role="scenario")
         grader_trees = [load_tree(g, strict=strict, role="grader") for g in graders]
         sink = TraceSink(flags.trace_path, flags.verbose)
         router = make_router(root)
@@ -151,6 +167,7 @@ def scenario_command(
                 persona_tree,
                 provider=router,
                 context=flags.context,
+                scenario_input=parse_value(scenario_input),
                 message=flags.message_or_none,
                 state=read_state(flags.state_path),
                 max_turns=max_turns,

@@ -26,6 +26,7 @@ from gambit.core._verify_run import (
 )
 
 from ._common import (
+    MISSING,
     TraceSink,
     deck_argument_exists,
     fail,
@@ -105,6 +106,10 @@ def _pass_rate(value: str) -> float:
 )
 @click.option("--context", help="Context input for the root deck (JSON, or a plain string).")
 @click.option(
+    "--scenario-input",
+    help="Context input for each scenario deck, checked against its contextSchema (JSON, or a plain string).",
+)
+@click.option(
     "--junit",
     "junit_path",
     type=click.Path(path_type=Path),
@@ -164,6 +169,7 @@ def verify_command(
     fail_under: float | None,
     min_pass_rate: str | None,
     context: str | None,
+    scenario_input: str | None,
     junit_path: Path | None,
     json_path: Path | None,
     grades_csv: Path | None,
@@ -212,6 +218,7 @@ def verify_command(
                     max_turns=max_turns,
                     threshold=threshold,
                     context=parse_value(context),
+                    scenario_input=parse_value(scenario_input),
                     on_progress=bar.update,
                     on_run=lambda r: (
                         r.state is not None and save_state(folder / f"{r.id}.json", r.state)
@@ -501,6 +508,7 @@ def run_batch(
     max_turns: int,
     json_path: Path | None,
     flags: Any,
+    scenario_input: Any = MISSING,
 ) -> None:
     """`gambit scenario --runs N`: the same runner as `gambit verify`, graders optional."""
     folder = _default_sessions_dir(root)
@@ -523,6 +531,7 @@ def run_batch(
                     concurrency=concurrency,
                     max_turns=max_turns,
                     context=flags.context,
+                    scenario_input=scenario_input,
                     on_progress=bar.update,
                     on_run=lambda r: (
                         r.state is not None and save_state(folder / f"{r.id}.json", r.state)

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from ._deck import Deck, DeckTree
+from ._deck import Deck, DeckRole, DeckTree
 from ._errors import GambitError
 from ._ids import new_id
 from ._loader import load_deck_tree
@@ -43,12 +43,12 @@ class ScenarioResult:
     context: Any = None
 
 
-def _tree(deck: str | Path | Deck | DeckTree, strict: bool) -> DeckTree:
+def _tree(deck: str | Path | Deck | DeckTree, strict: bool, role: DeckRole = "root") -> DeckTree:
     if isinstance(deck, DeckTree):
         return deck
     if isinstance(deck, Deck):
         return DeckTree(root=deck, decks={deck.path: deck}, entries=[], warnings=[])
-    return load_deck_tree(deck, strict=strict)
+    return load_deck_tree(deck, strict=strict, role=role)
 
 
 def _text(output: Any) -> str:
@@ -103,6 +103,7 @@ async def run_scenario(
     *,
     provider: ModelProvider,
     context: Any = _MISSING,
+    scenario_input: Any = _MISSING,
     message: Any = None,
     state: SavedState | None = None,
     max_turns: int = 12,
@@ -114,9 +115,13 @@ async def run_scenario(
 ) -> ScenarioResult:
     """Run the persona loop; `on_turn(role, text)` sees each message ("user" is the persona).
 
+    `context` is the root deck's (missing required fields are filled in by the persona);
+    `scenario_input` is the persona deck's own context, validated against its contextSchema
+    and given to it when its conversation starts.
+
     `run_options` go to every `run_deck` call (provider routing, mode, tracing, stream).
     """
-    root_tree, persona_tree = _tree(root, strict), _tree(persona, strict)
+    root_tree, persona_tree = _tree(root, strict), _tree(persona, strict, "scenario")
     root_deck = root_tree.root
     scenario_run_id = new_id("scenario")
     persona_state: SavedState | None = None
@@ -146,6 +151,7 @@ async def run_scenario(
         result = await run_deck(
             persona_tree,
             provider=provider,
+            context=scenario_input if persona_state is None else _MISSING,
             message=prompt,
             state=persona_state,
             on_stream_text=stream_for("user"),

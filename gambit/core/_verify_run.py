@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from ._deck import Deck, DeckTree
+from ._deck import Deck, DeckRole, DeckTree
 from ._grading import GradingRun, grade_state
 from ._ids import new_id
 from ._loader import load_deck_tree
@@ -254,12 +254,14 @@ def declared_refs(tree: DeckTree, role: Literal["scenarios", "graders"]) -> list
     return [ref.path for ref in getattr(tree.root, role)]
 
 
-def _load(deck: str | Path | Deck | DeckTree, strict: bool) -> DeckTree:
+def _load(deck: str | Path | Deck | DeckTree, strict: bool, role: DeckRole = "root") -> DeckTree:
+    """A deck tree, loaded as `role` (a persona as a scenario, a grader as a grader: their
+    seed rules and defaults apply, as under the root's `[[scenarios]]` / `[[graders]]`)."""
     if isinstance(deck, DeckTree):
         return deck
     if isinstance(deck, Deck):
         return DeckTree(root=deck, decks={deck.path: deck}, entries=[], warnings=[])
-    return load_deck_tree(deck, strict=strict)
+    return load_deck_tree(deck, strict=strict, role=role)
 
 
 async def run_verify(
@@ -274,6 +276,7 @@ async def run_verify(
     max_turns: int = 12,
     threshold: float = 0.0,
     context: Any = _MISSING,
+    scenario_input: Any = _MISSING,
     on_progress: Callable[[VerifyProgress], None] | None = None,
     on_run: Callable[[ScenarioRunRecord], None] | None = None,
     on_grade: Callable[[GradeRecord], None] | None = None,
@@ -284,7 +287,8 @@ async def run_verify(
 ) -> VerifyReport:
     """Run every scenario `runs` times and grade each run `repeats` times with every grader.
 
-    `scenarios` / `graders` default (None) to the root deck's `[[scenarios]]` / `[[graders]]`;
+    `context` goes to the root deck and `scenario_input` to every scenario deck (see
+    `run_scenario`). `scenarios` / `graders` default (None) to the root deck's `[[scenarios]]` / `[[graders]]`;
     an empty `graders` list runs the scenarios without grading them.
     `run_options` go to every `run_deck` call (model routing, mode, tracing). `trace_for`
     gives each scenario run and grade its own trace callback (beside `on_trace`, which sees
@@ -296,11 +300,11 @@ async def run_verify(
     started = time.perf_counter()
     root_tree = _load(root, strict)
     scenario_trees = [
-        _load(s, strict)
+        _load(s, strict, "scenario")
         for s in (scenarios if scenarios is not None else declared_refs(root_tree, "scenarios"))
     ]
     grader_trees = [
-        _load(g, strict)
+        _load(g, strict, "grader")
         for g in (graders if graders is not None else declared_refs(root_tree, "graders"))
     ]
     if not scenario_trees:
@@ -400,6 +404,7 @@ async def run_verify(
                     tree,
                     provider=provider,
                     context=context,
+                    scenario_input=scenario_input,
                     max_turns=max_turns,
                     on_state=partial.append,
                     on_trace=tracer(meter, record),

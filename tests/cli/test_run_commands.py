@@ -467,6 +467,28 @@ def test_scenario_stops_at_max_turns(fake_server: FakeModelServer, workspace: Pa
     assert "max turns" in result.stdout and len(fake_server.requests) == 5
 
 
+def test_scenario_input_reaches_the_persona_and_is_checked(
+    fake_server: FakeModelServer, workspace: Path, mode: str
+):
+    fake_server.queue(Reply(text="Hi"), Reply(text="Q1"), Reply(text="A1"))
+    result = gambit(
+        fake_server, mode, "scenario", "bot/PROMPT.md", "--scenario", "persona/PROMPT.md", "--context", '{"customer":"Sam"}',
+        "--scenario-input", "an impatient regular", "--max-turns", "1", "--state", str(workspace / "s.json"), cwd=workspace,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    persona_request = json.dumps(fake_server.requests[1].body)  # the bot spoke first
+    assert "gambit_context" in persona_request and "an impatient regular" in persona_request
+    assert "an impatient regular" not in json.dumps(fake_server.requests[0].body)
+    # The persona's contextSchema (plain chat input: a string) refuses an object.
+    fake_server.queue(Reply(text="Hi"))
+    result = gambit(
+        fake_server, mode, "scenario", "bot/PROMPT.md", "--scenario", "persona/PROMPT.md", "--context", '{"customer":"Sam"}',
+        "--scenario-input", '{"mood": "calm"}', "--max-turns", "1", "--state", str(workspace / "t.json"), cwd=workspace,
+    )  # fmt: skip
+    assert result.returncode == 1
+    assert "Schema validation failed" in result.stderr and "Traceback" not in result.stderr
+
+
 def test_grade_fail_under_gates_ci(fake_server: FakeModelServer, workspace: Path, mode: str):
     state = workspace / "s.json"
     fake_server.queue(Reply(text="Hello."))

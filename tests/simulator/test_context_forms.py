@@ -27,6 +27,17 @@ SCHEMA = {
             "required": ["city"],
         },
         "tags": {"type": "array", "items": {"type": "string"}},
+        "scores": {"type": "array", "items": {"type": "integer"}},
+        "orders": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "properties": {
+                    "id": {"type": "string", "examples": ["A1"]},
+                    "qty": {"type": "integer", "default": 1},
+                },
+            },
+        },
     },
     "required": ["name", "age"],
 }
@@ -52,7 +63,13 @@ def test_fields_come_from_the_schema(client, ws):
     assert 'type="checkbox" name="ctx.vip"' in html
     assert "<option selected>free</option>" in html  # the default is pre-filled
     assert "<legend>address" in html and 'name="ctx.address.city"' in html
-    assert 'name="ctx.tags"' in html and "(JSON)" in html
+    # lists of plain values are one per line; a list of objects is JSON shaped like one item
+    assert re.search(r'\(one item per line\) <textarea name="ctx.tags"', html)
+    assert re.search(r'\(one number per line\) <textarea name="ctx.scores"', html)
+    assert (
+        '(JSON) <textarea name="ctx.orders" rows="2" >[{&quot;id&quot;: &quot;A1&quot;, &quot;qty&quot;: 1}]'
+        in html
+    )
     assert "Who is asking" in html
     scenario = client.get("/test/context-form?prefix=scenario_ctx&deck=form/PROMPT.md").content
     # in a scenario the persona fills missing fields, so none is required by the browser
@@ -72,7 +89,9 @@ def test_a_session_gets_the_typed_context(client, ws):
             "ctx.vip": "on",
             "ctx.plan": "pro",
             "ctx.address.city": "Lyon",
-            "ctx.tags": '["a", "b"]',
+            "ctx.tags": "a\n b \n\n",
+            "ctx.scores": "3\n-1",
+            "ctx.orders": '[{"id": "A9"}]',
         },
     )
     assert response.status_code == 201, response.content
@@ -84,6 +103,8 @@ def test_a_session_gets_the_typed_context(client, ws):
         "plan": "pro",
         "address": {"city": "Lyon"},
         "tags": ["a", "b"],
+        "scores": [3, -1],
+        "orders": [{"id": "A9", "qty": 1}],  # the item default is applied
     }
 
 
@@ -112,3 +133,97 @@ def test_an_invalid_context_is_refused_at_creation(client, ws):
 def test_the_examples_deck_gets_its_enum_as_a_select(client, ws):
     html = client.get("/test/context-form?deck=support/PROMPT.md").content.decode()
     assert '<select name="ctx.tier"' in html and "<option selected>standard</option>" in html
+
+
+def test_a_list_of_numbers_must_hold_numbers(client, ws):
+    response = client.post(
+        "/test/new?format=json",
+        {"deck": "form/PROMPT.md", "ctx.name": "Sam", "ctx.age": "4", "ctx.scores": "1\nlots"},
+    )
+    assert response.status_code == 400
+    assert response.json()["error"] == "ctx.scores[1]: 'lots' is not a number"
+
+
+PERSONA_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "mood": {"type": "string", "enum": ["calm", "upset"], "default": "calm"},
+        "orderId": {"type": "string", "description": "The order the customer asks about"},
+    },
+    "required": ["orderId"],
+}
+
+
+@pytest.fixture
+def with_persona(ws):
+    """form/ declares a scenario whose deck has a contextSchema of its own."""
+    folder = ws / "form" / "scenarios" / "asker"
+    folder.mkdir(parents=True)
+    (folder / "input.json").write_text(json.dumps(PERSONA_SCHEMA))
+    (folder / "PROMPT.md").write_text(
+        '+++\nlabel = "Asker"\ncontextSchema = "./input.json"\n'
+        'modelParams.model = "offline/echo"\n+++\nYou ask about your order.\n'
+    )
+    prompt = ws / "form" / "PROMPT.md"
+    prompt.write_text(
+        prompt.read_text().replace(
+            "+++\nHi.",
+            '[[scenarios]]\npath = "./scenarios/asker/PROMPT.md"\nlabel = "Asker"\n+++\nHi.',
+        )
+    )
+    return ws
+
+
+def test_the_scenario_deck_gets_a_form_from_its_own_schema(client, with_persona):
+    html = client.get("/test/").content.decode()
+    assert 'id="persona-context"' in html
+    assert "<b>Asker</b> <code>form/scenarios/asker/PROMPT.md</code>" in html
+    assert 'name="persona.orderId"' in html and "The order the customer asks about" in html
+    # Choosing the scenario brings the root deck's form and, out of band, the scenario's.
+    swapped = client.get(
+        "/test/context-form?prefix=scenario_ctx&scenario=form/PROMPT.md|form/scenarios/asker/PROMPT.md"
+    ).content.decode()
+    assert 'id="scenario-context"' in swapped
+    assert '<div id="persona-context" class="context-form" hx-swap-oob="true">' in swapped
+    assert "<option selected>calm</option>" in swapped
+
+
+def test_a_scenario_input_missing_a_required_field_is_named_before_the_run(client, with_persona):
+    choice = "form/PROMPT.md|form/scenarios/asker/PROMPT.md"
+    response = client.post(
+        "/test/scenario?format=json", {"scenario": choice, "persona.mood": "upset"}
+    )
+    assert response.status_code == 400
+    assert response.json()["error"] == "fill the required fields: orderId"
+    assert not Session.objects.exists()
+
+
+def test_the_scenario_input_reaches_the_run_and_a_batch(client, with_persona):
+    choice = "form/PROMPT.md|form/scenarios/asker/PROMPT.md"
+    response = client.post(
+        "/test/scenario?format=json",
+        {
+            "scenario": choice,
+            "persona.orderId": "A7",
+            "persona.mood": "upset",
+            "scenario_ctx.name": "Ann",
+        },
+    )
+    assert response.status_code == 201, response.content
+    session = Session.objects.get(pk=response.json()["id"])
+    assert session.meta["scenarioInput"] == {"orderId": "A7", "mood": "upset"}
+    assert session.runs.get().output["scenarioInput"] == {"orderId": "A7", "mood": "upset"}
+    assert session.context == {"name": "Ann", "plan": "free"}
+    batch = client.post(
+        "/test/scenario?format=json",
+        {
+            "scenario": choice,
+            "runs": "3",
+            "persona__json": '{"orderId": "B2"}',
+            "scenario_ctx.name": "Bo",
+        },
+    )
+    assert batch.status_code == 201, batch.content
+    settings = Session.objects.get(origin="verify").context
+    assert settings["scenarioInput"] == {"orderId": "B2", "mood": "calm"}
+    assert settings["context"] == {"name": "Bo", "plan": "free"}
