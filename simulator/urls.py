@@ -66,6 +66,7 @@ urlpatterns = [
     path("test/context-form", sessions.context_form, name="context_form"),
     path("test/<str:session_id>/", session.session_page, name="session"),
     re_path(r"^test/(?P<session_id>[^/]+)\.(?P<fmt>json)$", session.session_page),
+    path("test/<str:session_id>/conversation", session.session_earlier, name="session_earlier"),
     path("test/<str:session_id>/send", session.session_send, name="session_send"),
     path("test/<str:session_id>/stop", session.session_stop, name="session_stop"),
     path("test/<str:session_id>/retry", session.session_retry, name="session_retry"),
@@ -78,6 +79,15 @@ urlpatterns = [
     ),
     path("test/<str:session_id>/trace/", trace.trace_page, name="trace"),
     re_path(r"^test/(?P<session_id>[^/]+)/trace\.(?P<fmt>json)$", trace.trace_page),
+    path("test/<str:session_id>/trace/calls/<int:event_id>/", trace.trace_call, name="trace_call"),
+    re_path(
+        r"^test/(?P<session_id>[^/]+)/trace/events/(?P<event_id>[0-9]{1,18})\.json$",
+        trace.trace_event,
+    ),
+    re_path(
+        r"^test/(?P<session_id>[^/]+)/trace/calls/(?P<event_id>[0-9]{1,18})\.(?P<fmt>json)$",
+        trace.trace_call,
+    ),
     path("test/<str:session_id>/replay/", replay.replay_page, name="replay"),
     re_path(r"^test/(?P<session_id>[^/]+)/replay\.(?P<fmt>json)$", replay.replay_page),
     path("test/<str:session_id>/rerun", replay.replay_rerun, name="replay_rerun"),

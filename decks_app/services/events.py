@@ -79,13 +79,38 @@ def events_after(session_id: str, after: int, limit: int = 1000) -> list[TraceEv
 
 
 # The session page lists at most this many of the newest events; the trace page has them all.
-RECENT_LIMIT = 500
+RECENT_LIMIT = 100  # the session page and its twin; the trace page pages through all
 
 
 def recent_events(session_id: str, cursor: int, limit: int | None = None) -> list[TraceEvent]:
-    """The newest `limit` (default RECENT_LIMIT) events up to the cursor, oldest first."""
+    """The newest `limit` (default RECENT_LIMIT) events up to the cursor, oldest first, with
+    light `model.call` payloads (`light_payloads`)."""
     newest = TraceEvent.objects.filter(session_id=session_id, id__lte=cursor).order_by("-id")
-    return list(reversed(newest[: limit or RECENT_LIMIT]))
+    return list(reversed(light_payloads(newest[: limit or RECENT_LIMIT])))
+
+
+def light_payloads(events: Any) -> list[TraceEvent]:
+    """The events of a queryset, where each `model.call` payload is read without the
+    conversation it sent (`items`, `tools`): those grow with every turn, so a long
+    session's event list would be quadratic in its length. The call's page
+    (`/test/<session>/trace/calls/<id>/`) and the exported trace have them whole; the light
+    payload says how many items it left out under `itemsOmitted`."""
+    from decks_app.services.trace_tree import call_payloads
+
+    rows = list(events.defer("payload"))
+    calls = [e.id for e in rows if e.type == "model.call"]
+    whole = dict(
+        TraceEvent.objects.filter(
+            id__in=[e.id for e in rows if e.type != "model.call"]
+        ).values_list("id", "payload")
+    )
+    light = {}
+    if calls:
+        for pk, payload in call_payloads(TraceEvent.objects.filter(id__in=calls)):
+            light[pk] = {**payload, "itemsOmitted": payload.get("messageCount")}
+    for event in rows:
+        event.payload = light[event.id] if event.id in light else whole.get(event.id, {})
+    return rows
 
 
 def event_dict(event: TraceEvent) -> dict[str, Any]:

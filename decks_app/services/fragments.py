@@ -110,7 +110,7 @@ def session_fragments(detail: dict[str, Any], request: Any = None) -> list[str]:
     conversation is sent as its first blocks, then the rest appended in groups."""
     ctx = {**detail, "oob": True}
     pieces = [render_to_string(f"{TEMPLATE}#status", ctx, request=request)]
-    blocks = list(detail.get("blocks") or [])
+    blocks = list(detail.get("blocks_shown") or [])
     rendered = [
         render_to_string(f"{TEMPLATE}#block", {**ctx, "block": b}, request=request) for b in blocks
     ]
@@ -123,7 +123,9 @@ def session_fragments(detail: dict[str, Any], request: Any = None) -> list[str]:
         groups[-1].append(block)
         size += _size(html)
     pieces.append(
-        render_to_string(f"{TEMPLATE}#conversation", {**ctx, "blocks": groups[0]}, request=request)
+        render_to_string(
+            f"{TEMPLATE}#conversation", {**ctx, "blocks_shown": groups[0]}, request=request
+        )
     )
     for group in groups[1:]:
         pieces.append(
@@ -164,18 +166,18 @@ def trace_updates(session: Any, run: Any, since: int, cursor: int) -> list[str]:
 
     from decks_app.services import trace_tree
 
-    roots = trace_tree.build_tree(trace_tree.tree_rows(session, cursor, run=run))
+    roots = trace_tree.build_tree(trace_tree.tree_rows(session, cursor, runs=[run]))
     update = trace_tree.updates(roots, since)
     parts: list[str] = []
     for node in update.added:
         target = f"{node.parent_id}-children" if node.parent_id else "trace-tree"
         parts.append(
             f'<ul id="{target}" hx-swap-oob="beforeend">'
-            + render_to_string("decks_app/tree_node.html", {"node": node})
+            + render_to_string("decks_app/tree_node.html", {"node": node, "session": session})
             + "</ul>"
         )
     for node in update.changed:
-        ctx = {"node": node, "oob": True}
+        ctx = {"node": node, "session": session, "oob": True}
         parts.append(render_to_string("decks_app/tree_node_head.html", ctx))
         parts.append(render_to_string("decks_app/tree_node_body.html", ctx))
     if parts:

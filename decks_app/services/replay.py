@@ -77,6 +77,7 @@ def frame(session: Session, step: int | None) -> dict[str, Any]:
     total = len(events)
     step = total if step is None else max(0, min(step, total))
     shown = [e["payload"] for e in events[:step]]
+    shown_rows = [(e["id"], e["payload"]) for e in events[:step]]
     current = events[step - 1] if step else None
     return {
         "session": session,
@@ -87,7 +88,7 @@ def frame(session: Session, step: int | None) -> dict[str, Any]:
         "current": current,
         "conversation": _fold_conversation(shown),
         "tree": build_tree(
-            [p for p in shown if not str(p.get("type", "")).startswith("response.")]
+            [r for r in shown_rows if not str(r[1].get("type", "")).startswith("response.")]
         ),
     }
 

@@ -459,6 +459,10 @@ def session_status(session: Session, last_run: Run | None = None) -> str:
     return run.status if run else "idle"
 
 
+TREE_RUNS = 5  # runs whose trace the session page shows (the trace page shows all)
+BLOCKS_SHOWN = 60  # conversation blocks the session page shows; earlier ones load on demand
+
+
 def session_detail(session: Session) -> dict[str, Any]:
     """Everything the session page shows, read at one cursor (see `live_events`)."""
     deck: DeckInfo | None = find_deck(session.workspace, session.deck_path)
@@ -473,7 +477,9 @@ def session_detail(session: Session) -> dict[str, Any]:
             else []
         )
         bubbles = conversation(session)
-        payloads = trace_tree.tree_rows(session, cursor)
+        # The trace panel shows the newest runs; the trace page has them all.
+        tree_runs = runs[-TREE_RUNS:]
+        payloads = trace_tree.tree_rows(session, cursor, runs=tree_runs)
         raw_events = event_log.recent_events(session.id, cursor)
     totals = session.runs.aggregate(tokens=Sum("total_tokens"), cost=Sum("cost"))
     blocks = fragments.live_blocks(live)
@@ -492,12 +498,16 @@ def session_detail(session: Session) -> dict[str, Any]:
             else None
         ),
         "tree": trace_tree.build_tree(payloads),
+        "tree_omitted": len(runs) - len(tree_runs),
         "raw_events": raw_events,
         "raw_events_limit": event_log.RECENT_LIMIT,
         "cursor": cursor,
         "version": session.state_version,
         "bubbles": bubbles,
-        "blocks": conversation_blocks(bubbles, session.items),
+        "blocks": (blocks := conversation_blocks(bubbles, session.items)),
+        # The page shows the newest blocks; "Show earlier" loads the rest, BLOCKS_SHOWN at a time.
+        "blocks_shown": blocks[-BLOCKS_SHOWN:],
+        "blocks_before": max(0, len(blocks) - BLOCKS_SHOWN),
         "status": runs[-1].status if runs else "idle",
         "tokens": totals["tokens"] or 0,
         "cost": totals["cost"],
@@ -532,7 +542,9 @@ def session_json(session: Session, detail: dict[str, Any] | None = None) -> dict
         "conversation": [b.to_dict() for b in d["bubbles"]],
         # the same as shown: things said, and one activity block per turn between them
         "blocks": [b.to_dict() for b in d["blocks"]],
+        # the newest TREE_RUNS runs' trace; /trace.json has every run's
         "trace": [n.to_dict() for n in d["tree"]],
+        "traceOmittedRuns": d["tree_omitted"],
         # the newest events (at most events.RECENT_LIMIT, oldest first); /trace.json has all
         "events": [event_log.event_dict(e) for e in d["raw_events"]],
         "runs": [run_dict(r) for r in d["runs"]],
@@ -624,3 +636,11 @@ def session_row_json(row: dict[str, Any]) -> dict[str, Any]:
         "conversationScore": row["score"],
         "createdAt": s.created_at.isoformat(),
     }
+
+
+def earlier_blocks(session: Session, before: int) -> dict[str, Any]:
+    """The BLOCKS_SHOWN conversation blocks before index `before` (for "Show earlier")."""
+    blocks = conversation_blocks(conversation(session), session.items)
+    before = max(0, min(before, len(blocks)))
+    start = max(0, before - BLOCKS_SHOWN)
+    return {"session": session, "blocks_shown": blocks[start:before], "blocks_before": start}

@@ -18,6 +18,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from django.db.models import Func, JSONField
+
 OPEN = ("running", "calling")
 
 
@@ -174,9 +176,10 @@ def _result_items(payload: dict[str, Any]) -> list[dict[str, Any]]:
     return out
 
 
-def _request(payload: dict[str, Any]) -> dict[str, Any]:
-    """What a model call sent: instructions (system and developer messages), the other input
-    items, the tools offered (name and description) and the parameters."""
+def request_detail(payload: dict[str, Any]) -> dict[str, Any]:
+    """Everything a model call sent: instructions (system and developer messages), the other
+    input items, the tools offered (name and description) and the parameters. Built on
+    demand from the one `model.call` event (its items are the whole conversation so far)."""
     items = payload.get("items") or payload.get("responseItems") or []
     instructions = []
     inputs = []
@@ -195,13 +198,29 @@ def _request(payload: dict[str, Any]) -> dict[str, Any]:
             continue
         fn = tool.get("function") if isinstance(tool.get("function"), dict) else tool
         tools.append(
-            {"name": fn.get("name") or tool.get("type"), "description": fn.get("description")}
+            {
+                "name": fn.get("name") or tool.get("type"),
+                "description": fn.get("description"),
+                "parameters": fn.get("parameters"),
+            }
         )
-    params = payload.get("params")
     return {
+        **_request(payload),
         "instructions": "\n\n".join(i for i in instructions if i),
         "input": inputs,
         "tools": tools,
+    }
+
+
+def _request(payload: dict[str, Any]) -> dict[str, Any]:
+    """What the tree keeps of a model call's request: its size and settings. The items
+    themselves are read on demand (`request_detail`): each call carries the whole
+    conversation, so a long session's calls would be quadratic in its length."""
+    params = payload.get("params")
+    count = payload.get("messageCount")
+    return {
+        "itemCount": count if isinstance(count, int) else None,
+        "toolCount": payload.get("toolCount") or 0,
         "params": params if isinstance(params, dict) and params else None,
         "mode": payload.get("mode"),
         "stream": payload.get("stream"),
@@ -419,17 +438,53 @@ def updates(roots: list[Node], since: int) -> TreeUpdate:
     return TreeUpdate(added, changed)
 
 
-def tree_rows(session: Any, cursor: int | None = None, run: Any = None) -> list[tuple[int, Any]]:
+class _WithoutConversation(Func):
+    """A `model.call` payload without the conversation it sent (`items`, `tools`), taken
+    apart by the database so the rest is read in one piece: `json_remove` on SQLite, the
+    `-` operator on PostgreSQL's jsonb."""
+
+    output_field = JSONField()
+
+    def as_sqlite(self, compiler: Any, connection: Any, **extra: Any) -> Any:
+        return self.as_sql(
+            compiler, connection, template="json_remove(%(expressions)s, '$.items', '$.tools')"
+        )
+
+    def as_postgresql(self, compiler: Any, connection: Any, **extra: Any) -> Any:
+        return self.as_sql(compiler, connection, template="(%(expressions)s - 'items' - 'tools')")
+
+
+def call_payloads(queryset: Any) -> Iterable[tuple[int, dict[str, Any]]]:
+    """`(id, payload)` of the `model.call` events of a queryset, light (see above)."""
+    rows = queryset.annotate(light=_WithoutConversation("payload")).values_list("id", "light")
+    for pk, payload in rows:
+        if isinstance(payload, str):  # a backend that hands the JSON back as text
+            payload = json.loads(payload)
+        yield pk, payload or {}
+
+
+def tree_rows(
+    session: Any, cursor: int | None = None, runs: Sequence[Any] | None = None
+) -> list[tuple[int, Any]]:
     """`(event id, payload)` of the events the tree is built from (no provider stream events),
-    up to `cursor`, of the session or of one of its runs."""
+    up to `cursor`, of the session or of some of its runs. `model.call` events are read
+    without the conversation each one carries (`call_payloads`): it grows with every turn,
+    so a long session's calls would be quadratic in its length."""
+    import heapq
+
     from decks_app.models import TraceEvent
 
-    qs = TraceEvent.objects.filter(session=session).exclude(type__startswith="response.")
+    # By run when runs are given: the (run, seq) index finds their events directly.
+    qs = (
+        TraceEvent.objects.filter(run__in=list(runs))
+        if runs is not None
+        else TraceEvent.objects.filter(session=session)
+    ).exclude(type__startswith="response.")
     if cursor is not None:
         qs = qs.filter(id__lte=cursor)
-    if run is not None:
-        qs = qs.filter(run=run)
-    return list(qs.order_by("id").values_list("id", "payload"))
+    others = qs.exclude(type="model.call").order_by("id").values_list("id", "payload")
+    calls = call_payloads(qs.filter(type="model.call").order_by("id"))
+    return list(heapq.merge(others, calls, key=lambda row: row[0]))
 
 
 def tree_stats(payloads: list[dict[str, Any]]) -> dict[str, int]:

@@ -10,6 +10,7 @@ from decks_app.services import feedback as feedback_service
 from decks_app.services.sessions import (
     InvalidInput,
     SessionBusy,
+    earlier_blocks,
     retry_run,
     send_message,
     session_detail,
@@ -36,6 +37,26 @@ def session_page(request: HttpRequest, session_id: str, fmt: str | None = None) 
     return page(
         request, TEMPLATE, ctx, data=session_json(session, detail), fmt=fmt, fragment="conversation"
     )
+
+
+@require_GET
+def session_earlier(request: HttpRequest, session_id: str) -> HttpResponse:
+    """ "Show earlier": the conversation blocks before `?before=N` (htmx swaps them in for the
+    button; the JSON twin lists them)."""
+    session = session_or_404(session_id)
+    try:
+        before = int(request.GET.get("before", ""))
+    except ValueError:
+        return error_response(request, "before must be a whole number (a block index)")
+    ctx = earlier_blocks(session, before)
+    if wants_json(request):
+        return json_response(
+            {
+                "blocks": [b.to_dict() for b in ctx["blocks_shown"]],
+                "before": ctx["blocks_before"],
+            }
+        )
+    return render(request, TEMPLATE + "#earlier", ctx)
 
 
 def _after_command(request: HttpRequest, session, status: int = 200, **extra) -> HttpResponse:

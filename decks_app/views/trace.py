@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 from django.core.paginator import Paginator
-from django.http import HttpRequest, HttpResponse
+from django.http import Http404, HttpRequest, HttpResponse
 from django.views.decorators.http import require_GET
 
 from decks_app.models import TraceEvent
-from decks_app.services.events import event_dict
-from decks_app.services.trace_tree import build_tree, tree_rows
-from decks_app.views.base import page, session_or_404
+from decks_app.services.events import event_dict, light_payloads
+from decks_app.services.trace_tree import build_tree, request_detail, tree_rows
+from decks_app.views.base import json_response, page, session_or_404
 
 
 @require_GET
@@ -23,6 +23,7 @@ def trace_page(request: HttpRequest, session_id: str, fmt: str | None = None) ->
     except ValueError:
         number = 1
     current = pages.get_page(number)
+    current.object_list = light_payloads(current.object_list)
     data = {
         "session": session.id,
         "tree": [n.to_dict() for n in tree],
@@ -33,3 +34,28 @@ def trace_page(request: HttpRequest, session_id: str, fmt: str | None = None) ->
     }
     ctx = {"session": session, "tree": tree, "events": current, "tab": "test"}
     return page(request, "decks_app/trace.html", ctx, data=data, fmt=fmt, fragment="events")
+
+
+@require_GET
+def trace_call(
+    request: HttpRequest, session_id: str, event_id: int, fmt: str | None = None
+) -> HttpResponse:
+    """Everything one model call sent (instructions, input items, tools, parameters), read
+    from its `model.call` event on demand: the tree keeps only its size and settings."""
+    session = session_or_404(session_id)
+    event = TraceEvent.objects.filter(session=session, pk=event_id, type="model.call").first()
+    if event is None:
+        raise Http404("no such model call in this session")
+    call = {"model": event.payload.get("model"), **request_detail(event.payload)}
+    ctx = {"session": session, "event_id": event_id, "call": call, "tab": "test"}
+    return page(request, "decks_app/trace_call.html", ctx, data=call, fmt=fmt, fragment="sent")
+
+
+@require_GET
+def trace_event(request: HttpRequest, session_id: str, event_id: int) -> HttpResponse:
+    """One stored event, whole (the lists show long payloads cut and calls without items)."""
+    session = session_or_404(session_id)
+    event = TraceEvent.objects.filter(session=session, pk=event_id).first()
+    if event is None:
+        raise Http404("no such event in this session")
+    return json_response(event_dict(event))

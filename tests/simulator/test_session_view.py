@@ -291,3 +291,56 @@ def test_tool_calls_and_reasoning_fold_into_one_activity_block_per_turn(client, 
     assert '<details class="internal"><summary>Internal calls (gambit_complete)</summary>' in html
     assert "&lt;late&gt;" in html and "<late>" not in html
     assert 'class="bubble tool_call"' not in html
+
+
+def test_a_long_conversation_shows_its_newest_blocks_and_loads_the_rest(
+    client, workspace, monkeypatch
+):
+    from decks_app.services import sessions
+
+    monkeypatch.setattr(sessions, "BLOCKS_SHOWN", 4)
+    s = create_session(workspace, "support/PROMPT.md", model="offline/echo")
+    s.messages = [
+        {"role": role, "content": f"{role} {i} <x>"} for i in range(5) for role in ("user", "assistant")
+    ]  # fmt: skip
+    s.state_version = 1
+    s.save()
+    html = client.get(f"/test/{s.id}/").content.decode()
+    assert "user 3 &lt;x&gt;" in html and "user 2 &lt;x&gt;" not in html
+    assert (
+        f'hx-get="/test/{s.id}/conversation?before=6"' in html and "Show earlier (6 more)" in html
+    )
+    earlier = client.get(f"/test/{s.id}/conversation?before=6", HTTP_HX_REQUEST="true")
+    text = earlier.content.decode()
+    assert "user 1 &lt;x&gt;" in text and "assistant 2 &lt;x&gt;" in text and "user 3" not in text
+    assert f'hx-get="/test/{s.id}/conversation?before=2"' in text and "<html" not in text
+    data = client.get(f"/test/{s.id}/conversation?before=2&format=json").json()
+    assert [b["text"] for b in data["blocks"]] == ["user 0 <x>", "assistant 0 <x>"]
+    assert data["before"] == 0
+    assert client.get(f"/test/{s.id}/conversation?before=x").status_code == 400
+    assert client.post(f"/test/{s.id}/conversation?before=2").status_code == 405
+    assert (
+        client.get("/test/session-0123456789abcdef01234567/conversation?before=2").status_code
+        == 404
+    )
+    # the JSON twin keeps the whole conversation
+    assert len(client.get(f"/test/{s.id}.json").json()["conversation"]) == 10
+
+
+def test_the_trace_panel_shows_the_newest_runs_and_points_at_the_rest(
+    client, workspace, monkeypatch
+):
+    from decks_app.services import sessions
+
+    monkeypatch.setattr(sessions, "TREE_RUNS", 2)
+    s = chat_session(workspace)
+    for i in range(3):
+        run = Run.objects.create(session=s, status="completed")
+        start = {"type": "run.start", "runId": f"run-{i}", "ts": i}
+        TraceEvent.objects.create(run=run, session=s, seq=1, type="run.start", payload=start, ts=i)
+    data = client.get(f"/test/{s.id}.json").json()
+    assert [n["label"] for n in data["trace"]] == ["run-1", "run-2"]
+    assert data["traceOmittedRuns"] == 1
+    html = client.get(f"/test/{s.id}/").content.decode()
+    assert "1 earlier run: " in html and f'href="/test/{s.id}/trace/">on the trace page' in html
+    assert len(client.get(f"/test/{s.id}/trace.json").json()["tree"]) == 3

@@ -1,7 +1,7 @@
 import pytest
 
 from decks_app.models import Run, TraceEvent
-from decks_app.services.trace_tree import build_tree, updates, walk
+from decks_app.services.trace_tree import build_tree, request_detail, tree_rows, updates, walk
 
 from .conftest import chat_session
 
@@ -157,10 +157,11 @@ def test_a_model_call_shows_what_was_sent_and_what_came_back():
     events = [EVENTS[0], EVENTS[1], SENT, RETURNED]
     [run] = build_tree(events)
     [model] = run.children[0].children
-    assert model.request["instructions"] == "Be <brief>."
-    assert model.request["input"] == [{"type": "message", "role": "user", "text": "Where is A1?"}]
-    assert model.request["tools"] == [{"name": "lookup", "description": "Find an order"}]
-    assert model.request["params"] == {"temperature": 0.2, "max_output_tokens": 300}
+    # The tree keeps the call's size and settings; the items are read on demand.
+    assert model.request == {
+        "itemCount": 2, "toolCount": 1, "params": {"temperature": 0.2, "max_output_tokens": 300},
+        "mode": "responses", "stream": True, "provider": "openai-api",
+    }  # fmt: skip
     assert model.tokens == {
         "input": 120,
         "output": 30,
@@ -172,19 +173,64 @@ def test_a_model_call_shows_what_was_sent_and_what_came_back():
     assert model.items == [{"type": "message", "role": "assistant", "text": "On its way."}]
     data = run.to_dict()["children"][0]["children"][0]
     assert data["request"]["params"]["temperature"] == 0.2 and data["tokens"]["cached"] == 100
+    detail = request_detail(SENT)
+    assert detail["instructions"] == "Be <brief>."
+    assert detail["input"] == [{"type": "message", "role": "user", "text": "Where is A1?"}]
+    assert detail["tools"] == [
+        {"name": "lookup", "description": "Find an order", "parameters": None}
+    ]
 
 
-def test_the_trace_page_renders_the_call_detail_escaped(client, workspace):
+def _call_session(workspace):
     s = chat_session(workspace)
     run = Run.objects.create(session=s, status="completed")
+    ids = []
     for i, p in enumerate([EVENTS[0], EVENTS[1], SENT, RETURNED], 1):
-        TraceEvent.objects.create(run=run, session=s, seq=i, type=p["type"], payload=p, ts=p["ts"])
+        ids.append(
+            TraceEvent.objects.create(
+                run=run, session=s, seq=i, type=p["type"], payload=p, ts=p["ts"]
+            ).id
+        )
+    return s, ids[2]
+
+
+def test_the_trace_page_renders_the_call_summary_and_loads_the_rest(client, workspace):
+    s, call = _call_session(workspace)
     html = client.get(f"/test/{s.id}/trace/").content.decode()
-    assert "Be &lt;brief&gt;." in html and "<brief>" not in html
-    assert "Sent · responses · streamed · openai-api" in html
-    assert "<code>lookup</code>" in html and "&quot;max_output_tokens&quot;: 300" in html
+    assert "Sent · 2 items, 1 tools · responses · streamed · openai-api" in html
+    assert f'hx-get="/test/{s.id}/trace/calls/{call}/" hx-trigger="toggle once"' in html
+    assert "&quot;max_output_tokens&quot;: 300" in html
+    assert "Be &lt;brief&gt;" not in html  # not sent with the page
     # input, cached, output, reasoning, latency, cost
     assert "<td>120</td><td>100</td><td>30</td><td>12</td><td>812 ms</td><td>$0.000420</td>" in html
+    fragment = client.get(f"/test/{s.id}/trace/calls/{call}/", HTTP_HX_REQUEST="true")
+    text = fragment.content.decode()
+    assert "<html" not in text and "Be &lt;brief&gt;." in text and "<brief>" not in text
+    assert "<code>lookup</code>" in text and "Where is A1?" in text
+    data = client.get(f"/test/{s.id}/trace/calls/{call}.json").json()
+    assert data["instructions"] == "Be <brief>." and data["model"] == "openai-api/gpt-x"
+    assert data["params"] == {"temperature": 0.2, "max_output_tokens": 300}
+    page = client.get(f"/test/{s.id}/trace/calls/{call}/").content.decode()
+    assert "Back to the trace" in page
+
+
+def test_the_call_detail_404s_and_405s(client, workspace):
+    s, call = _call_session(workspace)
+    other = chat_session(workspace)
+    assert client.get(f"/test/{other.id}/trace/calls/{call}/").status_code == 404
+    assert client.get(f"/test/{s.id}/trace/calls/{call + 1}/").status_code == 404  # model.result
+    assert (
+        client.get(f"/test/session-0123456789abcdef01234567/trace/calls/{call}/").status_code == 404
+    )
+    assert client.post(f"/test/{s.id}/trace/calls/{call}/").status_code == 405
+
+
+def test_the_tree_reads_calls_without_their_conversation(workspace):
+    s, call = _call_session(workspace)
+    rows = dict(tree_rows(s))
+    assert "items" not in rows[call] and "tools" not in rows[call]
+    assert rows[call]["messageCount"] == 2 and rows[call]["params"]["temperature"] == 0.2
+    assert rows[call + 1]["output"]  # other events are read whole
 
 
 def test_each_run_has_a_timeline_of_its_calls():
