@@ -49,7 +49,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from ._errors import DeckError
+from .._errors import DeckError
 
 __all__ = [
     "MAX_NESTING",
