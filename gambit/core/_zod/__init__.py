@@ -42,14 +42,16 @@ This module must stay free of Django, HTTP clients and environment reads (DESIGN
 
 from __future__ import annotations
 
-import math
 import os
 import re
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from .._errors import DeckError
+from ._errors import MAX_NESTING, MAX_SCHEMA_NODES, ZodTranslationError, _rebuild_error
+from ._lexer import _Lexer, _Tok
+from ._schema import _kind_label, _render, _Schema
+from ._values import _UNDEFINED, _describe_value, _is_number, _literal_type, _Regex, _ZodRef
 
 __all__ = [
     "MAX_NESTING",
@@ -59,42 +61,11 @@ __all__ = [
     "translate_zod_source",
 ]
 
-MAX_NESTING = 64
-MAX_SCHEMA_NODES = 20_000
-
-
-class ZodTranslationError(DeckError):
-    """A `.zod.ts` file uses something the static translator cannot express.
-
-    `str(error)` is `"<file>:<line>: <message>"` (`"<file>: <message>"` when no line applies).
-    `construct` names the offending construct (e.g. `".refine(...)"`) when there is one.
-    """
-
-    def __init__(
-        self,
-        message: str,
-        *,
-        file: str,
-        line: int | None = None,
-        construct: str | None = None,
-    ):
-        super().__init__(message, file=file, line=line)
-        self.message = message
-        self.construct = construct
-
-    def __str__(self) -> str:
-        if self.line is None:
-            return f"{self.file}: {self.message}"
-        return f"{self.file}:{self.line}: {self.message}"
-
-    def __reduce__(self):
-        return (_rebuild_error, (self.message, self.file, self.line, self.construct))
-
-
-def _rebuild_error(
-    message: str, file: str, line: int | None, construct: str | None
-) -> ZodTranslationError:
-    return ZodTranslationError(message, file=file, line=line, construct=construct)
+# The error and the function pickle rebuilds it with keep their public home: tracebacks name
+# `gambit.core._zod.ZodTranslationError` and pickles refer to `gambit.core._zod`, as before
+# the translator became a package.
+ZodTranslationError.__module__ = __name__
+_rebuild_error.__module__ = __name__
 
 
 def translate_zod_source(source: str, *, file: str) -> dict:
@@ -112,50 +83,8 @@ def translate_zod_file(path: str | os.PathLike) -> dict:
     return translate_zod_source(text, file=file)
 
 
-# ---------------------------------------------------------------------------------------------
-# Tokens
+# Syntax tree
 
-
-@dataclass(frozen=True, slots=True)
-class _Tok:
-    kind: str  # "name", "str", "num", "regex", "punct", "eof"
-    value: Any
-    line: int
-    nl_before: bool  # the token is the first on its line
-    text: str
-
-
-@dataclass(frozen=True, slots=True)
-class _Regex:
-    source: str
-    flags: str
-
-
-class _Undefined:
-    __slots__ = ()
-
-    def __repr__(self) -> str:
-        return "undefined"
-
-
-_UNDEFINED = _Undefined()
-
-_WS = re.compile(r"[ \t\r\n\f\v\u00a0\ufeff\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]+")
-_NAME = re.compile(r"(?:[^\W\d]|\$)[\w$]*")
-_NUMBER = re.compile(
-    r"0[xX][0-9a-fA-F_]+|0[bB][01_]+|0[oO][0-7_]+"
-    r"|(?:\d[\d_]*(?:\.[\d_]*)?|\.\d[\d_]*)(?:[eE][+-]?\d[\d_]*)?"
-)
-_PUNCT3 = ("...", "===", "!==", "**=")
-_PUNCT2 = ("=>", "?.", "??", "==", "!=", "&&", "||", "++", "--", "**", "+=", "-=")
-_PUNCT1 = frozenset("{}()[];,.:=<>?!+-*/%&|^~@#")
-_HEX = frozenset("0123456789abcdefABCDEF")
-_ESCAPES = {"n": "\n", "t": "\t", "r": "\r", "b": "\b", "f": "\f", "v": "\v", "0": "\0"}
-# After these tokens a `/` starts a regex literal; elsewhere it is the division operator.
-_REGEX_AFTER_PUNCT = frozenset(
-    ["(", ",", "[", "=", ":", "{", "}", ";", "!", "&", "|", "?", "=>", "&&", "||", "??", "+", "-"]
-)
-_REGEX_AFTER_NAME = frozenset(["return", "typeof", "case", "in", "of", "new", "delete", "void"])
 _STATEMENT_STARTERS = frozenset(
     [
         "import",
@@ -204,211 +133,6 @@ _OPEN = frozenset("([{")
 _CLOSE = frozenset(")]}")
 
 
-class _Lexer:
-    def __init__(self, src: str, file: str):
-        self.src = src
-        self.file = file
-
-    def fail(self, message: str, line: int, construct: str | None = None) -> ZodTranslationError:
-        return ZodTranslationError(message, file=self.file, line=line, construct=construct)
-
-    def tokens(self) -> list[_Tok]:
-        src, n = self.src, len(self.src)
-        toks: list[_Tok] = []
-        i, line, nl = 0, 1, True
-        if src.startswith("\ufeff"):
-            i = 1
-        if src.startswith("#!", i):
-            end = src.find("\n", i)
-            i = n if end < 0 else end
-        while i < n:
-            c = src[i]
-            m = _WS.match(src, i)
-            if m:
-                count = m.group().count("\n")
-                if count:
-                    line += count
-                    nl = True
-                i = m.end()
-                continue
-            if src.startswith("//", i):
-                end = src.find("\n", i)
-                i = n if end < 0 else end
-                continue
-            if src.startswith("/*", i):
-                end = src.find("*/", i + 2)
-                if end < 0:
-                    raise self.fail("unterminated /* comment", line)
-                count = src.count("\n", i, end)
-                if count:
-                    line += count
-                    nl = True
-                i = end + 2
-                continue
-            start_line = line
-            if c in "\"'`":
-                value, i, line = self._string(i, line)
-                toks.append(_Tok("str", value, start_line, nl, src[i - 1 : i]))
-            elif (m := _NAME.match(src, i)) is not None:
-                toks.append(_Tok("name", m.group(), line, nl, m.group()))
-                i = m.end()
-            elif c in "0123456789" or (c == "." and src[i + 1 : i + 2].isdecimal()):
-                m = _NUMBER.match(src, i)
-                if m is None:  # a non-ASCII digit
-                    raise self.fail(f"unexpected character {c!r}", line)
-                text = m.group()
-                i = m.end()
-                if src.startswith("n", i):
-                    raise self.fail("BigInt literals are not supported", line, construct=text + "n")
-                toks.append(_Tok("num", self._number(text, line), line, nl, text))
-            elif c == "/" and self._regex_allowed(toks):
-                regex, text, i = self._regex(i, line)
-                toks.append(_Tok("regex", regex, line, nl, text))
-            else:
-                for candidate in (src[i : i + 3], src[i : i + 2], c):
-                    if (
-                        candidate in _PUNCT3
-                        or candidate in _PUNCT2
-                        or (len(candidate) == 1 and candidate in _PUNCT1)
-                    ):
-                        toks.append(_Tok("punct", candidate, line, nl, candidate))
-                        i += len(candidate)
-                        break
-                else:
-                    raise self.fail(f"unexpected character {c!r}", line)
-            nl = False
-        toks.append(_Tok("eof", None, line, True, ""))
-        return toks
-
-    @staticmethod
-    def _regex_allowed(toks: list[_Tok]) -> bool:
-        if not toks:
-            return True
-        prev = toks[-1]
-        if prev.kind == "punct":
-            return prev.value in _REGEX_AFTER_PUNCT
-        return prev.kind == "name" and prev.value in _REGEX_AFTER_NAME
-
-    def _number(self, text: str, line: int) -> int | float:
-        digits = text.replace("_", "")
-        try:
-            if digits[:2].lower() in ("0x", "0b", "0o"):
-                value: float = float(int(digits[2:], {"x": 16, "b": 2, "o": 8}[digits[1].lower()]))
-            else:
-                value = float(digits)
-        except (ValueError, OverflowError):
-            raise self.fail(f"invalid number {text!r}", line, construct=text) from None
-        if not math.isfinite(value):
-            raise self.fail(f"number {text!r} is out of range", line, construct=text)
-        if value.is_integer() and abs(value) <= 2**53:
-            return int(value)
-        return value
-
-    def _string(self, i: int, line: int) -> tuple[str, int, int]:
-        src, n = self.src, len(self.src)
-        quote = src[i]
-        start_line = line
-        out: list[str] = []
-        j = i + 1
-        while True:
-            if j >= n:
-                raise self.fail("unterminated string literal", start_line)
-            ch = src[j]
-            if ch == quote:
-                j += 1
-                break
-            if ch == "\\":
-                j += 1
-                if j >= n:
-                    raise self.fail("unterminated string literal", start_line)
-                e = src[j]
-                if e == "\r" and src.startswith("\r\n", j):
-                    j += 1
-                    e = "\n"
-                if e in "\n\u2028\u2029":
-                    if e == "\n":
-                        line += 1
-                    j += 1
-                    continue
-                if e == "x":
-                    digits = src[j + 1 : j + 3]
-                    if len(digits) != 2 or not set(digits) <= _HEX:
-                        raise self.fail("invalid \\x escape in a string", line)
-                    out.append(chr(int(digits, 16)))
-                    j += 3
-                    continue
-                if e == "u":
-                    if src.startswith("{", j + 1):
-                        end = src.find("}", j + 2)
-                        digits = src[j + 2 : end] if end > 0 else ""
-                        if not 1 <= len(digits) <= 6 or not set(digits) <= _HEX:
-                            raise self.fail("invalid \\u{...} escape in a string", line)
-                        code = int(digits, 16)
-                        if code > 0x10FFFF:
-                            raise self.fail("invalid \\u{...} escape in a string", line)
-                        out.append(chr(code))
-                        j = end + 1
-                        continue
-                    digits = src[j + 1 : j + 5]
-                    if len(digits) != 4 or not set(digits) <= _HEX:
-                        raise self.fail("invalid \\u escape in a string", line)
-                    out.append(chr(int(digits, 16)))
-                    j += 5
-                    continue
-                out.append(_ESCAPES.get(e, e))
-                j += 1
-                continue
-            if ch == "\n":
-                if quote != "`":
-                    raise self.fail("unterminated string literal", start_line)
-                line += 1
-            elif ch == "$" and quote == "`" and src.startswith("${", j):
-                raise self.fail(
-                    'unsupported zod construct "${...}" (template literals with substitutions '
-                    "are not static; use a plain string)",
-                    line,
-                    construct="${...}",
-                )
-            out.append(ch)
-            j += 1
-        text = "".join(out)
-        try:  # join UTF-16 surrogate pairs written as two \u escapes
-            text = text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "surrogatepass")
-        except UnicodeError:  # pragma: no cover - defensive
-            pass
-        return text, j, line
-
-    def _regex(self, i: int, line: int) -> tuple[_Regex, str, int]:
-        src, n = self.src, len(self.src)
-        j = i + 1
-        in_class = False
-        while True:
-            if j >= n or src[j] in "\r\n":
-                raise self.fail("unterminated regular expression literal", line)
-            ch = src[j]
-            if ch == "\\":
-                j += 2
-                continue
-            if ch == "[":
-                in_class = True
-            elif ch == "]":
-                in_class = False
-            elif ch == "/" and not in_class:
-                break
-            j += 1
-        body = src[i + 1 : j]
-        j += 1
-        k = j
-        while k < n and (src[k].isascii() and src[k].isalpha()):
-            k += 1
-        flags = src[j:k]
-        return _Regex(body, flags), src[i:k], k
-
-
-# ---------------------------------------------------------------------------------------------
-# Syntax tree
-
-
 @dataclass(frozen=True, slots=True, eq=False)
 class _Node:
     # "lit", "ident", "regex", "array", "object", "member", "call", "bad"
@@ -417,101 +141,6 @@ class _Node:
     value: Any = None  # literal value, identifier, member name, or (construct, message)
     obj: _Node | None = None  # member object / call callee
     items: tuple = ()  # array elements, call arguments, object entries (key, node)
-
-
-# ---------------------------------------------------------------------------------------------
-# Schemas
-
-
-@dataclass(frozen=True, eq=False)
-class _Schema:
-    """One Zod schema, rendered lazily to JSON Schema (values are immutable and shared)."""
-
-    kind: str  # string number boolean null any unknown enum literal array tuple object record union nullable
-    keywords: dict[str, Any] = field(default_factory=dict)
-    children: tuple[_Schema, ...] = ()
-    keys: tuple[str, ...] = ()  # object: property names, parallel to `children`
-    extra: Any = (
-        None  # object: "strip"|"strict"|"passthrough"|_Schema; tuple: rest; record: propertyNames
-    )
-    meta: dict[str, Any] = field(default_factory=dict)  # description, default, ...
-    opt_self: bool = False  # `.optional()` was applied to this schema
-    default_self: bool = False  # `.default(v)` was applied
-    wrapped: bool = False  # ZodOptional/ZodDefault/ZodReadonly: only the common methods remain
-    own_size: int = 1
-    depth: int = field(init=False)
-    size: int = field(init=False)
-    optional: bool = field(init=False)  # accepts a missing value because of `.optional()`
-    undefined_ok: bool = field(init=False)  # accepts a missing value at all (not required)
-
-    def __post_init__(self) -> None:
-        subs = list(self.children)
-        if isinstance(self.extra, _Schema):
-            subs.append(self.extra)
-        depth = 1 + max((s.depth for s in subs), default=0)
-        size = self.own_size + sum(s.size for s in subs)
-        optional = self.opt_self
-        undefined_ok = self.opt_self or self.default_self or self.kind in ("any", "unknown")
-        if self.kind in ("union", "nullable"):
-            optional = optional or any(c.optional for c in self.children)
-            undefined_ok = undefined_ok or any(c.undefined_ok for c in self.children)
-        object.__setattr__(self, "depth", depth)
-        object.__setattr__(self, "size", size)
-        object.__setattr__(self, "optional", optional)
-        object.__setattr__(self, "undefined_ok", undefined_ok)
-
-
-def _copy_json(value: Any) -> Any:
-    if isinstance(value, list):
-        return [_copy_json(v) for v in value]
-    if isinstance(value, dict):
-        return {k: _copy_json(v) for k, v in value.items()}
-    return value
-
-
-def _render(s: _Schema) -> dict:
-    kind = s.kind
-    if kind == "object":
-        props: dict[str, Any] = {}
-        required: list[str] = []
-        for key, child in zip(s.keys, s.children, strict=True):
-            props[key] = _render(child)
-            if not child.undefined_ok:
-                required.append(key)
-        out: dict[str, Any] = {"type": "object", "properties": props}
-        if required:
-            out["required"] = required
-        extra = s.extra
-        out["additionalProperties"] = (
-            _render(extra) if isinstance(extra, _Schema) else extra == "passthrough"
-        )
-    elif kind == "array":
-        out = {"type": "array", "items": _render(s.children[0]), **_copy_json(s.keywords)}
-    elif kind == "tuple":
-        items = [_render(c) for c in s.children]
-        needed = 0
-        for index, child in enumerate(s.children):
-            if not child.undefined_ok:
-                needed = index + 1
-        out = {"type": "array", "prefixItems": items, "minItems": needed}
-        if isinstance(s.extra, _Schema):
-            out["items"] = _render(s.extra)
-        else:
-            out["maxItems"] = len(items)
-    elif kind == "union":
-        out = {"anyOf": [_render(c) for c in s.children]}
-    elif kind == "nullable":
-        out = {"anyOf": [_render(s.children[0]), {"type": "null"}]}
-    elif kind == "record":
-        out = {"type": "object"}
-        if s.extra is not None:
-            out["propertyNames"] = _copy_json(s.extra)
-        out["additionalProperties"] = _render(s.children[0])
-    else:
-        out = _copy_json(s.keywords)
-    for key, value in s.meta.items():
-        out[key] = _copy_json(value)
-    return out
 
 
 _COMMON_METHODS = (
@@ -630,33 +259,6 @@ _PARAM_KEYS = frozenset(
 _CHECK_OPTION_KEYS = frozenset(["message", "error", "abort", "offset", "local", "precision"])
 _REGEX_FLAGS_OK = frozenset("gud")
 _SUPPORTED_FACTORIES = ", ".join(f"z.{name}" for name in _FACTORIES)
-_KIND_LABELS = {
-    "string": "a string",
-    "number": "a number",
-    "boolean": "a boolean",
-    "null": "a null",
-    "any": "an any",
-    "unknown": "an unknown",
-    "enum": "an enum",
-    "literal": "a literal",
-    "array": "an array",
-    "tuple": "a tuple",
-    "object": "an object",
-    "record": "a record",
-    "union": "a union",
-    "nullable": "a nullable",
-}
-
-
-@dataclass(frozen=True, slots=True)
-class _ZodRef:
-    """A reference into the zod namespace: `z` itself (path ""), `z.iso`, `z.string`, ..."""
-
-    display: str  # how the source spells it, for messages
-    path: str
-
-    def child(self, name: str) -> _ZodRef:
-        return _ZodRef(f"{self.display}.{name}", f"{self.path}.{name}" if self.path else name)
 
 
 _ZOD_SOURCE = re.compile(
@@ -665,44 +267,10 @@ _ZOD_SOURCE = re.compile(
 )
 
 
-def _kind_label(s: _Schema) -> str:
-    if s.wrapped:
-        return "an optional/default/readonly"
-    return _KIND_LABELS.get(s.kind, f"a {s.kind}")
-
-
 def _methods_for(s: _Schema) -> tuple[str, ...]:
     if s.wrapped:
         return _COMMON_METHODS
     return _METHODS.get(s.kind, ()) + _COMMON_METHODS
-
-
-def _describe_value(value: Any) -> str:
-    if isinstance(value, _Schema):
-        return f"{_kind_label(value)} schema"
-    if isinstance(value, _ZodRef):
-        return f"{value.display} (not called)"
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, (int, float)):
-        return "a number"
-    if isinstance(value, str):
-        return "a string"
-    if value is None:
-        return "null"
-    if value is _UNDEFINED:
-        return "undefined"
-    if isinstance(value, list):
-        return "an array"
-    if isinstance(value, dict):
-        return "an object"
-    if isinstance(value, _Regex):
-        return "a regular expression"
-    return type(value).__name__  # pragma: no cover - defensive
-
-
-def _is_number(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -2047,20 +1615,6 @@ class _Translator:
     def _m_rest(self, s: _Schema, args: list, line: int, construct: str) -> _Schema:
         self.arity(args, 1, 1, line, construct)
         return replace(s, extra=self.want_schema(args[0], line, construct))
-
-
-def _literal_type(value: Any) -> str | None:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, int):
-        return "integer"
-    if isinstance(value, float):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    return None
 
 
 def _js_number_text(value: int | float) -> str:
