@@ -125,3 +125,13 @@ def _kind_label(s: _Schema) -> str:
     if s.wrapped:
         return "an optional/default/readonly"
     return _KIND_LABELS.get(s.kind, f"a {s.kind}")
+
+
+def _enum_schema(values: list[str], meta: dict[str, Any] | None = None) -> _Schema:
+    """`z.enum(values)`; also what `.keyof()`, `.extract()` and `.exclude()` return."""
+    return _Schema(
+        "enum",
+        keywords={"type": "string", "enum": list(values)},
+        meta=meta or {},
+        own_size=1 + len(values),
+    )
