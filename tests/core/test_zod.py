@@ -1,4 +1,4 @@
-"""The static Zod → JSON Schema translator (`gambit/core/_zod.py`, DESIGN §3 "Schemas")."""
+"""The static Zod → JSON Schema translator (`gambit/core/_zod/`, DESIGN §3 "Schemas")."""
 
 from __future__ import annotations
 
@@ -764,18 +764,20 @@ def test_a_missing_file_is_a_translation_error(tmp_path: Path):
     assert info.value.file == str(tmp_path / "missing.zod.ts")
 
 
-def test_the_module_uses_only_the_standard_library_and_no_environment():
-    path = Path(__file__).resolve().parents[2] / "gambit" / "core" / "_zod.py"
-    text = path.read_text(encoding="utf-8")
-    tree = ast.parse(text)
+def test_the_package_uses_only_the_standard_library_and_no_environment():
+    package = Path(__file__).resolve().parents[2] / "gambit" / "core" / "_zod"
+    paths = sorted(package.glob("*.py"))
+    assert package / "__init__.py" in paths
     imported: set[str] = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            imported.update(alias.name.split(".")[0] for alias in node.names)
-        elif isinstance(node, ast.ImportFrom) and node.level == 0:
-            imported.add((node.module or "").split(".")[0])
+    for path in paths:
+        text = path.read_text(encoding="utf-8")
+        for node in ast.walk(ast.parse(text)):
+            if isinstance(node, ast.Import):
+                imported.update(alias.name.split(".")[0] for alias in node.names)
+            elif isinstance(node, ast.ImportFrom) and node.level == 0:
+                imported.add((node.module or "").split(".")[0])
+        assert "os.environ" not in text and "getenv" not in text, path.name
     assert imported <= {"__future__", "math", "os", "re", "dataclasses", "pathlib", "typing"}
-    assert "os.environ" not in text and "getenv" not in text
 
 
 # ---- properties -------------------------------------------------------------------------------
