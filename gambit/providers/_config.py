@@ -37,21 +37,23 @@ from typing import Any
 
 import tomli
 
-from gambit.core._errors import GambitError
-from gambit.core._messages import ChatMessage, messages_to_items
-from gambit.core._openresponses import CreateResponseRequest, ResponseToolDefinition
-from gambit.core._provider import (
+from gambit.core.provider import (
+    ChatMessage,
     ChatProvider,
     ChatResult,
+    CreateResponseRequest,
+    GambitError,
     ModelNotAvailableError,
     ModelProvider,
     ProviderError,
     ProviderResponse,
     ResolvedModel,
+    ResponseToolDefinition,
+    SavedState,
     StreamEventCallback,
     StreamTextCallback,
+    messages_to_items,
 )
-from gambit.core._state import SavedState
 
 from ._chat_wire import chat_result_from_response
 from ._pricing import ModelPricing

@@ -26,7 +26,7 @@ import zlib
 from collections.abc import Sequence
 from typing import Any
 
-from gambit.core._openresponses import (
+from gambit.core.provider import (
     CreateResponseRequest,
     FunctionCallItem,
     FunctionCallOutputItem,

@@ -6,7 +6,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from gambit.core._provider import ModelProvider
+from gambit.core.provider import ModelProvider
 
 from .ollama import OLLAMA_DEFAULT_BASE_URL, OllamaProvider
 from .openai_api import OPENAI_DEFAULT_BASE_URL, OpenAIResponsesProvider

@@ -42,44 +42,42 @@ from typing import Any, Literal
 
 from pydantic import BaseModel
 
-from gambit.core._ids import new_id
-from gambit.core._messages import ChatMessage, messages_to_items
-from gambit.core._openresponses import (
+from gambit.core.provider import (
+    ChatMessage,
+    ChatResult,
     CreateResponseRequest,
     CreateResponseResponse,
     FunctionCallItem,
     FunctionCallOutputItem,
     MessageItem,
+    ModelCallEvent,
+    ModelResultEvent,
     OutputItemAddedEvent,
     OutputItemDoneEvent,
     OutputTextContent,
     OutputTextDeltaEvent,
     OutputTextDoneEvent,
+    ProviderError,
+    ProviderResponse,
     ResponseCompletedEvent,
     ResponseCreatedEvent,
     ResponseError,
     ResponseFailedEvent,
     ResponseToolDefinition,
     ResponseUsage,
-    item_from_dict,
-    item_text,
-    items_from_json,
-    message_item,
-)
-from gambit.core._provider import (
-    ChatResult,
-    ProviderError,
-    ProviderResponse,
+    SavedState,
     StreamEventCallback,
     StreamTextCallback,
     chat_request,
     chat_result_from_response,
-)
-from gambit.core._state import SavedState, state_from_dict
-from gambit.core._trace import (
-    ModelCallEvent,
-    ModelResultEvent,
+    item_from_dict,
+    item_text,
+    items_from_json,
+    message_item,
+    messages_to_items,
+    new_id,
     read_trace,
+    state_from_dict,
     trace_event_from_dict,
 )
 
