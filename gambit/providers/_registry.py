@@ -81,7 +81,7 @@ def _claude_factory(env: Mapping[str, str], **_: Any) -> ModelProvider:
 
 
 def _offline_factory(env: Mapping[str, str], **_: Any) -> ModelProvider:
-    from .offline import ScriptedProvider  # written separately; imported on demand
+    from .offline import ScriptedProvider  # imported on demand: only offline/ models need it
 
     try:  # the pause between streamed words of the demo models (reads like a model)
         delay = max(0.0, float(env.get("GAMBIT_DEMO_DELAY_MS") or 0) / 1000)
