@@ -13,19 +13,11 @@
 prefix (`ModelProvider`). See docs/providers.md.
 """
 
-from ._config import (
-    ConfigError,
-    GambitConfig,
-    ModelAlias,
-    ProviderRouter,
-    describe_model_list,
-    describe_providers,
-    find_config,
-    load_config,
-)
+from ._config import ConfigError, GambitConfig, ModelAlias, find_config, load_config
 from ._http import DEFAULT_TIMEOUT, RetryPolicy
 from ._pricing import DEFAULT_OPENAI_PRICING, ModelPricing
 from ._registry import PROVIDERS, ProviderSpec, split_model
+from ._router import ProviderRouter, describe_model_list, describe_providers
 from .ollama import OllamaProvider
 from .openai_api import OpenAIResponsesProvider
 from .openresponses import OpenResponsesProvider
