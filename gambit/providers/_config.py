@@ -46,7 +46,7 @@ import tomli
 from gambit.core.provider import GambitError
 
 from ._pricing import ModelPricing
-from ._registry import PROVIDERS
+from ._registry import all_providers, provider_spec
 
 __all__ = [
     "CONFIG_FILENAME",
@@ -137,17 +137,17 @@ def parse_config(data: bytes | str, *, path: Path | None = None) -> GambitConfig
         raise ConfigError(f"{where}: providers.default must be a string")
     if default == "none":
         config.default_provider = None
-    elif default in PROVIDERS:
+    elif provider_spec(default) is not None:
         config.default_provider = default
     else:
-        known = ", ".join(sorted(PROVIDERS))
+        known = ", ".join(sorted(all_providers()))
         config.warnings.append(
             f"{where}: unknown providers.default {default!r} (known: {known}, none); "
             f"using {DEFAULT_PROVIDER}"
         )
     for key, value in providers.items():
         if isinstance(value, Mapping):
-            if key not in PROVIDERS:
+            if provider_spec(key) is None:
                 config.warnings.append(f"{where}: [providers.{key}] names no known provider")
             config.provider_settings[key] = dict(value)
 

@@ -29,6 +29,7 @@ from gambit.core.provider import (
     ChatProvider,
     ChatResult,
     CreateResponseRequest,
+    GambitError,
     ModelNotAvailableError,
     ModelProvider,
     ProviderError,
@@ -43,11 +44,18 @@ from gambit.core.provider import (
 
 from ._chat_wire import chat_result_from_response
 from ._config import GambitConfig, load_config
-from ._registry import PROVIDERS, ProviderSpec, split_model
+from ._registry import ProviderSpec, all_providers, provider_spec, split_model
 
 __all__ = ["ProviderRouter", "describe_model_list", "describe_providers"]
 
 log = logging.getLogger("gambit.providers")
+
+
+def _known_spec(name: str) -> ProviderSpec:
+    spec = provider_spec(name)
+    if spec is None:
+        raise ProviderError(f"unknown provider {name!r}", provider=name)
+    return spec
 
 
 @dataclass
@@ -118,14 +126,25 @@ class ProviderRouter:
     def provider(self, name: str) -> ModelProvider:
         """The provider called `name` (built on first use)."""
         if name not in self._providers:
-            spec = PROVIDERS.get(name)
+            spec = provider_spec(name)
             if spec is None:
                 raise ProviderError(f"unknown provider {name!r}", provider=name)
             settings = self.config.provider_settings.get(name, {})
             kwargs: dict[str, Any] = {"settings": settings}
             if self.config.pricing and not spec.offline:
                 kwargs["pricing"] = dict(self.config.pricing)
-            self._providers[name] = spec.factory(self.env, **kwargs)
+            try:
+                self._providers[name] = spec.factory(self.env, **kwargs)
+            except GambitError:
+                raise
+            except Exception as exc:
+                if spec.plugin is None:
+                    raise
+                raise ProviderError(
+                    f"the provider plugin {spec.plugin} failed to build the provider: "
+                    f"{type(exc).__name__}: {exc}",
+                    provider=name,
+                ) from exc
         return self._providers[name]
 
     def provider_for(self, model: str) -> ModelProvider:
@@ -134,7 +153,7 @@ class ProviderRouter:
             raise ProviderError(
                 f"no default provider is configured for the unprefixed model {model!r} "
                 '([providers] default = "none" in gambit.toml); use a prefix such as '
-                + ", ".join(spec.prefix for spec in PROVIDERS.values()),
+                + ", ".join(spec.prefix for spec in all_providers().values()),
                 provider=self.name,
             )
         return self.provider(route.provider)
@@ -179,7 +198,7 @@ class ProviderRouter:
         route = self.route(model)
         if route.provider is None:
             return 'no default provider ([providers] default = "none")'
-        spec = PROVIDERS[route.provider]
+        spec = _known_spec(route.provider)
         if route.provider in self._providers:
             missing = getattr(self._providers[route.provider], "missing_config", None)
             if missing:
@@ -365,7 +384,7 @@ def _describe_candidate(
             }
         )
     else:
-        entry.update(_spec_info(PROVIDERS[route.provider], env, router.config))
+        entry.update(_spec_info(_known_spec(route.provider), env, router.config))
     return entry
 
 
