@@ -45,7 +45,10 @@ def _distribution(entry_point: EntryPoint) -> str:
     dist = entry_point.dist
     if dist is None:
         return "an unknown distribution"
-    return f"{dist.name or 'an unnamed distribution'} {dist.version}"
+    try:  # metadata without Name or Version (a hand-made dist-info) must not stop the run
+        return f"{dist.name or 'an unnamed distribution'} {dist.version}"
+    except Exception:
+        return "a distribution without valid metadata"
 
 
 def _collect(entry_point: EntryPoint) -> list[ProviderSpec]:
