@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from gambit.providers import PROVIDERS, ProviderRouter
+from gambit.providers import ProviderRouter, all_providers
 
 OFFLINE_MODEL = "offline/demo"
 
@@ -22,10 +22,11 @@ def provider_env() -> Mapping[str, str]:
 
 
 def configured_providers(env: Mapping[str, str] | None = None) -> list[dict[str, Any]]:
-    """Every known provider with `configured` and, when not, the reason. Never the values."""
+    """Every known provider (plugins included) with `configured` and, when not, the reason.
+    Never the values."""
     env = provider_env() if env is None else env
     out = []
-    for spec in PROVIDERS.values():
+    for spec in all_providers().values():
         reason = spec.unconfigured_reason(env)
         # A provider that needs nothing set (Ollama) is "configured" only by its default
         # address; say so, since nothing checked that a server answers there.

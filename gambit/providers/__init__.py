@@ -10,22 +10,23 @@
 | none             | the `gambit.toml` default provider (`openrouter` unless set)              |
 
 `ProviderRouter` resolves aliases and fallback lists (`ModelResolver`) and dispatches by
-prefix (`ModelProvider`). See docs/providers.md.
+prefix (`ModelProvider`). Installed distributions add prefixes through the `gambit.providers`
+entry-point group (`ENTRY_POINT_GROUP`; loaded on first use of a prefix that is not built in,
+`all_providers()` lists them all). Adapters build on `gambit.core.provider`, the engine's
+public surface for providers. See docs/providers.md.
+
+The modules: `_registry` (prefix -> `ProviderSpec`), `_plugins` (entry points), `_config`
+(`gambit.toml`), `_router` (`ProviderRouter`, `describe_*`), `_http` (retries, SSE),
+`_base` (the shared HTTP adapter), `_responses_wire` / `_chat_wire` (the two wire formats),
+`_pricing`, one module per adapter, `offline/` (scripted, demo and replayed models),
+`agent_bridges` / `_agent_cli` (coding agents as providers).
 """
 
-from ._config import (
-    ConfigError,
-    GambitConfig,
-    ModelAlias,
-    ProviderRouter,
-    describe_model_list,
-    describe_providers,
-    find_config,
-    load_config,
-)
+from ._config import ConfigError, GambitConfig, ModelAlias, find_config, load_config
 from ._http import DEFAULT_TIMEOUT, RetryPolicy
 from ._pricing import DEFAULT_OPENAI_PRICING, ModelPricing
-from ._registry import PROVIDERS, ProviderSpec, split_model
+from ._registry import ENTRY_POINT_GROUP, PROVIDERS, ProviderSpec, all_providers, split_model
+from ._router import ProviderRouter, describe_model_list, describe_providers
 from .ollama import OllamaProvider
 from .openai_api import OpenAIResponsesProvider
 from .openresponses import OpenResponsesProvider
@@ -34,6 +35,7 @@ from .openrouter import OpenRouterProvider
 __all__ = [
     "DEFAULT_OPENAI_PRICING",
     "DEFAULT_TIMEOUT",
+    "ENTRY_POINT_GROUP",
     "PROVIDERS",
     "ConfigError",
     "GambitConfig",
@@ -46,6 +48,7 @@ __all__ = [
     "ProviderRouter",
     "ProviderSpec",
     "RetryPolicy",
+    "all_providers",
     "describe_model_list",
     "describe_providers",
     "find_config",

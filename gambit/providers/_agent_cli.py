@@ -22,13 +22,14 @@ from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from gambit.core._ids import new_id
-from gambit.core._openresponses import (
+from gambit.core.provider import (
     CreateResponseResponse,
+    ProviderError,
     ResponseUsage,
+    StreamEventCallback,
     items_from_json,
+    new_id,
 )
-from gambit.core._provider import ProviderError, StreamEventCallback
 
 KILL_GRACE_SECONDS = 3.0
 

@@ -10,20 +10,19 @@ from typing import Any, ClassVar
 
 import httpx
 
-from gambit.core._messages import ChatMessage, messages_to_items
-from gambit.core._openresponses import (
+from gambit.core.provider import (
+    ChatMessage,
+    ChatResult,
     CreateResponseRequest,
     CreateResponseResponse,
-    ResponseToolDefinition,
-)
-from gambit.core._provider import (
-    ChatResult,
     ProviderError,
     ProviderResponse,
+    ResponseToolDefinition,
+    SavedState,
     StreamEventCallback,
     StreamTextCallback,
+    messages_to_items,
 )
-from gambit.core._state import SavedState
 
 from ._chat_wire import (
     ChatStreamConverter,

@@ -14,12 +14,12 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from gambit.core._messages import items_to_messages
-from gambit.core._openresponses import (
+from gambit.core.provider import (
     CreateResponseRequest,
     CreateResponseResponse,
+    chat_result_from_response,
+    items_to_messages,
 )
-from gambit.core._provider import chat_result_from_response
 
 from ._responses_wire import context_stub_tools, parse_response, parse_usage, request_extras
 

@@ -26,7 +26,7 @@ from typing import Any, NamedTuple
 
 import httpx
 
-from gambit.core._provider import ProviderError
+from gambit.core.provider import ProviderError
 
 __all__ = [
     "DEFAULT_TIMEOUT",

@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from gambit.core._openresponses import ResponseUsage
+from gambit.core.provider import ResponseUsage
 
 __all__ = ["DEFAULT_OPENAI_PRICING", "ModelPricing", "apply_cost", "lookup_pricing"]
 

@@ -1,36 +1,74 @@
-"""The provider registry: routing prefix -> adapter class, environment, configuration check."""
+"""The provider registry: routing prefix -> how to build the adapter, its environment, checks.
+
+`PROVIDERS` holds the built-in providers (`openrouter`, `openai-api`, `ollama`,
+`openresponses`, `codex-cli`, `claude-code-cli`, `offline`), one `ProviderSpec` each. Third-party
+providers come from installed distributions through the `gambit.providers` entry-point group
+(`_plugins.py`, docs/providers.md "Writing a provider plugin"); they are added to
+`PROVIDERS` the first time a name is asked for that is not built in (`provider_spec`,
+`split_model`), or when every provider is listed (`all_providers`). So a run that only uses
+built-in prefixes never looks at plugins, and `gambit --help` imports none of this.
+"""
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from gambit.core._provider import ModelProvider
+from gambit.core.provider import ModelProvider
 
 from .ollama import OLLAMA_DEFAULT_BASE_URL, OllamaProvider
 from .openai_api import OPENAI_DEFAULT_BASE_URL, OpenAIResponsesProvider
 from .openresponses import OpenResponsesProvider
 from .openrouter import OPENROUTER_DEFAULT_BASE_URL, OpenRouterProvider
 
-__all__ = ["PROVIDERS", "ProviderSpec", "provider_spec", "split_model"]
+__all__ = [
+    "BUILTIN_PROVIDERS",
+    "ENTRY_POINT_GROUP",
+    "PROVIDERS",
+    "ProviderSpec",
+    "all_providers",
+    "load_plugins",
+    "provider_spec",
+    "split_model",
+]
 
 Factory = Callable[..., ModelProvider]
+
+ENTRY_POINT_GROUP = "gambit.providers"
+"""The entry-point group a distribution declares its provider plugins in."""
 
 
 @dataclass(frozen=True)
 class ProviderSpec:
-    """One provider: its prefix (also its name), env variables and how to build it."""
+    """One provider: its name (the routing prefix without `/`) and how to build it.
+
+    - `factory(env, *, settings, **kwargs) -> ModelProvider` builds the adapter once per
+      router: `env` is the environment mapping, `settings` the provider's
+      `[providers.<name>]` table of `gambit.toml` (a dict, possibly empty); `kwargs` may
+      carry `pricing` (model -> `ModelPricing`), so accept `**kwargs`.
+    - `description` is shown where providers are listed.
+    - `env_vars` are the variables it reads (reported as set/unset, never their values);
+      `required_env` the ones without which it is not configured.
+    - `base_url_env` / `default_base_url` say where it connects (shown by `gambit check
+      --providers`).
+    - `offline` labels providers that need no network (demo and test models).
+    - `check(env) -> reason | None`: a configuration check beyond `required_env`.
+    - `plugin` is set by the registry: "<distribution> <version>" for a provider that a
+      plugin registered, None for a built-in one.
+    """
 
     name: str
-    description: str
-    env_vars: tuple[str, ...]
-    required_env: tuple[str, ...]
-    base_url_env: str | None
-    default_base_url: str | None
-    factory: Factory  # from_env(env, *, settings=..., **kwargs)
+    factory: Factory
+    description: str = ""
+    env_vars: tuple[str, ...] = ()
+    required_env: tuple[str, ...] = ()
+    base_url_env: str | None = None
+    default_base_url: str | None = None
     offline: bool = False
     check: Callable[[Mapping[str, str]], str | None] | None = None  # beyond required env
+    plugin: str | None = None
 
     @property
     def prefix(self) -> str:
@@ -81,7 +119,7 @@ def _claude_factory(env: Mapping[str, str], **_: Any) -> ModelProvider:
 
 
 def _offline_factory(env: Mapping[str, str], **_: Any) -> ModelProvider:
-    from .offline import ScriptedProvider  # written separately; imported on demand
+    from .offline import ScriptedProvider  # imported on demand: only offline/ models need it
 
     try:  # the pause between streamed words of the demo models (reads like a model)
         delay = max(0.0, float(env.get("GAMBIT_DEMO_DELAY_MS") or 0) / 1000)
@@ -163,13 +201,52 @@ PROVIDERS: dict[str, ProviderSpec] = {
 }
 
 
+BUILTIN_PROVIDERS: frozenset[str] = frozenset(PROVIDERS)
+"""The names of the built-in providers; a plugin cannot replace one."""
+
+_plugins_loaded = False
+_plugins_lock = threading.Lock()
+
+
+def load_plugins() -> bool:
+    """Add the providers of installed plugins to `PROVIDERS`, once per process.
+
+    Returns True when this call loaded them (False when they were loaded already). A plugin
+    that fails is skipped with one warning (`_plugins.py`); this never raises.
+    """
+    global _plugins_loaded
+    if _plugins_loaded:
+        return False
+    with _plugins_lock:
+        if _plugins_loaded:
+            return False
+        from ._plugins import load_provider_plugins
+
+        load_provider_plugins(PROVIDERS, builtin=BUILTIN_PROVIDERS)
+        _plugins_loaded = True
+        return True
+
+
 def provider_spec(name: str) -> ProviderSpec | None:
-    return PROVIDERS.get(name)
+    """The provider called `name`, built in or from a plugin (plugins load on first miss)."""
+    spec = PROVIDERS.get(name)
+    if spec is None and load_plugins():
+        spec = PROVIDERS.get(name)
+    return spec
+
+
+def all_providers() -> dict[str, ProviderSpec]:
+    """Every provider, built-in ones first, then those of plugins (loading them)."""
+    load_plugins()
+    return dict(PROVIDERS)
 
 
 def split_model(model: str) -> tuple[str | None, str]:
-    """(`provider name`, model without the prefix) for a known prefix, else (None, model)."""
+    """(`provider name`, model without the prefix) for a known prefix, else (None, model).
+
+    A prefix that is not built in makes the registry load plugins (once) before giving up.
+    """
     head, sep, rest = model.partition("/")
-    if sep and head in PROVIDERS:
+    if sep and provider_spec(head) is not None:
         return head, rest
     return None, model

@@ -14,7 +14,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from gambit.core._openresponses import (
+from gambit.core.provider import (
     CreateResponseRequest,
     CreateResponseResponse,
     FunctionCallItem,

@@ -28,16 +28,18 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from gambit.core._openresponses import (
+from gambit.core.provider import (
     CreateResponseRequest,
     FunctionCallItem,
     FunctionCallOutputItem,
     MessageItem,
+    ProviderError,
+    ProviderResponse,
     ResponseUsage,
+    SavedState,
+    StreamEventCallback,
     item_text,
 )
-from gambit.core._provider import ProviderError, ProviderResponse, StreamEventCallback
-from gambit.core._state import SavedState
 
 from ._agent_cli import ResponseBuilder, find_executable, json_lines, passthrough_env, usage_of
 

@@ -14,7 +14,7 @@ from typing import Any
 
 import httpx
 
-from gambit.core._provider import ProviderError
+from gambit.core.provider import ProviderError
 
 from ._http import describe_transport_error, error_from_body
 from .openresponses import OpenResponsesProvider

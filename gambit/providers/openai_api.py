@@ -30,17 +30,19 @@ from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from gambit.core._openresponses import (
+from gambit.core.provider import (
     CreateResponseRequest,
     CreateResponseResponse,
     FunctionCallItem,
     FunctionCallOutputItem,
     MessageItem,
+    ProviderError,
+    ProviderResponse,
+    SavedState,
+    StreamEventCallback,
     UnknownItem,
     item_text,
 )
-from gambit.core._provider import ProviderError, ProviderResponse, StreamEventCallback
-from gambit.core._state import SavedState
 
 from ._base import HttpProvider, settings_http_options
 from ._pricing import DEFAULT_OPENAI_PRICING, ModelPricing

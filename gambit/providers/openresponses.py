@@ -15,9 +15,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from gambit.core._openresponses import CreateResponseRequest, CreateResponseResponse
-from gambit.core._provider import ProviderError, ProviderResponse, StreamEventCallback
-from gambit.core._state import SavedState
+from gambit.core.provider import (
+    CreateResponseRequest,
+    CreateResponseResponse,
+    ProviderError,
+    ProviderResponse,
+    SavedState,
+    StreamEventCallback,
+)
 
 from ._base import HttpProvider, settings_http_options
 

@@ -20,10 +20,15 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from gambit.core._messages import ChatMessage, messages_to_items
-from gambit.core._openresponses import CreateResponseRequest, ResponseToolDefinition
-from gambit.core._provider import ChatResult, StreamTextCallback
-from gambit.core._state import SavedState
+from gambit.core.provider import (
+    ChatMessage,
+    ChatResult,
+    CreateResponseRequest,
+    ResponseToolDefinition,
+    SavedState,
+    StreamTextCallback,
+    messages_to_items,
+)
 
 from ._base import HttpProvider, _text_forwarder, settings_http_options
 from ._chat_wire import chat_result_from_response

@@ -30,3 +30,20 @@ class Events(list):
 
     def deltas(self) -> list[str]:
         return [e["delta"] for e in self if e["type"] == "response.output_text.delta"]
+
+
+class Sleeps(list):
+    """A `sleep` that records the delays instead of waiting (pass it as `sleep=`).
+
+    With `log` (a list), each pause is also appended to it as `("sleep", seconds)`, so a test
+    can check the order of pauses and other recorded happenings.
+    """
+
+    def __init__(self, log: list | None = None) -> None:
+        super().__init__()
+        self.log = log
+
+    async def __call__(self, seconds: float) -> None:
+        self.append(seconds)
+        if self.log is not None:
+            self.log.append(("sleep", seconds))

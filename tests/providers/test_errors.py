@@ -18,17 +18,10 @@ from gambit.providers import (
     OpenRouterProvider,
     RetryPolicy,
 )
-from tests.providers.helpers import FAST_RETRY, Events, request
+from tests.providers.helpers import FAST_RETRY, Events, Sleeps, request
 from tests.support.fake_model_server import FakeModelServer, Reply
 
 RETRY = RetryPolicy(max_retries=2, base_delay=0.25, max_delay=8.0, max_retry_after=5.0)
-
-
-class Sleeps(list):
-    """A `sleep` that records the delays instead of waiting."""
-
-    async def __call__(self, seconds: float) -> None:
-        self.append(seconds)
 
 
 def sse(*events: dict | str) -> bytes:

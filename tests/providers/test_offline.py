@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import time
 from typing import Any
 
 import pytest
@@ -44,6 +43,7 @@ from gambit.providers.offline import (
     echo_reply,
     word_chunks,
 )
+from tests.providers.helpers import Sleeps
 
 RUN = "run-0123456789abcdef01234567"
 ROOT = "/decks/root/PROMPT.md"
@@ -58,17 +58,20 @@ def request(text: str | None = "hi there", model: str = "test-model", **kw: Any)
 
 
 class Events:
-    """Collects stream events (validating each one) with the time it arrived."""
+    """Collects stream events (validating each one). With `log` (a list shared with a
+    `Sleeps` recorder), each event's type is also appended to it, so a test sees the order
+    of events and pauses."""
 
-    def __init__(self) -> None:
+    def __init__(self, log: list | None = None) -> None:
         self.events: list[dict[str, Any]] = []
-        self.times: list[float] = []
+        self.log = log
 
     def __call__(self, event: dict[str, Any]) -> None:
         assert isinstance(event, dict)
         event_from_dict(event)  # every event is a valid Open Responses event
         self.events.append(event)
-        self.times.append(time.monotonic())
+        if self.log is not None:
+            self.log.append(event["type"])
 
     @property
     def types(self) -> list[str]:
@@ -118,8 +121,11 @@ async def test_replies_are_consumed_in_order():
 
 
 async def test_stream_deltas_arrive_in_order_with_sequence_numbers():
-    provider = ScriptedProvider().enqueue(Stream(["he", "llo", " world"], delay=0.02))
-    events = Events()
+    timeline: list[Any] = []
+    provider = ScriptedProvider(sleep=Sleeps(timeline)).enqueue(
+        Stream(["he", "llo", " world"], delay=0.02)
+    )
+    events = Events(timeline)
     result = await provider.responses(request(stream=True), on_stream_event=events)
     assert events.types == [
         "response.created",
@@ -141,19 +147,31 @@ async def test_stream_deltas_arrive_in_order_with_sequence_numbers():
     completed = events.events[-1]["response"]
     assert completed == result.response.to_dict()
     assert completed["id"] == events.events[0]["response"]["id"]
-    # The delays are real: deltas are spread out in time.
-    delta_times = [t for t, e in zip(events.times, events.events, strict=True) if "delta" in e]
-    assert delta_times[2] - delta_times[0] >= 0.03
+    # The stream's delay is taken before each delta (so deltas are spread out in time), and
+    # only there.
+    delta = "response.output_text.delta"
+    assert timeline == [
+        "response.created",
+        "response.output_item.added",
+        *[("sleep", 0.02), delta] * 3,
+        "response.output_text.done",
+        "response.output_item.done",
+        "response.completed",
+    ]
     assert output_text(result.response) == "hello world"
 
 
 async def test_stream_from_string_splits_into_words_and_uses_the_chunk_delay():
-    provider = ScriptedProvider(chunk_delay=0.01).enqueue(Stream("one two  three"))
+    sleeps = Sleeps()
+    provider = ScriptedProvider(chunk_delay=0.01, sleep=sleeps).enqueue(Stream("one two  three"))
     events = Events()
-    started = time.monotonic()
     await provider.responses(request(), on_stream_event=events)
     assert events.deltas == ["one ", "two  ", "three"]
-    assert time.monotonic() - started >= 0.025
+    assert sleeps == [0.01, 0.01, 0.01]  # the provider's chunk_delay, once per delta
+    # Not streamed: no pause at all.
+    provider.enqueue(Stream("one two  three"))
+    await provider.responses(request())
+    assert sleeps == [0.01, 0.01, 0.01]
 
 
 async def test_plain_text_streams_as_a_single_delta_and_no_stream_means_no_events():

@@ -1,7 +1,17 @@
-"""`offline/demo`: a model that needs no key and shows what Gambit does.
+"""The built-in offline models: `offline/echo` and `offline/demo`. No key, no network.
 
-It reads the request the way a real model would need to, and answers in the role the deck
-gives it, deterministically (the same request gets the same answer):
+`BUILTIN_MODELS` maps a name (without the `offline/` prefix) to a function from the request
+to a scripted reply (`Stream` or `Call`, see `scripted.py`); a `ScriptedProvider` built with
+`fallback_models=True` answers from it when its queue is empty. The registry's `offline/`
+prefix is such a provider.
+
+`offline/echo` (`echo_reply`) answers `You said: <last user message>`; a deck that must finish
+through `gambit_respond` gets a `gambit_respond` call with the smallest payload its schema
+accepts, so example trees run end to end.
+
+`offline/demo` (`demo_reply`) reads the request the way a real model would need to, and
+answers in the role the deck gives it, deterministically (the same request gets the same
+answer):
 
 - a deck with actions or tools calls the first one with arguments built from its JSON schema
   (values taken from the user's words where a field asks for an id, a name or a number)
@@ -23,16 +33,87 @@ from __future__ import annotations
 import json
 import re
 import zlib
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from gambit.core._openresponses import (
+from gambit.core.provider import (
     CreateResponseRequest,
     FunctionCallItem,
     FunctionCallOutputItem,
     MessageItem,
     item_text,
 )
+
+from ._base import last_user_text
+from .scripted import Call, Stream
+
+__all__ = ["BUILTIN_MODELS", "demo_reply", "demo_value", "echo_reply"]
+
+
+# --------------------------------------------------------------------------- offline/echo
+
+
+def echo_reply(request: CreateResponseRequest) -> Stream | Call:
+    """`offline/echo`: `You said: <last user message text>`, or a greeting without one.
+
+    A deck that must finish through `gambit_respond` (action and grader decks with the respond
+    snippet) gets a `gambit_respond` call instead, with the smallest payload its schema
+    accepts, so example trees run end to end with no API key.
+    """
+    text = last_user_text(request.input)
+    reply = (
+        "Hello! I am the offline echo model. Send me a message and I will repeat it."
+        if text is None
+        else f"You said: {text}"
+    )
+    respond = next((t for t in request.tools or [] if t.function.name == "gambit_respond"), None)
+    if respond is not None and not _already_responded(request.input):
+        schema = respond.function.parameters.get("properties", {}).get("payload", {})
+        return Call("gambit_respond", {"payload": _placeholder(schema, reply)})
+    return Stream(reply)
+
+
+def _already_responded(items: Sequence[Any]) -> bool:
+    return any(isinstance(i, FunctionCallItem) and i.name == "gambit_respond" for i in items)
+
+
+def _placeholder(schema: Any, text: str, depth: int = 0) -> Any:
+    """The simplest value `schema` accepts (a demo stand-in, not a real answer)."""
+    if not isinstance(schema, dict) or depth > 8:
+        return text
+    if "const" in schema:
+        return schema["const"]
+    if schema.get("enum"):
+        return schema["enum"][0]
+    for key in ("anyOf", "oneOf"):
+        if schema.get(key):
+            return _placeholder(schema[key][0], text, depth + 1)
+    kind = schema.get("type")
+    if isinstance(kind, list):
+        kind = next((k for k in kind if k != "null"), kind[0] if kind else None)
+    if kind == "object" or "properties" in schema:
+        props = schema.get("properties", {})
+        return {
+            name: _placeholder(props.get(name, {}), text, depth + 1)
+            for name in schema.get("required", [])
+        }
+    if kind in ("integer", "number"):
+        low = schema.get("minimum", schema.get("exclusiveMinimum", 0))
+        high = schema.get("maximum", low if low > 0 else 0)
+        return max(low, min(0, high))
+    if kind == "boolean":
+        return False
+    if kind == "array":
+        return [
+            _placeholder(schema.get("items", {}), text, depth + 1)
+            for _ in range(schema.get("minItems", 0))
+        ]
+    if kind == "null":
+        return None
+    return text
+
+
+# --------------------------------------------------------------------------- offline/demo
 
 PERSONA_MARKER = "synthetic scenario participant"
 PERSONA_TURNS = 3
@@ -158,9 +239,7 @@ def _readable(output: str) -> str:
 
 
 def demo_reply(request: CreateResponseRequest) -> Any:
-    """The demo model's answer to one request (a `Stream`, `Call` or text)."""
-    from .offline import Call, Stream  # the reply types live with the scripted provider
-
+    """The demo model's answer to one request (a `Stream` or a `Call`)."""
     items = list(request.input)
     said = _user_text(items)
     instructions = _instructions(request)
@@ -285,3 +364,10 @@ def _graded_text(items: Sequence[Any]) -> str:
                     if texts:
                         return texts[-1]
     return ""
+
+
+BUILTIN_MODELS: Mapping[str, Callable[[CreateResponseRequest], Any]] = {
+    "echo": echo_reply,
+    "demo": demo_reply,
+}
+"""Demo models that need no script and no API key, by name (without the `offline/` prefix)."""

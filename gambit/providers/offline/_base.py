@@ -1,0 +1,408 @@
+"""The machinery the offline providers share: recording, event rendering, chat mode.
+
+An offline provider subclasses `OfflineBase` and implements one method, `_resolve(request,
+*, state, deck_path)`, which returns a `Plan` (the output items, how their text is split into
+deltas, the pause before each delta, usage) or a failure (`scripted.Fail`). The base class
+does the rest, identically for every offline provider:
+
+- records every call (`records`, `requests`, `last_request`) for tests to assert on;
+- `responses(...)`: aggregates the plan into a `CreateResponseResponse` (usage estimated
+  from word counts when the plan has none) and, when `on_stream_event` is given, emits the
+  seed 000 event sequence with `sequence_number` 1..n:
+
+      response.created
+      for each output item, in order:
+          response.output_item.added
+          [message items: per output_text part, response.output_text.delta per chunk,
+           then response.output_text.done]
+          response.output_item.done
+      response.completed
+
+  A failure with `after_deltas` streams those deltas and `response.failed` before raising.
+- `chat(...)`: the same plan as a chat-mode `ChatResult`, text deltas to `on_stream_text`.
+
+Streaming (and only streaming) pauses before each delta. The pause goes through `sleep`
+(`asyncio.sleep` unless the constructor was given another coroutine function), so a test can
+record the pauses instead of waiting them out.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import re
+import time
+from collections.abc import Awaitable, Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Literal
+
+from gambit.core.provider import (
+    ChatMessage,
+    ChatResult,
+    CreateResponseRequest,
+    CreateResponseResponse,
+    FunctionCallItem,
+    FunctionCallOutputItem,
+    MessageItem,
+    OutputItemAddedEvent,
+    OutputItemDoneEvent,
+    OutputTextContent,
+    OutputTextDeltaEvent,
+    OutputTextDoneEvent,
+    ProviderResponse,
+    ResponseCompletedEvent,
+    ResponseCreatedEvent,
+    ResponseError,
+    ResponseFailedEvent,
+    ResponseToolDefinition,
+    ResponseUsage,
+    SavedState,
+    StreamEventCallback,
+    StreamTextCallback,
+    chat_request,
+    chat_result_from_response,
+    item_from_dict,
+    item_text,
+    message_item,
+    new_id,
+)
+
+if TYPE_CHECKING:
+    from .scripted import Fail
+
+__all__ = [
+    "OfflineBase",
+    "Plan",
+    "RecordedRequest",
+    "Sleep",
+    "deck_label",
+    "last_user_text",
+    "word_chunks",
+]
+
+Sleep = Callable[[float], Awaitable[None]]
+"""How a provider pauses between streamed deltas (`asyncio.sleep` by default)."""
+
+
+def word_chunks(text: str) -> list[str]:
+    """Split text into word-sized chunks (each word with the whitespace after it).
+
+    `"".join(word_chunks(text)) == text` always holds; empty text gives `[]`.
+    """
+    if not text:
+        return []
+    chunks = re.findall(r"\S+\s*", text)
+    leading = text[: len(text) - len(text.lstrip())]
+    if not chunks:
+        return [text]
+    if leading:
+        chunks[0] = leading + chunks[0]
+    return chunks
+
+
+@dataclass
+class RecordedRequest:
+    """One call a provider received: the request (chat calls are converted to one), the
+    state and deck path it came with, the mode, and whether it was streamed."""
+
+    request: CreateResponseRequest
+    state: SavedState | None = None
+    deck_path: str | None = None
+    mode: Literal["responses", "chat"] = "responses"
+    streamed: bool = False
+
+
+def last_user_text(items: Iterable[Any]) -> str | None:
+    """The text of the last user message among `items`, or None when there is none."""
+    last: str | None = None
+    for item in items:
+        if isinstance(item, MessageItem) and item.role == "user":
+            last = item_text(item)
+    return last
+
+
+@dataclass
+class Plan:
+    """A resolved reply, what `_resolve` returns for a call that succeeds: the output items,
+    how the text of each (item, content part) is split into deltas, the pause before each
+    delta, usage (None: estimated), and whether the response is `incomplete`."""
+
+    output: list[Any]
+    chunks: dict[tuple[int, int], list[str]] = field(default_factory=dict)
+    delay: float = 0.0
+    usage: ResponseUsage | None = None
+    incomplete: bool = False
+
+
+def _words(text: str | None) -> int:
+    return len(text.split()) if text else 0
+
+
+def _item_words(item: Any) -> int:
+    if isinstance(item, MessageItem):
+        return _words(item_text(item))
+    if isinstance(item, FunctionCallItem):
+        return _words(item.name) + _words(item.arguments)
+    if isinstance(item, FunctionCallOutputItem):
+        return _words(item.output)
+    return 0
+
+
+def _estimate_usage(request: CreateResponseRequest, output: Sequence[Any]) -> ResponseUsage:
+    prompt = _words(request.instructions) + sum(_item_words(item) for item in request.input)
+    completion = sum(_item_words(item) for item in output)
+    return ResponseUsage(
+        prompt_tokens=prompt, completion_tokens=completion, total_tokens=prompt + completion
+    )
+
+
+async def _call(callback: Callable[[Any], Any], value: Any) -> None:
+    result = callback(value)
+    if inspect.isawaitable(result):
+        await result
+
+
+def _coerce_request(request: Any) -> CreateResponseRequest:
+    if isinstance(request, CreateResponseRequest):
+        return request
+    return CreateResponseRequest.model_validate(request)
+
+
+def deck_label(deck_path: str | None) -> str:
+    """A deck path for an error message (`<none>` for a call made without one)."""
+    return deck_path if deck_path is not None else "<none>"
+
+
+class OfflineBase:
+    """Shared machinery: recording, streaming, aggregation, chat mode (see the module doc).
+
+    `chunk_delay` is the default pause before each streamed delta; `sleep` is how the pause
+    is taken (`asyncio.sleep` when None; tests pass a recorder).
+    """
+
+    name: str
+    offline: bool = True
+
+    def __init__(self, name: str, *, chunk_delay: float = 0.0, sleep: Sleep | None = None):
+        self.name = name
+        self.offline = True
+        self.chunk_delay = chunk_delay
+        self.records: list[RecordedRequest] = []
+        self._sleep: Sleep = sleep if sleep is not None else asyncio.sleep
+
+    # -- recording
+
+    @property
+    def requests(self) -> list[CreateResponseRequest]:
+        """Every request received, in order (chat calls appear as equivalent requests)."""
+        return [record.request for record in self.records]
+
+    @property
+    def last_request(self) -> CreateResponseRequest | None:
+        return self.records[-1].request if self.records else None
+
+    # -- to be provided by subclasses
+
+    async def _resolve(
+        self, request: CreateResponseRequest, *, state: SavedState | None, deck_path: str | None
+    ) -> Plan | Fail:
+        raise NotImplementedError
+
+    # -- ModelProvider
+
+    async def responses(
+        self,
+        request: CreateResponseRequest,
+        *,
+        state: SavedState | None = None,
+        deck_path: str | None = None,
+        on_stream_event: StreamEventCallback | None = None,
+    ) -> ProviderResponse:
+        request = _coerce_request(request)
+        self.records.append(
+            RecordedRequest(
+                request=request,
+                state=state,
+                deck_path=deck_path,
+                mode="responses",
+                streamed=on_stream_event is not None,
+            )
+        )
+        outcome = await self._resolve(request, state=state, deck_path=deck_path)
+        response_id = new_id("resp")
+        if not isinstance(outcome, Plan):
+            if on_stream_event is not None and outcome.after_deltas is not None:
+                await self._stream_failure(outcome, request, response_id, on_stream_event)
+            raise outcome.error(self.name)
+        response = self._aggregate(outcome, request, response_id)
+        if on_stream_event is not None:
+            await self._stream(outcome, request, response, on_stream_event)
+        return ProviderResponse(response=response)
+
+    async def chat(
+        self,
+        *,
+        model: str,
+        messages: list[ChatMessage],
+        tools: list[ResponseToolDefinition] | None = None,
+        stream: bool = False,
+        state: SavedState | None = None,
+        deck_path: str | None = None,
+        on_stream_text: StreamTextCallback | None = None,
+        params: dict[str, Any] | None = None,
+    ) -> ChatResult:
+        """Chat mode: the same replies, returned as an assistant `ChatMessage`."""
+        request = chat_request(
+            model=model, messages=messages, tools=tools, stream=stream, params=params
+        )
+        self.records.append(
+            RecordedRequest(
+                request=request,
+                state=state,
+                deck_path=deck_path,
+                mode="chat",
+                streamed=on_stream_text is not None,
+            )
+        )
+        outcome = await self._resolve(request, state=state, deck_path=deck_path)
+        if not isinstance(outcome, Plan):
+            if on_stream_text is not None:
+                for chunk in outcome.after_deltas or []:
+                    await self._pause(self.chunk_delay)
+                    await _call(on_stream_text, chunk)
+            raise outcome.error(self.name)
+        if on_stream_text is not None:
+            for index, item in enumerate(outcome.output):
+                if not (isinstance(item, MessageItem) and item.role == "assistant"):
+                    continue
+                for part_index, part in enumerate(item.content):
+                    if isinstance(part, OutputTextContent):
+                        for chunk in outcome.chunks.get((index, part_index), [part.text]):
+                            if chunk:
+                                await self._pause(outcome.delay)
+                                await _call(on_stream_text, chunk)
+        return chat_result_from_response(self._aggregate(outcome, request, new_id("resp")))
+
+    # -- rendering
+
+    def _aggregate(
+        self, plan: Plan, request: CreateResponseRequest, response_id: str
+    ) -> CreateResponseResponse:
+        extra: dict[str, Any] = {}
+        if plan.incomplete:
+            extra["incomplete_details"] = {"reason": "max_output_tokens"}
+        return CreateResponseResponse(
+            id=response_id,
+            model=request.model,
+            created=int(time.time()),
+            status="incomplete" if plan.incomplete else "completed",
+            output=list(plan.output),
+            usage=plan.usage or _estimate_usage(request, plan.output),
+            **extra,
+        )
+
+    async def _pause(self, delay: float) -> None:
+        if delay > 0:
+            await self._sleep(delay)
+
+    async def _stream(
+        self,
+        plan: Plan,
+        request: CreateResponseRequest,
+        response: CreateResponseResponse,
+        emit: StreamEventCallback,
+    ) -> None:
+        seq = 0
+
+        async def send(event: Any) -> None:
+            nonlocal seq
+            seq += 1
+            event.sequence_number = seq
+            await _call(emit, event.to_dict())
+
+        created = CreateResponseResponse(
+            id=response.id,
+            model=response.model,
+            created=response.created,
+            status="in_progress",
+            output=[],
+        )
+        await send(ResponseCreatedEvent(response=created))
+        for index, item in enumerate(plan.output):
+            if isinstance(item, MessageItem):
+                shell = item.to_dict()
+                shell["content"] = []
+                shell["status"] = "in_progress"
+                await send(OutputItemAddedEvent(output_index=index, item=item_from_dict(shell)))
+                for part_index, part in enumerate(item.content):
+                    if not isinstance(part, OutputTextContent):
+                        continue
+                    chunks = plan.chunks.get((index, part_index), [part.text])
+                    for chunk in chunks:
+                        if not chunk:
+                            continue
+                        await self._pause(plan.delay)
+                        await send(
+                            OutputTextDeltaEvent(
+                                output_index=index,
+                                content_index=part_index,
+                                item_id=item.id,
+                                delta=chunk,
+                            )
+                        )
+                    await send(
+                        OutputTextDoneEvent(
+                            output_index=index,
+                            content_index=part_index,
+                            item_id=item.id,
+                            text=part.text,
+                        )
+                    )
+            else:
+                await send(OutputItemAddedEvent(output_index=index, item=item))
+            await send(OutputItemDoneEvent(output_index=index, item=item))
+        await send(ResponseCompletedEvent(response=response))
+
+    async def _stream_failure(
+        self,
+        fail: Fail,
+        request: CreateResponseRequest,
+        response_id: str,
+        emit: StreamEventCallback,
+    ) -> None:
+        seq = 0
+
+        async def send(event: Any) -> None:
+            nonlocal seq
+            seq += 1
+            event.sequence_number = seq
+            await _call(emit, event.to_dict())
+
+        created = int(time.time())
+        await send(
+            ResponseCreatedEvent(
+                response=CreateResponseResponse(
+                    id=response_id, model=request.model, created=created, status="in_progress"
+                )
+            )
+        )
+        shell = message_item("assistant", "").to_dict()
+        shell["content"] = []
+        shell["status"] = "in_progress"
+        await send(OutputItemAddedEvent(output_index=0, item=item_from_dict(shell)))
+        for chunk in fail.after_deltas or []:
+            await self._pause(self.chunk_delay)
+            await send(OutputTextDeltaEvent(output_index=0, content_index=0, delta=chunk))
+        error = ResponseError(code=fail.code, message=fail.message)
+        await send(
+            ResponseFailedEvent(
+                error=error,
+                response=CreateResponseResponse(
+                    id=response_id,
+                    model=request.model,
+                    created=created,
+                    status="failed",
+                    error=error,
+                ),
+            )
+        )
