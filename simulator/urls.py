@@ -91,6 +91,7 @@ urlpatterns = [
     path("test/<str:session_id>/replay/", replay.replay_page, name="replay"),
     re_path(r"^test/(?P<session_id>[^/]+)/replay\.(?P<fmt>json)$", replay.replay_page),
     path("test/<str:session_id>/rerun", replay.replay_rerun, name="replay_rerun"),
+    re_path(r"^test/(?P<session_id>[^/]+)/rerun\.(?P<fmt>json)$", replay.replay_rerun),
     path("test/<str:session_id>/compare/", compare.compare_page, name="compare"),
     re_path(r"^test/(?P<session_id>[^/]+)/compare\.(?P<fmt>json)$", compare.compare_page),
     path("test/<str:session_id>/export/state.json", exports.export_state, name="export_state"),

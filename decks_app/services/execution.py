@@ -31,7 +31,7 @@ from django.db.models import Max
 from django.utils import timezone
 
 from decks_app.models import Run, Session, TraceEvent
-from decks_app.services import assistant, deck_trees, grading, outage, providers, verify
+from decks_app.services import assistant, deck_trees, grading, outage, providers, recorded, verify
 from decks_app.services import events as event_log
 from decks_app.services.sessions import with_message_refs
 from decks_app.services.workspaces import jailed_path
@@ -469,13 +469,20 @@ def _load(run_id: str) -> _Job:
 
         job.deck_file = ASSISTANT_DECK  # the bundled assistant works on session.deck_path
     if run.kind == "replay" and session.source_id:
-        source_runs = list(session.source.runs.order_by("created_at"))
-        job.turns = [r.message for r in source_runs if r.kind in ("manual", "replay")]
         job.source_events = list(
             TraceEvent.objects.filter(session_id=session.source_id)
             .order_by("id")
             .values_list("payload", flat=True)
         )
+        # The turns are the ones the recording ran (its root deck's run.start events), so
+        # imported sessions, scenario runs and replays of replays replay as recorded.
+        is_root = recorded.root_matcher(
+            job.source_events, abs_path=str(deck_file), rel_path=session.deck_path
+        )
+        job.turns = [
+            recorded.turn_message(start)
+            for start in recorded.root_turns(job.source_events, is_root)
+        ]
     return job
 
 
@@ -527,12 +534,30 @@ async def execute_run(run_id: str, *, router: Any = None) -> str:
         provider = resolver = router
         override, _, _ = providers.effective_model(session.model, job.deck_models, router)
 
-    latest: dict[str, Any] = {"state": None, "usage": None, "output": None}
+    latest: dict[str, Any] = {
+        "state": None,
+        "usage": None,
+        "output": None,
+        # the root deck's path and its top-level run.start / model.result events: which
+        # model answered is read from them when the run ends
+        "root": tree.root.path if tree is not None else str(job.deck_file),
+        "answers": [],
+    }
     transcript: list[dict[str, Any]] = []
 
     def on_trace(event: dict[str, Any]) -> None:
-        if event.get("type") == "run.end":
-            latest["usage"] = event.get("usage")
+        kind = event.get("type")
+        if kind == "run.end":
+            # one per run_deck call: a replay's turns, a scenario's persona and root turns
+            # and a grader's per-turn calls each end one, and the run used all of them
+            latest["usage"] = recorded.add_usage(latest["usage"], event.get("usage"))
+        elif kind in ("run.start", "model.result") and not event.get("parentActionCallId"):
+            latest["answers"].append(
+                {
+                    k: event.get(k)
+                    for k in ("type", "deckPath", "model", "provider", "offline", "runId")
+                }
+            )
         writer.add(event)
 
     def on_state(state: Any) -> None:
@@ -745,10 +770,19 @@ def _finish(
         run.output = _jsonable(output)
         run.finished_at = timezone.now()
         run.duration_ms = int((time.monotonic() - started) * 1000)
+        run.total_tokens, run.cost = recorded.usage_totals(usage)
+        if run.kind == "replay":
+            # The replay provider reports the recorded tokens (comparable with the
+            # original), but nothing was billed.
+            usage = {k: v for k, v in usage.items() if k not in recorded.COST_KEYS}
+            run.cost = 0.0
         run.usage = usage or None
-        run.total_tokens = int(usage.get("totalTokens") or 0)
-        cost = usage.get("costUsd", usage.get("cost"))
-        run.cost = float(cost) if isinstance(cost, int | float) else None
+        answers = latest.get("answers") or []
+        answered = recorded.answered_model(
+            answers, recorded.root_matcher(answers, abs_path=latest.get("root"))
+        )
+        if answered is not None:  # the model that answered, not the one planned
+            run.model, run.offline = answered
         run.save()
         if run.kind == "grader":
             grading.record_grading(run, session)

@@ -454,6 +454,47 @@ def run_dict(run: Run) -> dict[str, Any]:
     }
 
 
+def shown_model(session: Session, runs: list[Run]) -> tuple[str, bool]:
+    """(the model to show for a session, offline?): the model that answered its latest run
+    that has one (runs record the model of their `model.result` events when they end;
+    the replay provider for a replay), else the session's model override."""
+    for run in reversed(runs):
+        if run.model:
+            return run.model, run.offline
+    return session.model, False
+
+
+def grading_summaries(session: Session) -> list[dict[str, Any]]:
+    """The session's `meta.gradingRuns` (newest first, the records `gambit grade` writes),
+    each marked `imported` unless a grade run of this simulator made it."""
+    records = [g for g in (session.meta or {}).get("gradingRuns") or [] if isinstance(g, dict)]
+    if not records:
+        return []
+    ours = set(
+        Run.objects.filter(
+            kind="grader", session__source=session, session__origin="grade"
+        ).values_list("id", flat=True)
+    )
+    out = []
+    for g in records:
+        imported = g.get("runId") not in ours
+        out.append(
+            {
+                "id": g.get("id"),
+                "runId": g.get("runId"),
+                "grader": g.get("graderLabel") or g.get("graderPath"),
+                "graderPath": g.get("graderPath"),
+                "mode": g.get("mode"),
+                "status": g.get("status"),
+                "score": g.get("score"),
+                "runAt": g.get("runAt"),
+                "imported": imported,
+                "url": f"/grade/runs/{g['runId']}/" if not imported else None,
+            }
+        )
+    return out
+
+
 def session_status(session: Session, last_run: Run | None = None) -> str:
     run = last_run if last_run is not None else session.runs.order_by("-created_at").first()
     return run.status if run else "idle"
@@ -483,6 +524,8 @@ def session_detail(session: Session) -> dict[str, Any]:
         raw_events = event_log.recent_events(session.id, cursor)
     totals = session.runs.aggregate(tokens=Sum("total_tokens"), cost=Sum("cost"))
     blocks = fragments.live_blocks(live)
+    model, model_offline = shown_model(session, runs)
+    gradings = grading_summaries(session)
     return {
         "session": session,
         "deck": deck,
@@ -513,6 +556,10 @@ def session_detail(session: Session) -> dict[str, Any]:
         "cost": totals["cost"],
         "needs_first_message": deck is not None and deck.start_mode == "user" and not runs,
         "retry_run": retryable_run(session, runs),
+        "shown_model": model,
+        "shown_model_offline": model_offline,
+        "gradings": gradings,
+        "imported_gradings": sum(1 for g in gradings if g["imported"]),
     }
 
 
@@ -524,7 +571,10 @@ def session_json(session: Session, detail: dict[str, Any] | None = None) -> dict
         "deck": deck.to_dict()
         if deck
         else {"path": session.deck_path, "label": session.deck_label},
-        "model": session.model or None,
+        # the model that answered (see shown_model); the override the session was made with
+        "model": d["shown_model"] or None,
+        "offline": d["shown_model_offline"],
+        "modelOverride": session.model or None,
         "context": session.context,
         "origin": session.origin,
         "sourceSessionId": session.source_id,
@@ -554,6 +604,8 @@ def session_json(session: Session, detail: dict[str, Any] | None = None) -> dict
         else None,
         "notes": session.notes,
         "conversationScore": session.conversation_score,
+        # meta.gradingRuns: grades from this simulator and imported ones (CLI, other files)
+        "gradingRuns": d["gradings"],
     }
 
 
@@ -585,8 +637,11 @@ def list_sessions(workspace: Workspace, flt: SessionFilter | None = None, limit:
     rows = []
     sessions = list(qs[: limit * 2 if flt.status else limit])
     last_runs: dict[str, Run] = {}
+    answered: dict[str, Run] = {}  # the latest run with a model, as on the session page
     for run in Run.objects.filter(session__in=sessions).order_by("created_at"):
         last_runs[run.session_id] = run
+        if run.model:
+            answered[run.session_id] = run
     ratings = {
         row["session"]: row
         for row in Feedback.objects.filter(session__in=sessions)
@@ -603,8 +658,8 @@ def list_sessions(workspace: Workspace, flt: SessionFilter | None = None, limit:
             {
                 "session": s,
                 "status": status,
-                "model": (last.model if last else "") or s.model,
-                "offline": bool(last and last.offline),
+                "model": answered[s.id].model if s.id in answered else s.model,
+                "offline": bool(s.id in answered and answered[s.id].offline),
                 "tokens": s.tokens or 0,
                 "cost": s.cost_sum,
                 "runs": s.n_runs,

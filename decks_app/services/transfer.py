@@ -4,7 +4,9 @@
   `conversationScore`; `gambit run --state FILE` continues it.
 - `export_trace(session)`: one JSON event per line, every run in order.
 - `import_session(...)`: a session from a state file and/or a trace file, with one
-  completed run of kind `manual` holding the imported trace events.
+  completed run of kind `manual` holding the imported trace events, the usage of every run
+  the trace recorded and the model its `model.result` events name. `meta` is kept whole
+  (`gradingRuns`, `gradingFlags`: the Grade tab shows them as imported grades).
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from decks_app.models import Run, Session, TraceEvent, Workspace
+from decks_app.services import recorded
 from decks_app.services.execution import session_state_dict
 from decks_app.services.sessions import (
     MAX_MESSAGE_CHARS,
@@ -24,7 +27,7 @@ from decks_app.services.sessions import (
     feedback_dict,
     with_message_refs,
 )
-from decks_app.services.workspaces import find_deck
+from decks_app.services.workspaces import find_deck, jailed_path
 from gambit.core import StateError, new_id, state_from_dict, state_to_dict
 
 KNOWN_KEYS = {
@@ -139,7 +142,18 @@ def import_session(
             state_version=1,
         )
         end = next((e for e in reversed(trace) if e.get("type") == "run.end"), {})
-        usage = end.get("usage") or {}
+        # Tokens and cost: every run the trace recorded (a CLI trace file gathers each
+        # `gambit run` appended to it), not only the last; the model: the one whose
+        # model.result events answered the deck.
+        usage = recorded.trace_usage(trace) or {}
+        tokens, cost = recorded.usage_totals(usage)
+        answered = recorded.answered_model(
+            trace,
+            recorded.root_matcher(
+                trace, abs_path=str(jailed_path(workspace, deck.path)), rel_path=deck.path
+            ),
+        )
+        model, offline = answered or ("", False)
         run = Run.objects.create(
             session=session,
             kind="manual",
@@ -150,8 +164,10 @@ def import_session(
             finished_at=timezone.now(),
             started_at=timezone.now(),
             usage=usage or None,
-            total_tokens=int(usage.get("totalTokens") or 0),
-            model="(imported)",
+            total_tokens=tokens,
+            cost=cost,
+            model=model,
+            offline=offline,
         )
         TraceEvent.objects.bulk_create(
             TraceEvent(

@@ -49,13 +49,21 @@ def page(
 
 
 def error_response(
-    request: HttpRequest, message: str, status: int = 400, fmt: str | None = None
+    request: HttpRequest,
+    message: str,
+    status: int = 400,
+    fmt: str | None = None,
+    *,
+    code: str | None = None,
+    back: str | None = None,
 ) -> HttpResponse:
+    """One sentence: JSON `{"error", "code"?}`, an inline fragment for htmx, or a page with
+    the app's navigation and a way back (`back`, else the referring page)."""
     if wants_json(request, fmt) or request.headers.get("Accept", "").startswith("application/json"):
-        return json_response({"error": message}, status=status)
+        return json_response({"error": message, **({"code": code} if code else {})}, status=status)
     if is_htmx(request):  # a fragment the page shows inline
         return render(request, "decks_app/error.html#error", {"message": message}, status=status)
-    back = request.headers.get("Referer") or "/"
+    back = back or request.headers.get("Referer") or "/"
     return render(
         request,
         "decks_app/error.html",

@@ -7,6 +7,7 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
 from decks_app.services import feedback as feedback_service
+from decks_app.services import replay
 from decks_app.services.sessions import (
     InvalidInput,
     SessionBusy,
@@ -33,10 +34,10 @@ TEMPLATE = "decks_app/session.html"
 def session_page(request: HttpRequest, session_id: str, fmt: str | None = None) -> HttpResponse:
     session = session_or_404(session_id)
     detail = session_detail(session)
-    ctx = {**detail, "tab": "test"}
-    return page(
-        request, TEMPLATE, ctx, data=session_json(session, detail), fmt=fmt, fragment="conversation"
-    )
+    rerun = replay.rerun_info(session)  # "Re-run offline" only where a recording can answer
+    ctx = {**detail, "tab": "test", "rerun": rerun}
+    data = {**session_json(session, detail), "rerun": rerun}
+    return page(request, TEMPLATE, ctx, data=data, fmt=fmt, fragment="conversation")
 
 
 @require_GET

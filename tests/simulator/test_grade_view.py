@@ -139,10 +139,37 @@ def test_cli_gradings_in_the_session_are_shown_as_imported(client, workspace):
     session.save()
     data = client.get(f"/grade.json?session={session.id}").json()
     assert [g["id"] for g in data["imported"]] == ["grade-cli"]
-    assert (
-        "Imported grades (from the CLI)"
-        in client.get(f"/grade/?session={session.id}").content.decode()
+    html = client.get(f"/grade/?session={session.id}").content.decode()
+    assert 'id="imported-grades"' in html and "No grade runs for this session yet" not in html
+
+
+def test_simulator_grades_travel_with_an_exported_session(client, workspace):
+    from django.core.files.uploadedfile import SimpleUploadedFile
+
+    session, run_id = _graded(client, workspace)
+    assert _execute(run_id) == "completed"
+    (ours,) = client.get(f"/test/{session.id}.json").json()["gradingRuns"]
+    assert (ours["imported"], ours["runId"], ours["url"]) == (
+        False,
+        run_id,
+        f"/grade/runs/{run_id}/",
     )
+    assert ">1 grade</a>" in client.get(f"/test/{session.id}/").content.decode()
+    state = client.get(f"/test/{session.id}/export/state.json").content
+    r = client.post(
+        "/test/import?format=json",
+        {"deck": "support/PROMPT.md", "state": SimpleUploadedFile("s.json", state)},
+    )
+    assert r.status_code == 201
+    copy = Session.objects.get(pk=r.json()["id"])
+    session.refresh_from_db()
+    assert copy.meta["gradingRuns"] == session.meta["gradingRuns"]
+    # in the copy, no grade run of this simulator made it: it is an imported grade
+    (theirs,) = client.get(f"/test/{copy.id}.json").json()["gradingRuns"]
+    assert (theirs["id"], theirs["imported"], theirs["url"]) == (ours["id"], True, None)
+    tab = client.get(f"/grade.json?session={copy.id}").json()
+    assert tab["runs"] == [] and [g["id"] for g in tab["imported"]] == [ours["id"]]
+    assert client.get(f"/grade.json?session={session.id}").json()["imported"] == []
 
 
 def test_stopping_a_queued_grade_cancels_it(client, workspace):

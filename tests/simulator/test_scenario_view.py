@@ -88,3 +88,31 @@ def test_bad_requests_are_named(client, workspace, form, message):
 def test_methods_and_csrf(client, csrf_client, workspace):
     assert client.get("/test/scenario").status_code == 405
     assert csrf_client.post("/test/scenario", {"scenario": SCENARIO}).status_code == 403
+
+
+def test_a_scenario_run_counts_the_persona_and_replays_offline(client, workspace, monkeypatch):
+    for key in ("OPENROUTER_API_KEY", "OPENAI_API_KEY", "OPENRESPONSES_BASE_URL"):
+        monkeypatch.delenv(key, raising=False)
+    response = client.post(
+        "/test/scenario",
+        {"scenario": SCENARIO, "maxTurns": "2", "runs": "1", "context": '{"name": "Sam"}'},
+    )
+    session = Session.objects.get(pk=response["Location"].rstrip("/").split("/")[-1])
+    run = session.runs.get()
+    assert _execute(run.id) == "completed"
+    run.refresh_from_db()
+    # every run_deck call counts: the persona's turns and the deck's
+    ends = [
+        e.payload["usage"]["totalTokens"] for e in run.events.filter(type="run.end").order_by("id")
+    ]
+    assert len(ends) > 2 and run.total_tokens == sum(ends)
+    # the model shown is the one that answered the deck (the persona has its own calls)
+    assert client.get(f"/test/{session.id}.json").json()["model"] == run.model == "offline/demo"
+    # the deck's turns, with the persona's recorded messages, replay offline as they were
+    replay = client.post(f"/test/{session.id}/rerun.json")
+    assert replay.status_code == 201, replay.content
+    replay_run = Run.objects.get(session_id=replay.json()["id"])
+    assert _execute(replay_run.id) == "completed"
+    compared = client.get(f"/test/{replay.json()['id']}/compare.json").json()
+    assert compared["verdict"] == "identical", compared["differences"]
+    assert compared["turns"]["replay"] == 2

@@ -1,0 +1,79 @@
+"""The model a session shows is the one that answered: read from its runs' model.result
+events (offline/demo when the deck's own model is not configured, the replay provider for
+a replay), on the session page, its JSON twin and the session list."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from decks_app.models import Run
+from decks_app.services import execution
+from decks_app.services.sessions import create_session, send_message
+from decks_app.services.workspaces import current_workspace
+
+from .conftest import chat_session
+
+PROVIDER_KEYS = ("OPENROUTER_API_KEY", "OPENAI_API_KEY", "OPENRESPONSES_BASE_URL")
+
+
+def _execute(run_id: str) -> str:
+    assert execution.claim_next_run("test-worker") == run_id
+    return asyncio.run(asyncio.wait_for(execution.execute_run(run_id), 30))
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_deck_whose_model_is_not_configured_shows_the_offline_model(client, monkeypatch):
+    for key in PROVIDER_KEYS:
+        monkeypatch.delenv(key, raising=False)
+    session = create_session(current_workspace(), "support/PROMPT.md")  # no override
+    run = send_message(session, "Where is my order?")
+    assert _execute(run.id) == "completed"
+    data = client.get(f"/test/{session.id}.json").json()
+    assert (data["model"], data["offline"], data["modelOverride"]) == (
+        "offline/demo",
+        True,
+        None,
+    )
+    assert data["runs"][0]["model"] == "offline/demo"
+    html = client.get(f"/test/{session.id}/").content.decode()
+    assert '<span id="session-model" title="The model that answered">offline/demo (offline)' in html
+    (row,) = client.get("/test.json").json()["sessions"]
+    assert (row["model"], row["offline"]) == ("offline/demo", True)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_run_records_the_model_that_answered_not_the_one_planned(client):
+    session = create_session(current_workspace(), "support/PROMPT.md", model="offline/echo")
+    run = Run.objects.create(session=session, message="hi", model="openrouter/planned")
+    assert _execute(run.id) == "completed"
+    run.refresh_from_db()
+    assert (run.model, run.offline) == ("offline/echo", True)
+    assert client.get(f"/test/{session.id}.json").json()["model"] == "offline/echo"
+
+
+@pytest.mark.django_db
+def test_the_page_shows_the_latest_runs_model_and_escapes_it(client, workspace):
+    session = chat_session(workspace)
+    session.model = ""
+    session.save()
+    Run.objects.create(session=session, status="completed", model="first/model")
+    Run.objects.create(session=session, status="completed", model="<b>second</b>", offline=True)
+    Run.objects.create(session=session, status="failed", model="")  # nothing answered
+    data = client.get(f"/test/{session.id}.json").json()
+    assert (data["model"], data["offline"]) == ("<b>second</b>", True)
+    html = client.get(f"/test/{session.id}/").content.decode()
+    assert "&lt;b&gt;second&lt;/b&gt; (offline)" in html and "<b>second</b>" not in html
+    (row,) = client.get("/test.json").json()["sessions"]
+    assert row["model"] == "<b>second</b>"
+    assert "&lt;b&gt;second&lt;/b&gt;" in client.get("/test/").content.decode()
+
+
+@pytest.mark.django_db
+def test_a_session_without_runs_shows_its_override_or_the_deck_model(client, workspace):
+    with_override = create_session(workspace, "support/PROMPT.md", model="offline/echo")
+    without = create_session(workspace, "support/PROMPT.md")
+    assert client.get(f"/test/{with_override.id}.json").json()["model"] == "offline/echo"
+    assert client.get(f"/test/{without.id}.json").json()["model"] is None
+    assert ">deck model</span>" in client.get(f"/test/{without.id}/").content.decode()
