@@ -86,6 +86,19 @@ def test_readme_scenario_and_grade_work_without_a_key(tmp_path: Path):
     assert any(
         m.get("role") == "tool" or m.get("tool_calls") for m in saved["messages"]
     )  # the demo model called the deck's order_status action
+    # The persona says what its instructions give it; the lookups use the order it named,
+    # also on the turn that does not repeat it; answers read like sentences.
+    first = result.stdout.split("user> ", 1)[1].splitlines()[0]
+    assert first.startswith("Hi! It's about order A1002. I'd like to know where it is")
+    assert "whether I can get the shipping fee back" in first
+    lookups = [
+        json.loads(call["function"]["arguments"])
+        for m in saved["messages"]
+        for call in m.get("tool_calls") or []
+        if call["function"]["name"] == "order_status"
+    ]
+    assert lookups and all(args == {"order_id": "A1002"} for args in lookups)
+    assert "status: delayed, eta: 5 days" in result.stdout and "None" not in result.stdout
     grade = gambit(
         "grade", str(SUPPORT / "graders/tone/PROMPT.md"), "--state", str(state), cwd=tmp_path
     )

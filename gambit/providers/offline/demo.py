@@ -150,6 +150,20 @@ def _tool(request: CreateResponseRequest, name: str) -> Any:
     return next((t for t in request.tools or [] if t.function.name == name), None)
 
 
+HISTORY_MARK = "\n\x00earlier:\n"  # what the user said before, for ids only
+
+
+def _with_history(items: Sequence[Any], said: str) -> str:
+    """The last user message, then (after HISTORY_MARK) the earlier ones, newest first: an
+    id the user gave two turns ago is still the one a lookup needs."""
+    earlier = [
+        item_text(i)
+        for i in reversed(items[: _last_user_index(items)])
+        if isinstance(i, MessageItem) and i.role == "user"
+    ]
+    return said + (HISTORY_MARK + "\n".join(earlier) if earlier else "")
+
+
 def demo_value(schema: Any, hint: str, words: str, depth: int = 0) -> Any:
     """A value `schema` accepts, drawn from `words` where the field name suggests it."""
     if not isinstance(schema, dict) or depth > 8:
@@ -193,9 +207,12 @@ def demo_value(schema: Any, hint: str, words: str, depth: int = 0) -> Any:
         return None
     lowered = hint.lower()
     if any(k in lowered for k in ("id", "order", "number", "code", "ref")):
-        match = _ID.search(words)
+        # An id from the user's words, else from earlier in the conversation (the
+        # words end with it: see `_with_history`), else the field's own example.
+        match = _ID.search(words) or _ID.search(str(schema.get("description") or ""))
         if match:
             return match.group(0)
+    words = words.split(HISTORY_MARK)[0]
     if "name" in lowered:
         return "Sam"
     if "email" in lowered:
@@ -226,6 +243,43 @@ def _results_this_turn(items: Sequence[Any]) -> list[str]:
     ]
 
 
+def _context_given(items: Sequence[Any]) -> str:
+    """What the deck was given through `gambit_context`, in a few words (or "")."""
+    calls = {
+        i.call_id for i in items if isinstance(i, FunctionCallItem) and i.name == "gambit_context"
+    }
+    for item in items:
+        if isinstance(item, FunctionCallOutputItem) and item.call_id in calls:
+            try:
+                value = json.loads(item.output)
+            except ValueError:
+                return item.output[:120]
+            if isinstance(value, dict):
+                text = next((v for v in value.values() if isinstance(v, str) and v.strip()), "")
+                return f"\u201c{text[:120]}\u201d" if text else ""
+            return f"\u201c{_said(value)[:120]}\u201d" if value not in (None, "") else ""
+    return ""
+
+
+def _first_person(text: str) -> str:
+    """A persona's goal, as the persona says it ("you can" -> "I can", "your" -> "my")."""
+    swaps = {"you": "I", "your": "my", "yours": "mine", "yourself": "myself"}
+    text = " ".join(text.split())
+    return re.sub(
+        r"\b(you|your|yours|yourself)\b", lambda m: swaps[m.group(1).lower()], text, flags=re.I
+    )
+
+
+def _said(value: Any) -> str:
+    if value is True:
+        return "yes"
+    if value is False:
+        return "no"
+    if isinstance(value, dict | list):
+        return json.dumps(value, ensure_ascii=False)
+    return str(value)
+
+
 def _readable(output: str) -> str:
     try:
         value = json.loads(output)
@@ -234,8 +288,9 @@ def _readable(output: str) -> str:
     if isinstance(value, dict) and "payload" in value:
         value = value["payload"]  # a tool result envelope: the payload is the answer
     if isinstance(value, dict):
-        return ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in list(value.items())[:6])[:300]
-    return str(value)[:300]
+        fields = [(k, v) for k, v in value.items() if v is not None][:6]
+        return ", ".join(f"{k.replace('_', ' ')}: {_said(v)}" for k, v in fields)[:300]
+    return _said(value)[:300]
 
 
 def demo_reply(request: CreateResponseRequest) -> Any:
@@ -264,11 +319,12 @@ def demo_reply(request: CreateResponseRequest) -> Any:
         mine = sum(1 for i in items if isinstance(i, MessageItem) and i.role == "assistant")
         if mine >= PERSONA_TURNS:
             return Stream("")
-        goal = re.search(r"[Yy]ou (?:want|need|would like) to ([^.]+)\.", instructions)
+        goal = re.search(r"[Yy]ou (?:want|need|would like) to\s+([^.]+)\.", instructions)
+        about = _ID.search(instructions)
+        opening = "Hi! " + (f"It's about order {about.group(0)}. " if about else "")
         lines = [
-            f"Hi! I'd like to {goal.group(1)}."
-            if goal
-            else "Hi! I have a question about my order.",
+            opening
+            + (f"I'd like to {_first_person(goal.group(1))}." if goal else "I have a question."),
             "Thanks. What happens next, and how long will it take?",
             "That helps, thank you. That's all I needed.",
         ]
@@ -317,12 +373,21 @@ def demo_reply(request: CreateResponseRequest) -> Any:
     tools = [t for t in request.tools or [] if t.function.name not in INTERNAL_TOOLS]
     if tools and not _calls_this_turn(items):
         tool = tools[_seed(said) % len(tools)]
-        args = demo_value(tool.function.parameters or {}, tool.function.name, said)
+        args = demo_value(
+            tool.function.parameters or {}, tool.function.name, _with_history(items, said)
+        )
         return Call(tool.function.name, args if isinstance(args, dict) else {"input": args})
 
     results = _results_this_turn(items)
     if respond is not None and not already_responded:
-        summary = f"Here is what I found: {results[-1]}." if results else "Done."
+        given = _context_given(items)
+        summary = (
+            f"Here is what I found: {results[-1]}."
+            if results
+            else f"A reply about {given}: we are on it and will follow up within a day."
+            if given
+            else "Done."
+        )
         return Call("gambit_respond", {"payload": demo_value(payload_schema, "reply", summary)})
 
     if results:
