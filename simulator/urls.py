@@ -80,6 +80,11 @@ urlpatterns = [
     path("test/<str:session_id>/trace/", trace.trace_page, name="trace"),
     re_path(r"^test/(?P<session_id>[^/]+)/trace\.(?P<fmt>json)$", trace.trace_page),
     path("test/<str:session_id>/trace/calls/<int:event_id>/", trace.trace_call, name="trace_call"),
+    path("test/<str:session_id>/trace/runs/<int:event_id>/", trace.trace_run, name="trace_run"),
+    re_path(
+        r"^test/(?P<session_id>[^/]+)/trace/runs/(?P<event_id>[0-9]{1,18})\.(?P<fmt>json)$",
+        trace.trace_run,
+    ),
     re_path(
         r"^test/(?P<session_id>[^/]+)/trace/events/(?P<event_id>[0-9]{1,18})\.json$",
         trace.trace_event,

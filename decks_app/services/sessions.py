@@ -618,14 +618,13 @@ class SessionFilter:
 
 def list_sessions(workspace: Workspace, flt: SessionFilter | None = None, limit: int = 200):
     flt = flt or SessionFilter()
+    # The conversation columns are left out (a long session's are megabytes), and the runs'
+    # totals are added up from the one query of runs below rather than by a GROUP BY that
+    # would copy every session row.
     qs = (
         Session.objects.filter(workspace=workspace)
         .exclude(origin__in=("grade", "verify"))  # listed on the Grade tab and Verify
-        .annotate(
-            tokens=Sum("runs__total_tokens", distinct=False),
-            cost_sum=Sum("runs__cost"),
-            n_runs=Count("runs", distinct=True),
-        )
+        .defer("items", "messages", "message_refs", "meta")
         .order_by("-created_at")
     )
     if flt.deck:
@@ -638,10 +637,17 @@ def list_sessions(workspace: Workspace, flt: SessionFilter | None = None, limit:
     sessions = list(qs[: limit * 2 if flt.status else limit])
     last_runs: dict[str, Run] = {}
     answered: dict[str, Run] = {}  # the latest run with a model, as on the session page
-    for run in Run.objects.filter(session__in=sessions).order_by("created_at"):
+    totals: dict[str, list[Any]] = {}  # session -> [tokens, cost or None, runs]
+    runs = Run.objects.filter(session__in=sessions).order_by("created_at")
+    for run in runs.only("id", "session_id", "status", "model", "offline", "total_tokens", "cost"):
         last_runs[run.session_id] = run
         if run.model:
             answered[run.session_id] = run
+        total = totals.setdefault(run.session_id, [0, None, 0])
+        total[0] += run.total_tokens or 0
+        if run.cost is not None:
+            total[1] = (total[1] or 0) + run.cost
+        total[2] += 1
     ratings = {
         row["session"]: row
         for row in Feedback.objects.filter(session__in=sessions)
@@ -660,9 +666,9 @@ def list_sessions(workspace: Workspace, flt: SessionFilter | None = None, limit:
                 "status": status,
                 "model": answered[s.id].model if s.id in answered else s.model,
                 "offline": bool(s.id in answered and answered[s.id].offline),
-                "tokens": s.tokens or 0,
-                "cost": s.cost_sum,
-                "runs": s.n_runs,
+                "tokens": totals.get(s.id, [0])[0],
+                "cost": totals.get(s.id, [0, None])[1],
+                "runs": totals.get(s.id, [0, None, 0])[2],
                 "ratings": fb["n"] if fb else 0,
                 "avg_rating": round(fb["avg"], 2) if fb else None,
                 "score": (s.conversation_score or {}).get("score"),

@@ -277,6 +277,7 @@ def build_tree(
             run = Node("run", p.get("runId") or "run", status="running", ts=ts)
             run.opened, run.changed = pk, pk
             roots.append(run)
+            decks, tools, models = {}, {}, {}  # call ids belong to their run
             if t == "run.start":
                 run.id = f"tn-{pk}"
                 run.detail = _short_path(p.get("deckPath"))

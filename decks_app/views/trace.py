@@ -4,12 +4,18 @@ from __future__ import annotations
 
 from django.core.paginator import Paginator
 from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
 from decks_app.models import TraceEvent
 from decks_app.services.events import event_dict, light_payloads
 from decks_app.services.trace_tree import build_tree, request_detail, tree_rows
-from decks_app.views.base import json_response, page, session_or_404
+from decks_app.views.base import is_htmx, json_response, page, session_or_404, wants_json
+
+# The trace page opens the newest runs and folds the older ones (each loads when opened),
+# and lists the raw events this many to a page.
+RUNS_OPEN = 3
+EVENTS_PER_PAGE = 200
 
 
 @require_GET
@@ -17,7 +23,7 @@ def trace_page(request: HttpRequest, session_id: str, fmt: str | None = None) ->
     session = session_or_404(session_id)
     events = TraceEvent.objects.filter(session=session).order_by("id")
     tree = build_tree(tree_rows(session))
-    pages = Paginator(events, 500)
+    pages = Paginator(events, EVENTS_PER_PAGE)
     try:
         number = max(1, int(request.GET.get("page", "1")))
     except ValueError:
@@ -32,8 +38,36 @@ def trace_page(request: HttpRequest, session_id: str, fmt: str | None = None) ->
         "pages": pages.num_pages,
         "count": pages.count,
     }
-    ctx = {"session": session, "tree": tree, "events": current, "tab": "test"}
+    ctx = {
+        "session": session,
+        "tree": tree,
+        "events": current,
+        "tab": "test",
+        "runs_open": RUNS_OPEN,
+    }
     return page(request, "decks_app/trace.html", ctx, data=data, fmt=fmt, fragment="events")
+
+
+@require_GET
+def trace_run(
+    request: HttpRequest, session_id: str, event_id: int, fmt: str | None = None
+) -> HttpResponse:
+    """One run of the trace tree, whole (the trace page shows older runs folded and loads
+    each one when it is opened). `event_id` is the run's `run.start` event."""
+    session = session_or_404(session_id)
+    start = TraceEvent.objects.filter(session=session, pk=event_id, type="run.start").first()
+    if start is None:
+        raise Http404("no such run in this session")
+    roots = build_tree(tree_rows(session, runs=[start.run_id]))
+    node = next((n for n in roots if n.id == f"tn-{event_id}"), None)
+    if node is None:
+        raise Http404("no such run in this session")
+    ctx = {"session": session, "node": node, "tab": "test"}
+    if wants_json(request, fmt):
+        return json_response(node.to_dict())
+    if is_htmx(request):
+        return render(request, "decks_app/tree_run_body.html", ctx)
+    return render(request, "decks_app/trace_run.html", ctx)
 
 
 @require_GET

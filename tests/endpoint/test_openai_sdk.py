@@ -206,7 +206,7 @@ def test_a_client_tool_round_trip(client):
         tools=tools,
         input=[{"type": "function_call_output", "call_id": call.call_id, "output": '{"temp": 21}'}],
     )
-    assert second.status == "completed" and "temp 21" in second.output_text
+    assert second.status == "completed" and "temp: 21" in second.output_text
 
 
 def test_a_conversation_continues_with_previous_response_id(server, client):

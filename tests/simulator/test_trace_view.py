@@ -274,3 +274,38 @@ def test_nodes_have_stable_ids_and_report_what_changed_after_an_event():
     assert [n.id for n in update.added] == ["tn-104", "tn-109"]
     assert [n.id for n in update.changed] == ["tn-100", "tn-101"]
     assert [n.parent_id for n in update.added] == ["tn-101", "tn-101"]
+
+
+def test_the_trace_page_folds_older_runs_and_loads_each_when_opened(client, workspace, monkeypatch):
+    from decks_app.views import trace
+
+    monkeypatch.setattr(trace, "RUNS_OPEN", 1)
+    s = chat_session(workspace)
+    starts = []
+    for i in range(3):
+        run = Run.objects.create(session=s, status="completed")
+        for seq, p in enumerate(EVENTS, 1):
+            p = {**p, "runId": f"run-{i}"} if p["type"] == "run.start" else p
+            event = TraceEvent.objects.create(
+                run=run, session=s, seq=seq, type=p["type"], payload=p, ts=p["ts"]
+            )
+            if seq == 1:
+                starts.append(event.id)
+    html = client.get(f"/test/{s.id}/trace/").content.decode()
+    # the two older runs are folded: their heads only, the body loads on toggle
+    for start in starts[:2]:
+        assert f'hx-get="/test/{s.id}/trace/runs/{start}/" hx-trigger="toggle once"' in html
+    tree = html.split('<section class="panel side">')[0]
+    # only the newest run's tree is in the page
+    assert f'id="tn-{starts[2]}-children"' in tree
+    assert (
+        f'id="tn-{starts[0]}-children"' not in tree and f'id="tn-{starts[1]}-children"' not in tree
+    )
+    body = client.get(f"/test/{s.id}/trace/runs/{starts[0]}/", HTTP_HX_REQUEST="true").content
+    assert b"child/PROMPT.md" in body and b"<html" not in body
+    assert f'id="tn-{starts[0]}-children"'.encode() in body
+    data = client.get(f"/test/{s.id}/trace/runs/{starts[1]}.json").json()
+    assert data["label"] == "run-1" and data["children"][0]["kind"] == "deck"
+    assert b"Back to the trace" in client.get(f"/test/{s.id}/trace/runs/{starts[0]}/").content
+    assert client.get(f"/test/{s.id}/trace/runs/{starts[0] + 1}/").status_code == 404
+    assert client.post(f"/test/{s.id}/trace/runs/{starts[0]}/").status_code == 405
