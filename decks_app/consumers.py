@@ -42,6 +42,10 @@ def _read(session_id: str, after: int, version: int, status: str | None, force: 
     changed = current_version != version or current_status != status
     if changed:
         detail = session_detail(session)
+        if detail["cursor"] > cursor:  # events stored meanwhile: their raw rows too
+            between = event_log.events_after(session_id, cursor, BATCH)
+            between = [e for e in between if e.pk <= detail["cursor"]]
+            parts.extend(fragments.event_fragments(between, rows_only=True))
         parts.extend(fragments.session_fragments(detail))
         current_version = detail["version"]
         current_status = detail["status"]

@@ -67,6 +67,9 @@ urlpatterns = [
     path("test/<str:session_id>/", session.session_page, name="session"),
     re_path(r"^test/(?P<session_id>[^/]+)\.(?P<fmt>json)$", session.session_page),
     path("test/<str:session_id>/conversation", session.session_earlier, name="session_earlier"),
+    path(
+        "test/<str:session_id>/events/recent", session.session_recent_events, name="recent_events"
+    ),
     path("test/<str:session_id>/send", session.session_send, name="session_send"),
     path("test/<str:session_id>/stop", session.session_stop, name="session_stop"),
     path("test/<str:session_id>/retry", session.session_retry, name="session_retry"),

@@ -61,12 +61,12 @@ def live_blocks(events: Iterable[TraceEvent]) -> list[dict[str, Any]]:
     return blocks
 
 
-def event_fragments(events: Iterable[TraceEvent]) -> list[str]:
+def event_fragments(events: Iterable[TraceEvent], rows_only: bool = False) -> list[str]:
     """OOB fragments for new events: blocks appended to #live, deltas appended to their text,
     and one row per event appended to the raw event list (#raw-events)."""
     events = list(events)
     parts: list[str] = []
-    for event in events:
+    for event in [] if rows_only else events:
         block = _block(event)
         if block is not None:
             parts.append(render_to_string(TEMPLATE + "#live_append", {"block": block}))
@@ -80,7 +80,9 @@ def event_fragments(events: Iterable[TraceEvent]) -> list[str]:
                     },
                 )
             )
-    for event in events:  # one piece per row, so frames can be cut between rows
+    for event in (
+        [] if rows_only else events
+    ):  # one piece per row, so frames can be cut between rows
         parts.append(render_to_string(TEMPLATE + "#raw_events_append", {"events": [event]}))
     return parts
 
@@ -105,8 +107,8 @@ def _size(html: str) -> int:
 
 def session_fragments(detail: dict[str, Any], request: Any = None) -> list[str]:
     """Everything that changes when a run starts or ends: status, conversation, composer,
-    live area, trace panel and raw event list (read at the detail's cursor, which may be past
-    the events already appended). A list of pieces, each a whole OOB element; a long
+    live area and trace panel (read at the detail's cursor, which may be past the events
+    already appended: the consumer appends the rows in between). A list of pieces, each a whole OOB element; a long
     conversation is sent as its first blocks, then the rest appended in groups."""
     ctx = {**detail, "oob": True}
     pieces = [render_to_string(f"{TEMPLATE}#status", ctx, request=request)]
@@ -133,7 +135,7 @@ def session_fragments(detail: dict[str, Any], request: Any = None) -> list[str]:
                 f"{TEMPLATE}#conversation_more", {**ctx, "blocks": group}, request=request
             )
         )
-    for name in ("live", "composer", "trace_panel", "raw_events"):
+    for name in ("live", "composer", "trace_panel"):
         pieces.append(render_to_string(f"{TEMPLATE}#{name}", ctx, request=request))
     return pieces
 

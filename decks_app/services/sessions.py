@@ -521,7 +521,6 @@ def session_detail(session: Session) -> dict[str, Any]:
         # The trace panel shows the newest runs; the trace page has them all.
         tree_runs = runs[-TREE_RUNS:]
         payloads = trace_tree.tree_rows(session, cursor, runs=tree_runs)
-        raw_events = event_log.recent_events(session.id, cursor)
     totals = session.runs.aggregate(tokens=Sum("total_tokens"), cost=Sum("cost"))
     blocks = fragments.live_blocks(live)
     model, model_offline = shown_model(session, runs)
@@ -542,7 +541,9 @@ def session_detail(session: Session) -> dict[str, Any]:
         ),
         "tree": trace_tree.build_tree(payloads),
         "tree_omitted": len(runs) - len(tree_runs),
-        "raw_events": raw_events,
+        # The raw event list loads when its panel is opened (`/events/recent`); live rows
+        # are appended to it as events arrive.
+        "raw_events": [],
         "raw_events_limit": event_log.RECENT_LIMIT,
         "cursor": cursor,
         "version": session.state_version,
@@ -596,7 +597,9 @@ def session_json(session: Session, detail: dict[str, Any] | None = None) -> dict
         "trace": [n.to_dict() for n in d["tree"]],
         "traceOmittedRuns": d["tree_omitted"],
         # the newest events (at most events.RECENT_LIMIT, oldest first); /trace.json has all
-        "events": [event_log.event_dict(e) for e in d["raw_events"]],
+        "events": [
+            event_log.event_dict(e) for e in event_log.recent_events(session.id, d["cursor"])
+        ],
         "runs": [run_dict(r) for r in d["runs"]],
         # Retry re-runs the last turn after an interruption or failure: POST runId to url.
         "retry": {"runId": d["retry_run"].id, "url": f"/test/{session.id}/retry"}

@@ -60,6 +60,20 @@ def session_earlier(request: HttpRequest, session_id: str) -> HttpResponse:
     return render(request, TEMPLATE + "#earlier", ctx)
 
 
+@require_GET
+def session_recent_events(request: HttpRequest, session_id: str) -> HttpResponse:
+    """The raw event list of the session page (the newest events), loaded when its panel
+    is opened; the JSON twin is the session's `events`."""
+    from decks_app.services import events as event_log
+
+    session = session_or_404(session_id)
+    rows = event_log.recent_events(session.id, event_log.last_event_id(session.id))
+    if wants_json(request):
+        return json_response({"events": [event_log.event_dict(e) for e in rows]})
+    ctx = {"session": session, "raw_events": rows, "raw_events_limit": event_log.RECENT_LIMIT}
+    return render(request, TEMPLATE + "#raw_events", ctx)
+
+
 def _after_command(request: HttpRequest, session, status: int = 200, **extra) -> HttpResponse:
     if wants_json(request):
         detail = session_detail(session)

@@ -175,11 +175,19 @@ def test_it_lists_the_raw_events_under_the_trace_escaped(client, workspace):
     )
     html = client.get(f"/test/{s.id}/").content.decode()
     assert 'id="raw-events-panel"' in html and 'id="raw-events"' in html
-    panel = html[html.index('id="raw-events-panel"') :]
+    assert f'hx-get="/test/{s.id}/events/recent" hx-trigger="toggle once"' in html
+    assert f'href="/test/{s.id}/trace/"' in html
+    assert "<b>log</b>" not in html  # the rows load when the panel opens
+    panel = client.get(f"/test/{s.id}/events/recent", HTTP_HX_REQUEST="true").content.decode()
+    assert panel.startswith('<ol class="events" id="raw-events"')
     assert panel.index("run.start") < panel.index("<b>log</b>")  # most recent last
-    assert "<script>alert(" not in html
+    assert "<script>alert(" not in panel
     assert "&lt;script&gt;alert(&#x27;e&#x27;)&lt;/script&gt;" in panel
-    assert f'href="/test/{s.id}/trace/"' in panel
+    assert (
+        client.get(f"/test/{s.id}/events/recent?format=json").json()["events"][1]["type"] == "log"
+    )
+    assert client.post(f"/test/{s.id}/events/recent").status_code == 405
+    assert client.get("/test/session-0123456789abcdef01234567/events/recent").status_code == 404
     data = client.get(f"/test/{s.id}.json").json()
     assert [e["type"] for e in data["events"]] == ["run.start", "log"]
     assert data["events"][1]["payload"]["message"] == "<script>alert('e')</script>"
@@ -195,10 +203,9 @@ def test_it_bounds_the_raw_event_list(client, workspace, monkeypatch):
     _add_events(s, [{"type": "log", "message": f"m{i}"} for i in range(1, 6)])
     data = client.get(f"/test/{s.id}.json").json()
     assert [e["payload"]["message"] for e in data["events"]] == ["m3", "m4", "m5"]
-    html = client.get(f"/test/{s.id}/").content.decode()
-    panel = html[html.index('id="raw-events"') :]
+    panel = client.get(f"/test/{s.id}/events/recent", HTTP_HX_REQUEST="true").content.decode()
     row = "&quot;message&quot;:&quot;{}&quot;"
-    assert 'data-limit="3"' in html and row.format("m2") not in panel
+    assert 'data-limit="3"' in panel and row.format("m2") not in panel
     assert row.format("m3") in panel and row.format("m5") in panel
 
 
