@@ -34,6 +34,7 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
+from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
@@ -46,10 +47,16 @@ from decks_app.api.responses_schemas import (
     ItemReferenceParam,
     MessageParam,
 )
-from decks_app.models import Run, Session, Workspace
-from decks_app.services import execution, providers
+from decks_app.models import ApiKey, Run, Session, Workspace
+from decks_app.services import api_keys, execution, providers
 from decks_app.services import sessions as session_service
-from decks_app.services.workspaces import DeckInfo, find_deck, jailed_path, list_decks
+from decks_app.services.workspaces import (
+    DeckInfo,
+    current_workspace,
+    find_deck,
+    jailed_path,
+    list_decks,
+)
 from gambit.core import (
     DeckError,
     GambitError,
@@ -139,6 +146,12 @@ def find_served_deck(workspace: Workspace, model: str) -> DeckInfo | None:
     return None
 
 
+def served_workspace() -> Workspace:
+    """The served workspace by its root alone, without reading its row (unsaved; a call
+    resolves it to the row when it is recorded, `current_workspace`)."""
+    return Workspace(root=str(Path(settings.GAMBIT_WORKSPACE).resolve()))
+
+
 def list_models(workspace: Workspace) -> dict[str, Any]:
     created = int(workspace.created_at.timestamp()) if workspace.created_at else 0
     return {
@@ -171,8 +184,18 @@ class _Pause(Exception):
 class ResponseCall:
     """One `POST /v1/responses`: resolves the model, runs it, yields the stream events."""
 
-    def __init__(self, workspace: Workspace, body: CreateResponseBody, items: list[Item]):
+    def __init__(
+        self,
+        workspace: Workspace,
+        body: CreateResponseBody,
+        items: list[Item],
+        *,
+        key: ApiKey | None = None,
+    ):
+        # An unsaved `Workspace` (its root only, see `served_workspace`) is resolved to its
+        # row when the call is recorded.
         self.workspace = workspace
+        self.key = key
         self.body = body
         self.items = items
         self.response_id = new_id("resp")
@@ -198,8 +221,13 @@ class ResponseCall:
 
     # -- setup (synchronous, in a thread) ---------------------------------------------------
 
+    def prepare_reads_tables(self) -> bool:
+        """Whether `prepare` touches the database or deck files (then it runs in the request's
+        sync thread); for a provider model without `previous_response_id` it reads neither."""
+        return bool(self.body.previous_response_id) or self.body.model.startswith(DECK_PREFIX)
+
     def prepare(self) -> None:
-        """Find the deck (or provider model) and the session; create this call's run."""
+        """Find the deck (or provider model) and the previous response's run, if any."""
         model = self.body.model
         previous = None
         if self.body.previous_response_id:
@@ -248,6 +276,10 @@ class ResponseCall:
         first bytes are sent, so recording adds nothing to the time to first byte."""
         previous = self._previous
         model = self.body.model
+        if self.workspace._state.adding:  # the root only (`served_workspace`)
+            self.workspace = current_workspace()
+        if self.key is not None:
+            api_keys.touch(self.key)
         with transaction.atomic():
             if previous is not None:
                 self.session = Session.objects.select_for_update().get(pk=previous.session_id)

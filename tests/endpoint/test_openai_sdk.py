@@ -240,6 +240,21 @@ def test_auth_and_malformed_requests(server):
         conformance.validate_error_body(response.json())
 
 
+def test_the_api_answers_json_outside_the_browser_middleware(server):
+    """/v1/* skips the simulator's middleware chain (asgi.ApiHandler) but keeps the Host
+    check, `nosniff`, and structured errors for what no view answers."""
+    headers = {"Authorization": f"Bearer {KEY}"}
+    models = httpx.get(server + "/v1/models", headers=headers)
+    assert models.status_code == 200 and models.headers["x-content-type-options"] == "nosniff"
+    assert "set-cookie" not in models.headers
+    missing = httpx.get(server + "/v1/nothing-here", headers=headers)
+    assert missing.status_code == 404
+    conformance.validate_error_body(missing.json())
+    spoofed = httpx.get(server + "/v1/models", headers={**headers, "Host": "evil.example"})
+    assert spoofed.status_code == 400
+    conformance.validate_error_body(spoofed.json())
+
+
 def test_legacy_chat_completions_is_off_by_default(server):
     response = httpx.post(
         server + "/v1/chat/completions",
