@@ -106,12 +106,13 @@ class CreateResponseBody(_Wire):
     instructions: str | None = None
     tools: list[FunctionTool] | None = None
     tool_choice: Any = None
-    max_output_tokens: int | None = Field(default=None, ge=1)
+    # The specification's bounds: at least 16 output tokens; temperature 0-2; top_p 0-1.
+    max_output_tokens: int | None = Field(default=None, ge=16)
     metadata: dict[str, str] | None = None
     stream: bool = False
     previous_response_id: str | None = None
-    temperature: float | None = None
-    top_p: float | None = None
+    temperature: float | None = Field(default=None, ge=0, le=2)
+    top_p: float | None = Field(default=None, ge=0, le=1)
 
     @field_validator("metadata")
     @classmethod
@@ -140,6 +141,7 @@ def parse_body(data: Any) -> tuple[CreateResponseBody, list[Item]]:
         first = exc.errors()[0]
         param = ".".join(str(p) for p in first["loc"]) or None
         raise ApiError(400, f"{param}: {first['msg']}", code="invalid_value", param=param) from None
+    body.tool_choice = parse_tool_choice(body.tool_choice, body.tools or [])
     if isinstance(body.input, str):
         return body, [MessageParam(role="user", content=body.input)]
     items: list[Item] = []
@@ -176,6 +178,49 @@ def parse_body(data: Any) -> tuple[CreateResponseBody, list[Item]]:
     if not items:
         raise ApiError(400, "input must not be empty", code="invalid_value", param="input")
     return body, items
+
+
+TOOL_CHOICE_MODES = ("auto", "none", "required")
+
+
+def parse_tool_choice(value: Any, tools: list[FunctionTool]) -> str | dict[str, str] | None:
+    """`tool_choice`: `"auto" | "none" | "required"`, or `{"type": "function", "name": N}` naming
+    one of the request's function tools. The specification's `allowed_tools` form is refused
+    (a deck's own tools run inside the engine, which cannot hold them to a subset), and so is
+    anything else, with a structured 400 naming the parameter."""
+    if value is None or value in TOOL_CHOICE_MODES:
+        return value
+    if isinstance(value, dict) and value.get("type") == "function":
+        name = value.get("name")
+        if set(value) - {"type", "name"} or not isinstance(name, str) or not name:
+            raise ApiError(
+                400,
+                'tool_choice: a function choice is {"type": "function", "name": "<tool>"}',
+                code="invalid_value",
+                param="tool_choice",
+            )
+        if name not in {t.name for t in tools}:
+            raise ApiError(
+                400,
+                f"tool_choice: {name!r} is not one of the request's function tools",
+                code="invalid_value",
+                param="tool_choice.name",
+            )
+        return {"type": "function", "name": name}
+    if isinstance(value, dict) and value.get("type") == "allowed_tools":
+        raise ApiError(
+            400,
+            "tool_choice: allowed_tools is not supported here; send only the tools the model may "
+            'call, or name one with {"type": "function", "name": ...}',
+            code="unsupported_value",
+            param="tool_choice.type",
+        )
+    raise ApiError(
+        400,
+        'tool_choice must be "auto", "none", "required" or {"type": "function", "name": ...}',
+        code="invalid_value",
+        param="tool_choice",
+    )
 
 
 def _parts(item: Any) -> list[ContentPart]:

@@ -7,6 +7,7 @@ container or CI. There is no key-less mode: a deck runs code, so the endpoint is
 
 from __future__ import annotations
 
+import datetime as dt
 import hashlib
 import hmac
 import os
@@ -29,18 +30,42 @@ def create_key(name: str) -> tuple[ApiKey, str]:
     return record, key
 
 
-def check_key(key: str | None) -> bool:
+# `last_used_at` is written at most this often per key (a write per call would put every
+# call behind the database's write lock).
+TOUCH_EVERY = dt.timedelta(seconds=60)
+
+
+def environment_key(key: str | None) -> bool:
+    """A key from `GAMBIT_API_KEYS` (no database involved)."""
     if not key:
         return False
-    for allowed in filter(
-        None, (k.strip() for k in os.environ.get("GAMBIT_API_KEYS", "").split(","))
-    ):
-        if hmac.compare_digest(allowed, key):
-            return True
-    record = ApiKey.objects.filter(digest=_digest(key), revoked=False).first()
+    allowed = (k.strip() for k in os.environ.get("GAMBIT_API_KEYS", "").split(","))
+    return any(hmac.compare_digest(a, key) for a in allowed if a)
+
+
+def stored_key(key: str | None) -> ApiKey | None:
+    """The active key record for `key` (a read only), or None."""
+    if not key:
+        return None
+    return (
+        ApiKey.objects.filter(digest=_digest(key), revoked=False).only("pk", "last_used_at").first()
+    )
+
+
+def touch(record: ApiKey) -> None:
+    """Note that `record` was used (unless that was noted less than a minute ago)."""
+    now = timezone.now()
+    if record.last_used_at is None or now - record.last_used_at >= TOUCH_EVERY:
+        ApiKey.objects.filter(pk=record.pk).update(last_used_at=now)
+
+
+def check_key(key: str | None) -> bool:
+    if environment_key(key):
+        return True
+    record = stored_key(key)
     if record is None:
         return False
-    ApiKey.objects.filter(pk=record.pk).update(last_used_at=timezone.now())
+    touch(record)
     return True
 
 

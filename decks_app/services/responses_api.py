@@ -12,6 +12,13 @@ the call goes back to the client as a `function_call` item; the client's
 produced; the stream is the spec's sequence (created, in_progress, output_item.added,
 content_part.added, output_text.delta..., output_text.done, content_part.done,
 output_item.done, completed | failed | incomplete), every event numbered.
+
+Extension items a run produces (a deck's `ctx.emit_output_item`, a provider's namespaced
+items) are output items of the response, streamed with output_item.added / done; their type
+is namespaced (`gambit:<type>` unless it already is, as `[[responseItemExtensions]]` types
+are). The request's sampling parameters (`temperature`, `top_p`, `max_output_tokens`,
+`tool_choice`) become the named deck's model parameters for this call, over its own
+`[modelParams]`.
 """
 
 from __future__ import annotations
@@ -21,11 +28,13 @@ import contextlib
 import dataclasses
 import json
 import logging
+import re
 import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
+from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
@@ -38,10 +47,16 @@ from decks_app.api.responses_schemas import (
     ItemReferenceParam,
     MessageParam,
 )
-from decks_app.models import Run, Session, Workspace
-from decks_app.services import execution, providers
+from decks_app.models import ApiKey, Run, Session, Workspace
+from decks_app.services import api_keys, execution, providers
 from decks_app.services import sessions as session_service
-from decks_app.services.workspaces import DeckInfo, find_deck, jailed_path, list_decks
+from decks_app.services.workspaces import (
+    DeckInfo,
+    current_workspace,
+    find_deck,
+    jailed_path,
+    list_decks,
+)
 from gambit.core import (
     DeckError,
     GambitError,
@@ -52,7 +67,7 @@ from gambit.core import (
     run_deck,
     state_from_dict,
 )
-from gambit.core._deck import ToolDecl
+from gambit.core._deck import ModelParams, ToolDecl
 from gambit.core._openresponses import (
     CreateResponseRequest,
     FunctionCallItem,
@@ -68,6 +83,40 @@ from gambit.core._state import SavedState, new_state, state_items
 
 DECK_PREFIX = "deck/"
 log = logging.getLogger(__name__)
+
+# Item types the specification defines; any other type is an extension item and must be
+# namespaced with a slug (`slug:name`, the specification's "Items are extensible").
+SPEC_ITEM_TYPES = frozenset(
+    {"message", "function_call", "function_call_output", "reasoning", "compaction"}
+)
+EXTENSION_NAMESPACE = "gambit"
+_NAMESPACED = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*:[A-Za-z0-9][A-Za-z0-9_.:-]*$")
+# Sampling values a response reports when neither the request nor the deck set them (the
+# values the Responses API documents as its defaults).
+DEFAULT_SAMPLING = {
+    "temperature": 1.0,
+    "top_p": 1.0,
+    "presence_penalty": 0.0,
+    "frequency_penalty": 0.0,
+}
+
+
+def is_namespaced(kind: Any) -> bool:
+    return isinstance(kind, str) and bool(_NAMESPACED.match(kind))
+
+
+def extension_item(raw: dict[str, Any]) -> dict[str, Any]:
+    """An extension item as the response carries it: a namespaced type (`gambit:<type>` for a
+    bare one), an id, and a status of the item state machine."""
+    item = dict(raw)
+    kind = item.get("type")
+    if not is_namespaced(kind):
+        item["type"] = f"{EXTENSION_NAMESPACE}:{kind}"
+    if not isinstance(item.get("id"), str) or not item["id"]:
+        item["id"] = new_id("item")
+    if item.get("status") not in ("completed", "incomplete"):
+        item["status"] = "completed"
+    return item
 
 
 # ---------------------------------------------------------------- models
@@ -95,6 +144,12 @@ def find_served_deck(workspace: Workspace, model: str) -> DeckInfo | None:
         if info is not None and not info.error and deck_name(info) == name:
             return info
     return None
+
+
+def served_workspace() -> Workspace:
+    """The served workspace by its root alone, without reading its row (unsaved; a call
+    resolves it to the row when it is recorded, `current_workspace`)."""
+    return Workspace(root=str(Path(settings.GAMBIT_WORKSPACE).resolve()))
 
 
 def list_models(workspace: Workspace) -> dict[str, Any]:
@@ -129,8 +184,18 @@ class _Pause(Exception):
 class ResponseCall:
     """One `POST /v1/responses`: resolves the model, runs it, yields the stream events."""
 
-    def __init__(self, workspace: Workspace, body: CreateResponseBody, items: list[Item]):
+    def __init__(
+        self,
+        workspace: Workspace,
+        body: CreateResponseBody,
+        items: list[Item],
+        *,
+        key: ApiKey | None = None,
+    ):
+        # An unsaved `Workspace` (its root only, see `served_workspace`) is resolved to its
+        # row when the call is recorded.
         self.workspace = workspace
+        self.key = key
         self.body = body
         self.items = items
         self.response_id = new_id("resp")
@@ -142,11 +207,27 @@ class ResponseCall:
         self.run: Run | None = None
         self.deck: DeckInfo | None = None
         self._previous: Run | None = None
+        # What the response reports as used: the request's values until the deck's own
+        # `[modelParams]` are known (after it loads), then the effective ones.
+        self.sampling: dict[str, Any] = {
+            "temperature": body.temperature,
+            "top_p": body.top_p,
+            "presence_penalty": None,
+            "frequency_penalty": None,
+            "reasoning": None,
+            "max_output_tokens": body.max_output_tokens,
+        }
+        self._seen_items: set[str] = set()
 
     # -- setup (synchronous, in a thread) ---------------------------------------------------
 
+    def prepare_reads_tables(self) -> bool:
+        """Whether `prepare` touches the database or deck files (then it runs in the request's
+        sync thread); for a provider model without `previous_response_id` it reads neither."""
+        return bool(self.body.previous_response_id) or self.body.model.startswith(DECK_PREFIX)
+
     def prepare(self) -> None:
-        """Find the deck (or provider model) and the session; create this call's run."""
+        """Find the deck (or provider model) and the previous response's run, if any."""
         model = self.body.model
         previous = None
         if self.body.previous_response_id:
@@ -195,6 +276,10 @@ class ResponseCall:
         first bytes are sent, so recording adds nothing to the time to first byte."""
         previous = self._previous
         model = self.body.model
+        if self.workspace._state.adding:  # the root only (`served_workspace`)
+            self.workspace = current_workspace()
+        if self.key is not None:
+            api_keys.touch(self.key)
         with transaction.atomic():
             if previous is not None:
                 self.session = Session.objects.select_for_update().get(pk=previous.session_id)
@@ -249,66 +334,103 @@ class ResponseCall:
         return {"type": type_, "sequence_number": self.sequence, **fields}
 
     def resource(self, status: str, error: dict[str, Any] | None = None) -> dict[str, Any]:
+        """The `ResponseResource`, with every field the specification requires."""
         done = status in ("completed", "failed", "incomplete")
+        sampling = {
+            key: float(self.sampling[key]) if self.sampling[key] is not None else default
+            for key, default in DEFAULT_SAMPLING.items()
+        }
+        reasoning = self.sampling["reasoning"]
         return {
             "id": self.response_id,
             "object": "response",
             "created_at": self.created_at,
             "completed_at": int(time.time()) if done else None,
             "status": status,
-            "model": self.body.model,
-            "output": [dict(item) for item in self.output],
-            "usage": self.usage,
-            "error": error,
             "incomplete_details": None,
-            "instructions": self.body.instructions,
-            "metadata": self.body.metadata or {},
+            "model": self.body.model,
             "previous_response_id": self.body.previous_response_id,
-            "tools": [t.model_dump(exclude_none=True) for t in self.body.tools or []],
+            "instructions": self.body.instructions,
+            "output": [dict(item) for item in self.output],
+            "error": error,
+            "tools": [
+                {
+                    "type": "function",
+                    "name": t.name,
+                    "description": t.description,
+                    "parameters": t.parameters,
+                    "strict": t.strict,
+                }
+                for t in self.body.tools or []
+            ],
             "tool_choice": self.body.tool_choice if self.body.tool_choice is not None else "auto",
-            "parallel_tool_calls": False,
-            "temperature": self.body.temperature,
-            "top_p": self.body.top_p,
-            "max_output_tokens": self.body.max_output_tokens,
-            "text": {"format": {"type": "text"}},
             "truncation": "disabled",
+            "parallel_tool_calls": False,
+            "text": {"format": {"type": "text"}},
+            **sampling,
+            "top_logprobs": 0,
+            "reasoning": {
+                "effort": reasoning.get("effort"),
+                "summary": reasoning.get("summary"),
+            }
+            if isinstance(reasoning, dict)
+            else None,
+            "usage": self.usage,
+            "max_output_tokens": self.sampling["max_output_tokens"],
+            "max_tool_calls": None,
             "store": True,
             "background": False,
+            "service_tier": "default",
+            "metadata": self.body.metadata or {},
+            "safety_identifier": None,
+            "prompt_cache_key": None,
+            "user": None,
         }
 
     async def events(self) -> AsyncIterator[dict[str, Any]]:
         """The whole stream; cancelling the iteration cancels the run and records it."""
         yield self._event("response.created", response=self.resource("in_progress"))
         yield self._event("response.in_progress", response=self.resource("in_progress"))
+        # Recording starts after the first bytes, and is never abandoned half-way: a client
+        # that leaves meanwhile still gets its call recorded (as canceled).
+        recording = asyncio.ensure_future(asyncio.to_thread(self.record))
         try:
-            await asyncio.to_thread(self.record)
+            await asyncio.shield(recording)
+        except asyncio.CancelledError:
+            with contextlib.suppress(Exception):
+                await recording
+                await self._record_cancel()
+            raise
         except ApiError as exc:  # lost a race for the conversation: fail this response
-            yield self._event(
-                "response.failed",
-                response=self.resource("failed", {"code": exc.code, "message": exc.message}),
-            )
+            error = {"code": exc.code or "conversation_busy", "message": exc.message}
+            yield self._error_event(exc.type, error, exc.param)
+            yield self._event("response.failed", response=self.resource("failed", error))
             return
-        deltas: asyncio.Queue[str | None] = asyncio.Queue()
-        runner = asyncio.create_task(self._execute(deltas))
+        queue: asyncio.Queue[str | dict[str, Any] | None] = asyncio.Queue()
+        runner = asyncio.create_task(self._execute(queue))
         message: dict[str, Any] | None = None
         text = ""
         try:
             while True:
-                delta = await deltas.get()
-                if delta is None:
+                got = await queue.get()
+                if got is None:
                     break
+                if isinstance(got, dict):  # an extension item, complete
+                    for event in self._extension(got):
+                        yield event
+                    continue
                 if message is None:
                     message, opening = self._open_message()
                     for event in opening:
                         yield event
-                text += delta
+                text += got
                 message["content"][0]["text"] = text
                 yield self._event(
                     "response.output_text.delta",
                     item_id=message["id"],
                     output_index=self.output.index(message),
                     content_index=0,
-                    delta=delta,
+                    delta=got,
                     logprobs=[],
                 )
             outcome = await runner
@@ -335,18 +457,49 @@ class ResponseCall:
                     delta=rest,
                     logprobs=[],
                 )
-            for event in self._close_message(
-                message, "completed" if status != "failed" else "incomplete"
-            ):
+            # The text produced so far is whole even when the run then failed: an item ends
+            # `incomplete` only in an incomplete response (the specification's item rule).
+            for event in self._close_message(message, "completed"):
                 yield event
         if pause is not None:
             for event in self._function_call(pause):
                 yield event
         if status == "failed":
+            assert error is not None
+            yield self._error_event(error.pop("type", "server_error"), error, None)
             yield self._event("response.failed", response=self.resource("failed", error))
         else:
             yield self._event("response.completed", response=self.resource("completed"))
         await asyncio.to_thread(self._store_resource, status)
+
+    def _error_event(self, type_: str, error: dict[str, Any], param: str | None) -> dict[str, Any]:
+        """The specification's `error` event; "any error incurred while streaming will be
+        followed by a response.failed event"."""
+        return self._event(
+            "error",
+            error={
+                "type": type_,
+                "code": error.get("code"),
+                "message": error.get("message") or "the response failed",
+                "param": param,
+            },
+        )
+
+    def _extension(self, raw: dict[str, Any]) -> list[dict[str, Any]]:
+        item = extension_item(raw)
+        if item["id"] in self._seen_items:
+            return []
+        self._seen_items.add(item["id"])
+        self.output.append(item)
+        index = len(self.output) - 1
+        return [
+            self._event(
+                "response.output_item.added",
+                output_index=index,
+                item={**item, "status": "in_progress"},
+            ),
+            self._event("response.output_item.done", output_index=index, item=item),
+        ]
 
     def _open_message(self) -> tuple[dict[str, Any], list[dict[str, Any]]]:
         message = {
@@ -431,8 +584,28 @@ class ResponseCall:
 
     # -- running ----------------------------------------------------------------------------
 
-    async def _execute(self, deltas: asyncio.Queue[str | None]) -> tuple[str, Any, Any, str]:
-        """Run the deck (or proxy the model); returns (final text, pause, error, status)."""
+    async def _record_cancel(self) -> None:
+        """The client left before the run started: the recorded run ends canceled."""
+        if self.run is None:
+            return
+        await execution.db(
+            execution._finish,
+            self.run.id,
+            "canceled",
+            "the client disconnected",
+            self.resource("incomplete"),
+            {"state": None, "usage": None},
+            [],
+            time.monotonic(),
+        )
+
+    async def _execute(
+        self, deltas: asyncio.Queue[str | dict[str, Any] | None]
+    ) -> tuple[str, Any, Any, str]:
+        """Run the deck (or proxy the model); returns (final text, pause, error, status).
+
+        `deltas` receives the text as it streams and the extension items as they complete,
+        then None."""
         assert self.run is not None and self.session is not None
         writer = execution.EventWriter(self.run.id, self.session.id, 1)
         latest: dict[str, Any] = {"state": None, "usage": None}
@@ -444,8 +617,13 @@ class ResponseCall:
         router = providers.make_router(self.workspace.root)
 
         def on_trace(event: dict[str, Any]) -> None:
-            if event.get("type") == "run.end":
+            kind = event.get("type")
+            if kind == "run.end":
                 latest["usage"] = event.get("usage")
+            elif kind == "response.output_item.done":
+                item = _surfaced_item(event)
+                if item is not None:
+                    deltas.put_nowait(item)
             writer.add(event)
 
         async def on_tool(request: dict[str, Any]) -> Any:
@@ -501,11 +679,14 @@ class ResponseCall:
         except (ApiError, GambitError, DeckError, ProviderError) as exc:
             status, error_text = "failed", str(exc).splitlines()[0]
             code = getattr(exc, "code", None) or "run_failed"
-            error = {"code": str(code), "message": error_text}
+            kind = "model_error" if isinstance(exc, ProviderError) else "server_error"
+            if isinstance(exc, ApiError):
+                kind = exc.type
+            error = {"type": kind, "code": str(code), "message": error_text}
         except Exception as exc:  # a bug: the response fails with the cause, the stream ends
             log.exception("response %s failed", self.response_id)
             status, error_text = "failed", f"{type(exc).__name__}: {exc}"
-            error = {"code": "server_error", "message": error_text}
+            error = {"type": "server_error", "code": "server_error", "message": error_text}
         finally:
             with contextlib.suppress(Exception):
                 await router.aclose()
@@ -517,7 +698,7 @@ class ResponseCall:
             "total_tokens": int(usage.get("totalTokens") or 0),
             "input_tokens_details": {
                 "cached_tokens": int(usage.get("cachedTokens") or 0),
-                "cache_write_tokens": 0,
+                "cache_write_tokens": 0,  # not counted; the openai SDK's type requires it
             },
             "output_tokens_details": {"reasoning_tokens": int(usage.get("reasoningTokens") or 0)},
         }
@@ -558,6 +739,9 @@ class ResponseCall:
             ]
             root = dataclasses.replace(tree.root, tools=[*tree.root.tools, *tools])
             tree = dataclasses.replace(tree, root=root, decks={**tree.decks, root.path: root})
+        params = self._model_params(tree.root.model_params)
+        root = dataclasses.replace(tree.root, model_params=params)
+        tree = dataclasses.replace(tree, root=root, decks={**tree.decks, root.path: root})
         override, _, _ = providers.effective_model("", self.deck.models, router)
         state, context, message = self._conversation(tree.root)
         options: dict[str, Any] = {}
@@ -587,6 +771,32 @@ class ResponseCall:
         if isinstance(output, dict) and "payload" in output:
             output = output["payload"]
         return output if isinstance(output, str) else json.dumps(output, ensure_ascii=False)
+
+    def _model_params(self, own: ModelParams) -> ModelParams:
+        """The deck's `[modelParams]` with the request's sampling parameters over them: they
+        reach every model call the named deck makes (its action decks keep their own)."""
+        body = self.body
+        extra = dict(own.additional_params)
+        if body.tool_choice is not None:
+            extra["tool_choice"] = body.tool_choice
+        if body.max_output_tokens is not None:
+            extra.pop("max_output_tokens", None)
+        params = dataclasses.replace(
+            own,
+            temperature=_first(body.temperature, own.temperature),
+            top_p=_first(body.top_p, own.top_p),
+            max_tokens=_first(body.max_output_tokens, own.max_tokens),
+            additional_params=extra,
+        )
+        self.sampling.update(
+            temperature=params.temperature,
+            top_p=params.top_p,
+            presence_penalty=params.presence_penalty,
+            frequency_penalty=params.frequency_penalty,
+            reasoning=params.reasoning,
+            max_output_tokens=params.max_tokens,
+        )
+        return params
 
     def _conversation(self, deck: Any) -> tuple[SavedState | None, Any, Any]:
         """(state to resume, context, message) from the session and the input items."""
@@ -681,7 +891,17 @@ class ResponseCall:
                 for t in self.body.tools or []
             ]
             or None,
+            tool_choice=self.body.tool_choice,
             max_output_tokens=self.body.max_output_tokens,
+            params={
+                key: value
+                for key, value in (
+                    ("temperature", self.body.temperature),
+                    ("top_p", self.body.top_p),
+                )
+                if value is not None
+            }
+            or None,
             stream=True,
         )
         resolved = router.resolve_model(self.body.model, params=None, deck_path=None)
@@ -694,16 +914,28 @@ class ResponseCall:
             }
         )
 
+        streamed = 0
+
         def on_event(event: dict[str, Any]) -> None:
-            if event.get("type") == "response.output_text.delta" and isinstance(
-                event.get("delta"), str
-            ):
+            nonlocal streamed
+            kind = event.get("type")
+            if kind == "response.output_text.delta" and isinstance(event.get("delta"), str):
                 deltas.put_nowait(event["delta"])
+            elif kind == "response.output_item.done":
+                item = event.get("item")
+                if isinstance(item, dict) and is_namespaced(item.get("type")):
+                    streamed += 1
+                    deltas.put_nowait(item)
 
         result = await provider.responses(
             request.model_copy(update={"model": resolved.model}), on_stream_event=on_event
         )
         response = result.response
+        if not streamed:  # namespaced items an upstream returned without streaming them
+            for item in response.output:
+                data = item_to_dict(item)
+                if is_namespaced(data.get("type")):
+                    deltas.put_nowait(data)
         usage = response.usage.to_dict() if response.usage is not None else None
         on_trace(
             {
@@ -732,6 +964,29 @@ class ResponseCall:
         Run.objects.filter(pk=self.run.pk).update(
             output=self.resource("failed" if status == "failed" else "completed")
         )
+
+
+def _surfaced_item(event: dict[str, Any]) -> dict[str, Any] | None:
+    """The extension item a `response.output_item.done` trace event carries, when the
+    response should show it: anything a deck emitted (`ctx.emit_output_item`, any depth), and
+    the namespaced items the named deck's own model produced. Items of the specification's
+    types are the endpoint's own business (text, client tool calls), and a provider's bare
+    non-standard types (a hosted tool's call) are not ours to namespace."""
+    item = event.get("item")
+    meta = event.get("_gambit") or {}
+    if not isinstance(item, dict) or item.get("type") in SPEC_ITEM_TYPES:
+        return None
+    if not isinstance(item.get("type"), str) or not item["type"]:
+        return None
+    if "model" not in meta:  # emitted by a deck (ctx.emit_output_item)
+        return item
+    if is_namespaced(item["type"]) and not meta.get("parent_action_call_id"):
+        return item
+    return None
+
+
+def _first(*values: Any) -> Any:
+    return next((v for v in values if v is not None), None)
 
 
 def _last_user_text(items: list[Item]) -> str | None:

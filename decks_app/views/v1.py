@@ -15,8 +15,9 @@ from django.http import HttpRequest, HttpResponse, JsonResponse, StreamingHttpRe
 from django.views.decorators.csrf import csrf_exempt
 
 from decks_app.api.responses_schemas import ApiError, parse_body
+from decks_app.models import ApiKey
 from decks_app.services import api_keys
-from decks_app.services.responses_api import ResponseCall, list_models
+from decks_app.services.responses_api import ResponseCall, list_models, served_workspace
 from decks_app.services.workspaces import current_workspace
 
 MAX_BODY = 10 * 1024 * 1024
@@ -26,16 +27,32 @@ def error(exc: ApiError) -> JsonResponse:
     return JsonResponse(exc.to_json(), status=exc.status)
 
 
+def _unauthorized() -> ApiError:
+    return ApiError(
+        401,
+        "a valid API key is required: Authorization: Bearer <key> "
+        "(create one with `gambit keys create NAME`)",
+        type="authentication_error",
+        code="invalid_api_key",
+    )
+
+
 async def _authorized(request: HttpRequest) -> None:
     key = api_keys.bearer(request.headers.get("Authorization"))
-    if not await sync_to_async(api_keys.check_key)(key):
-        raise ApiError(
-            401,
-            "a valid API key is required: Authorization: Bearer <key> "
-            "(create one with `gambit keys create NAME`)",
-            type="authentication_error",
-            code="invalid_api_key",
-        )
+    if not api_keys.environment_key(key) and not await sync_to_async(api_keys.check_key)(key):
+        raise _unauthorized()
+
+
+async def _key_record(request: HttpRequest) -> ApiKey | None:
+    """Check the key with at most one read; the stored key's `last_used_at` is noted later,
+    with the call's recording (after the first bytes)."""
+    key = api_keys.bearer(request.headers.get("Authorization"))
+    if api_keys.environment_key(key):
+        return None
+    record = await sync_to_async(api_keys.stored_key)(key) if key else None
+    if record is None:
+        raise _unauthorized()
+    return record
 
 
 def _json_body(request: HttpRequest) -> Any:
@@ -67,11 +84,16 @@ async def responses(request: HttpRequest) -> HttpResponse:
     try:
         if request.method != "POST":
             raise ApiError(405, "use POST", code="method_not_allowed")
-        await _authorized(request)
+        key = await _key_record(request)
         body, items = parse_body(_json_body(request))
-        workspace = await sync_to_async(current_workspace)()
-        call = ResponseCall(workspace, body, items)
-        await sync_to_async(call.prepare)()
+        # Nothing before the first byte waits for the database when it need not: the
+        # workspace row is looked up (or created) with the call's recording, and preparing
+        # a provider model reads no table.
+        call = ResponseCall(served_workspace(), body, items, key=key)
+        if call.prepare_reads_tables():
+            await sync_to_async(call.prepare)()
+        else:
+            call.prepare()
     except ApiError as exc:
         return error(exc)
     if body.stream:

@@ -1,18 +1,16 @@
 """`/v1/responses` against a real `gambit serve`, driven by the official `openai` SDK and by a
-raw HTTP client; every object and event is validated with the SDK's own Responses types (the
-reference types), and the stream is checked against the Open Responses rules (seed 004).
+raw HTTP client. Every object, error body and streamed event is validated against the Open
+Responses specification's schemas (tests/endpoint/conformance.py) and, as a second opinion,
+with the SDK's own Responses types; streams are checked event by event, in order (seed 004).
 """
 
 from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
-import textwrap
 import time
-import urllib.request
 from pathlib import Path
 
 import httpx
@@ -21,63 +19,16 @@ import pytest
 from openai.types.responses import Response, ResponseStreamEvent
 from pydantic import TypeAdapter
 
-ROOT = Path(__file__).resolve().parents[2]
-KEY = "test-key-0123456789"
-SERVE = "import sys; from gambit.cli._serve import serve_command; serve_command(sys.argv[1:])"
+from tests.endpoint import conformance
+from tests.endpoint.serving import KEY, read_sse, serve, write
+
 STREAM_EVENT = TypeAdapter(ResponseStreamEvent)
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _write(root: Path, rel: str, text: str) -> None:
-    path = root / rel
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(textwrap.dedent(text).lstrip())
-
-
-def _serve(folder: Path, *extra: str, env_extra: dict | None = None):
-    port = _free_port()
-    log = (folder / "serve.log").open("w")
-    env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
-    env.pop("DATABASE_URL", None)
-    env.pop("REDIS_URL", None)
-    env.update(
-        {
-            "GAMBIT_API_KEYS": KEY,
-            "GAMBIT_SIM_DB": str(folder / "sim.sqlite3"),
-            "GAMBIT_DEMO_DELAY_MS": "30",
-            **(env_extra or {}),
-        }
-    )
-    proc = subprocess.Popen(
-        [sys.executable, "-c", SERVE, str(folder / "decks"), "--port", str(port), *extra],
-        cwd=ROOT,
-        env=env,
-        stdout=log,
-        stderr=subprocess.STDOUT,
-    )
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        try:
-            urllib.request.urlopen(url + "/test/?format=json", timeout=1).read()
-            return proc, url, log
-        except OSError:
-            if proc.poll() is not None:
-                pytest.fail((folder / "serve.log").read_text())
-            time.sleep(0.2)
-    proc.kill()
-    pytest.fail("gambit serve did not start:\n" + (folder / "serve.log").read_text())
 
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
     folder = tmp_path_factory.mktemp("api")
-    _write(
+    write(
         folder,
         "decks/assistant/PROMPT.md",
         """
@@ -88,7 +39,7 @@ def server(tmp_path_factory):
         You help with questions, using the client's tools when they help.
         """,
     )
-    _write(
+    write(
         folder,
         "decks/echo/PROMPT.md",
         """
@@ -99,7 +50,7 @@ def server(tmp_path_factory):
         Repeat.
         """,
     )
-    proc, url, log = _serve(folder)
+    proc, url, log = serve(folder)
     yield url
     proc.terminate()
     proc.wait(timeout=10)
@@ -109,28 +60,6 @@ def server(tmp_path_factory):
 @pytest.fixture
 def client(server) -> openai.OpenAI:
     return openai.OpenAI(base_url=server + "/v1", api_key=KEY, max_retries=0)
-
-
-def _sse(server: str, body: dict) -> list[tuple[str | None, str]]:
-    """(event name, data) pairs of a streamed response, read raw."""
-    frames = []
-    with httpx.stream(
-        "POST",
-        server + "/v1/responses",
-        json={**body, "stream": True},
-        headers={"Authorization": f"Bearer {KEY}"},
-        timeout=30,
-    ) as response:
-        assert response.status_code == 200
-        assert response.headers["content-type"].startswith("text/event-stream")
-        event = None
-        for line in response.iter_lines():
-            if line.startswith("event: "):
-                event = line[len("event: ") :]
-            elif line.startswith("data: "):
-                frames.append((event, line[len("data: ") :]))
-                event = None
-    return frames
 
 
 def test_models_lists_the_workspace_decks(client):
@@ -145,21 +74,20 @@ def test_a_response_validates_against_the_reference_types(server, client):
         json={"model": "deck/echo", "input": "again", "metadata": {"k": "v"}},
         headers={"Authorization": f"Bearer {KEY}"},
     ).json()
-    parsed = Response.model_validate(raw)  # the SDK's own model of a response resource
+    conformance.validate_response(raw)  # the specification's ResponseResource
+    parsed = Response.model_validate(raw)  # and the SDK's own model of it
     assert parsed.object == "response" and parsed.metadata == {"k": "v"}
     assert raw["completed_at"] >= raw["created_at"] and raw["usage"]["total_tokens"] > 0
     (message,) = raw["output"]
     assert message["status"] == "completed" and message["content"][0]["type"] == "output_text"
+    conformance.validate_item(message)
 
 
 def test_the_stream_follows_the_spec_event_by_event(server):
-    frames = _sse(server, {"model": "deck/echo", "input": "one two three"})
-    assert frames[-1] == (None, "[DONE]")
-    events = [json.loads(data) for _, data in frames[:-1]]
-    for (name, _), event in zip(frames[:-1], events, strict=True):
-        assert name == event["type"]  # `event:` equals the JSON type
-        STREAM_EVENT.validate_python(event)  # and it is a valid Responses stream event
-    assert [e["sequence_number"] for e in events] == list(range(1, len(events) + 1))
+    frames = read_sse(server, {"model": "deck/echo", "input": "one two three"})
+    events = conformance.validate_stream(frames)  # every event against the specification
+    for event in events:
+        STREAM_EVENT.validate_python(event)  # and against the SDK's stream event types
     kinds = [e["type"] for e in events]
     assert kinds[:4] == [
         "response.created",
@@ -209,6 +137,25 @@ def test_a_client_tool_round_trip(client):
     assert second.status == "completed" and "temp: 21" in second.output_text
 
 
+def test_a_streamed_tool_call_follows_the_spec(server):
+    tools = [{"type": "function", "name": "get_weather", "parameters": {"type": "object"}}]
+    frames = read_sse(
+        server, {"model": "deck/assistant", "input": "Weather in Rome?", "tools": tools}
+    )
+    events = conformance.validate_stream(frames)
+    kinds = [e["type"] for e in events]
+    start = kinds.index("response.function_call_arguments.delta") - 1
+    assert kinds[start:] == [
+        "response.output_item.added",
+        "response.function_call_arguments.delta",
+        "response.function_call_arguments.done",
+        "response.output_item.done",
+        "response.completed",
+    ]
+    call = events[-1]["response"]["output"][-1]
+    assert call["type"] == "function_call" and call["status"] == "completed"
+
+
 def test_a_conversation_continues_with_previous_response_id(server, client):
     first = client.responses.create(model="deck/echo", input="first")
     second = client.responses.create(
@@ -254,13 +201,18 @@ def test_a_provider_model_is_proxied_and_recorded(client):
         ),
     ],
 )
-def test_errors_are_structured(client, kwargs, status, code):
+def test_errors_are_structured(server, client, kwargs, status, code):
     with pytest.raises(openai.APIStatusError) as info:
         client.responses.create(**kwargs)
     assert info.value.status_code == status
     error = info.value.body
     assert error["code"] == code and error["type"] and error["message"]
     assert "param" in error
+    raw = httpx.post(
+        server + "/v1/responses", json=kwargs, headers={"Authorization": f"Bearer {KEY}"}
+    )
+    assert raw.status_code == status
+    conformance.validate_error_body(raw.json())
 
 
 def test_auth_and_malformed_requests(server):
@@ -274,14 +226,33 @@ def test_auth_and_malformed_requests(server):
         server + "/v1/responses", content=b"[" * 50000 + b"]" * 50000, headers=headers
     )
     assert deep.status_code == 400
-    assert httpx.get(server + "/v1/responses", headers=headers).status_code == 405
+    wrong_method = httpx.get(server + "/v1/responses", headers=headers)
+    assert wrong_method.status_code == 405
     form = httpx.post(
         server + "/v1/responses",
         data={"model": "deck/echo"},
         headers={"Authorization": f"Bearer {KEY}"},
     )
     assert form.status_code == 415
-    assert httpx.get(server + "/v1/models").status_code == 401
+    anonymous = httpx.get(server + "/v1/models")
+    assert anonymous.status_code == 401
+    for response in (garbled, deep, wrong_method, form, anonymous):
+        conformance.validate_error_body(response.json())
+
+
+def test_the_api_answers_json_outside_the_browser_middleware(server):
+    """/v1/* skips the simulator's middleware chain (asgi.ApiHandler) but keeps the Host
+    check, `nosniff`, and structured errors for what no view answers."""
+    headers = {"Authorization": f"Bearer {KEY}"}
+    models = httpx.get(server + "/v1/models", headers=headers)
+    assert models.status_code == 200 and models.headers["x-content-type-options"] == "nosniff"
+    assert "set-cookie" not in models.headers
+    missing = httpx.get(server + "/v1/nothing-here", headers=headers)
+    assert missing.status_code == 404
+    conformance.validate_error_body(missing.json())
+    spoofed = httpx.get(server + "/v1/models", headers={**headers, "Host": "evil.example"})
+    assert spoofed.status_code == 400
+    conformance.validate_error_body(spoofed.json())
 
 
 def test_legacy_chat_completions_is_off_by_default(server):
@@ -316,10 +287,10 @@ def test_a_client_that_disconnects_cancels_the_run(server):
 
 
 def test_legacy_chat_completions_when_enabled(tmp_path):
-    _write(
+    write(
         tmp_path, "decks/echo/PROMPT.md", '+++\nmodelParams.model = "offline/echo"\n+++\nRepeat.\n'
     )
-    proc, url, log = _serve(tmp_path, "--chat-completions")
+    proc, url, log = serve(tmp_path, "--chat-completions")
     try:
         assert "legacy endpoint" in (tmp_path / "serve.log").read_text()
         legacy = openai.OpenAI(base_url=url + "/v1", api_key=KEY, max_retries=0)
@@ -341,7 +312,7 @@ def test_legacy_chat_completions_when_enabled(tmp_path):
 def test_keys_created_with_the_gambit_command_open_the_endpoint(tmp_path):
     """`gambit keys create NAME` (the console script) prints a key once; it works until
     `gambit keys revoke NAME`; `gambit keys list` shows it without the key itself."""
-    _write(
+    write(
         tmp_path, "decks/echo/PROMPT.md", '+++\nmodelParams.model = "offline/echo"\n+++\nRepeat.\n'
     )
     gambit = str(Path(sys.executable).parent / "gambit")
@@ -360,7 +331,7 @@ def test_keys_created_with_the_gambit_command_open_the_endpoint(tmp_path):
     assert key and "shown only now" in created.stderr
     listed = keys("list")
     assert "laptop" in listed.stdout and "active" in listed.stdout and key not in listed.stdout
-    proc, url, log = _serve(tmp_path, env_extra={"GAMBIT_API_KEYS": ""})
+    proc, url, log = serve(tmp_path, env_extra={"GAMBIT_API_KEYS": ""})
     try:
         client = openai.OpenAI(base_url=url + "/v1", api_key=key, max_retries=0)
         reply = client.responses.create(model="deck/echo", input="with my own key")

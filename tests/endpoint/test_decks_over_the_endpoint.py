@@ -1,0 +1,366 @@
+"""Decks served over `/v1/responses` against a real `gambit serve` whose model calls go to the
+fake model server (tests/support/fake_model_server.py) on 127.0.0.1:
+
+- the extension items a run produces (a deck's `ctx.emit_output_item`, an upstream model's
+  namespaced items) are namespaced output items, streamed with output_item.added / done;
+- the request's `temperature`, `top_p`, `max_output_tokens` and `tool_choice` reach the model
+  calls a deck makes, over the deck's own `[modelParams]` (read back from the request the
+  fake server recorded), and are echoed by the response;
+- a `tool_choice` the endpoint does not support is a structured 400;
+- a run that fails streams the specification's `error` event, then `response.failed`;
+- every call is recorded, also when the client leaves at the first byte.
+
+Every object and event is validated against the specification's schemas (conformance.py).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+
+import httpx
+import openai
+import pytest
+
+from tests.endpoint import conformance
+from tests.endpoint.serving import KEY, read_sse, serve, write
+from tests.support.fake_model_server import FakeModelServer, FunctionCall, Reply
+
+HEADERS = {"Authorization": f"Bearer {KEY}"}
+WEATHER = {
+    "type": "function",
+    "name": "get_weather",
+    "description": "The weather in a city",
+    "parameters": {"type": "object", "properties": {"city": {"type": "string"}}},
+}
+CARD_SCHEMA = {
+    "type": "object",
+    "properties": {"title": {"type": "string"}},
+    "required": ["title"],
+}
+
+
+@pytest.fixture(scope="module")
+def upstream():
+    fake = FakeModelServer().start()
+    yield fake
+    fake.stop()
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory, upstream):
+    folder = tmp_path_factory.mktemp("decks")
+    # A compute deck that emits two items: one with a bare type, one already namespaced.
+    write(
+        folder,
+        "decks/emitter/deck.py",
+        """
+        import gambit
+
+
+        def run(ctx):
+            ctx.emit_output_item({"type": "progress", "data": {"step": 1}})
+            ctx.emit_output_item({"type": "acme:note", "id": "note-1", "text": "kept as is"})
+            return "emitted"
+
+
+        deck = gambit.define_deck(run=run, label="Emitter")
+        """,
+    )
+    # An LLM deck on the fake upstream, with its own [modelParams] and a declared extension
+    # type; its action `card` is a compute deck that emits a declared item.
+    write(
+        folder,
+        "decks/upstream/PROMPT.md",
+        """
+        +++
+        label = "Upstream"
+
+        [modelParams]
+        model = "openresponses/fake"
+        temperature = 0.3
+        top_p = 0.5
+        max_tokens = 64
+
+        [[responseItemExtensions]]
+        type = "acme:card"
+        dataSchema = "./card.json"
+
+        [[actions]]
+        name = "card"
+        description = "Show a card"
+        execute = "./card.py"
+        +++
+        You answer briefly.
+        """,
+    )
+    (folder / "decks/upstream/card.json").write_text(json.dumps(CARD_SCHEMA))
+    write(
+        folder,
+        "decks/upstream/card.py",
+        """
+        import gambit
+
+
+        def run(ctx):
+            ctx.emit_output_item({"type": "acme:card", "data": {"title": "From the action"}})
+            return "shown"
+
+
+        deck = gambit.define_deck(run=run, context_schema={}, response_schema={})
+        """,
+    )
+    write(
+        folder,
+        "decks/failing/deck.py",
+        """
+        import gambit
+
+
+        def run(ctx):
+            ctx.fail("the deck gave up", code="gave_up")
+
+
+        deck = gambit.define_deck(run=run)
+        """,
+    )
+    proc, url, log = serve(folder, env_extra=upstream.env())
+    yield url
+    proc.terminate()
+    proc.wait(timeout=10)
+    log.close()
+
+
+@pytest.fixture
+def fake(upstream):
+    upstream.reset()
+    return upstream
+
+
+@pytest.fixture
+def client(server) -> openai.OpenAI:
+    return openai.OpenAI(base_url=server + "/v1", api_key=KEY, max_retries=0)
+
+
+def _post(server: str, body: dict) -> httpx.Response:
+    return httpx.post(server + "/v1/responses", json=body, headers=HEADERS, timeout=30)
+
+
+def _model_requests(fake: FakeModelServer) -> list[dict]:
+    return [r.body for r in fake.requests_to("/responses")]
+
+
+# ---------------------------------------------------------------- extension items
+
+
+def test_a_compute_deck_emits_namespaced_output_items(server):
+    raw = _post(server, {"model": "deck/emitter", "input": "go"}).json()
+    conformance.validate_response(raw)
+    kinds = [item["type"] for item in raw["output"]]
+    assert kinds == ["gambit:progress", "acme:note", "message"]
+    progress, note, message = raw["output"]
+    assert progress["data"] == {"step": 1} and progress["status"] == "completed"
+    assert note == {
+        "type": "acme:note",
+        "id": "note-1",
+        "text": "kept as is",
+        "status": "completed",
+    }
+    assert message["content"][0]["text"] == "emitted"
+
+
+def test_emitted_items_stream_with_added_and_done(server):
+    events = conformance.validate_stream(read_sse(server, {"model": "deck/emitter", "input": "go"}))
+    items = [(e["type"], e["item"]["type"]) for e in events if "item" in e]
+    assert items == [
+        ("response.output_item.added", "gambit:progress"),
+        ("response.output_item.done", "gambit:progress"),
+        ("response.output_item.added", "acme:note"),
+        ("response.output_item.done", "acme:note"),
+        ("response.output_item.added", "message"),
+        ("response.output_item.done", "message"),
+    ]
+    added = next(e for e in events if e["type"] == "response.output_item.added")
+    assert added["item"]["status"] == "in_progress" and added["output_index"] == 0
+
+
+def test_an_upstream_namespaced_item_and_an_action_emitted_one_reach_the_client(server, fake):
+    card = {"type": "acme:card", "id": "card-9", "status": "completed", "data": {"title": "Up"}}
+    fake.queue(
+        Reply(function_calls=[FunctionCall("card", {}, call_id="call-card")]),
+        Reply(deltas=["Here ", "you go."], items=[card]),
+    )
+    events = conformance.validate_stream(
+        read_sse(server, {"model": "deck/upstream", "input": "a card"})
+    )
+    output = events[-1]["response"]["output"]
+    assert [item["type"] for item in output] == ["acme:card", "message", "acme:card"]
+    emitted, message, from_model = output
+    assert emitted["data"] == {"title": "From the action"}  # via ctx.emit_output_item
+    assert from_model == card  # the upstream's own item, unchanged
+    assert message["content"][0]["text"] == "Here you go."
+
+
+def test_a_proxied_model_passes_its_namespaced_items_on(server, fake):
+    item = {"type": "acme:search", "id": "s-1", "status": "completed", "query": "q"}
+    fake.queue(Reply(text="found", items=[item]))
+    raw = _post(server, {"model": "openresponses/fake", "input": "search"}).json()
+    conformance.validate_response(raw)
+    assert [i["type"] for i in raw["output"]] == ["message", "acme:search"]
+    assert raw["output"][1] == item
+
+
+# ---------------------------------------------------------------- request parameters
+
+
+def test_request_parameters_reach_the_decks_model_calls(server, client, fake):
+    fake.queue(Reply(function_calls=[FunctionCall("get_weather", {"city": "Oslo"})]))
+    response = client.responses.create(
+        model="deck/upstream",
+        input="Weather in Oslo?",
+        tools=[WEATHER],
+        tool_choice="required",
+        temperature=0.9,
+        max_output_tokens=100,
+    )
+    (sent,) = _model_requests(fake)
+    assert sent["temperature"] == 0.9  # the request's, over the deck's 0.3
+    assert sent["top_p"] == 0.5  # the deck's own, the request set none
+    assert sent["max_output_tokens"] == 100  # the request's, over the deck's max_tokens 64
+    assert sent["tool_choice"] == "required"
+    assert {t["name"] for t in sent["tools"]} >= {"get_weather", "card"}
+    # The response reports what was used.
+    assert (response.temperature, response.top_p) == (0.9, 0.5)
+    assert response.max_output_tokens == 100 and response.tool_choice == "required"
+    assert [o.type for o in response.output] == ["function_call"]
+
+
+def test_a_forced_function_reaches_every_pass_of_the_deck(server, client, fake):
+    fake.queue(Reply(function_calls=[FunctionCall("card", {})]), Reply(text="done"))
+    client.responses.create(
+        model="deck/upstream",
+        input="go",
+        tools=[WEATHER],
+        tool_choice={"type": "function", "name": "get_weather"},
+        top_p=0.25,
+    )
+    sent = _model_requests(fake)
+    assert len(sent) == 2  # the action's pass, then the answer
+    for body in sent:
+        assert body["tool_choice"] == {"type": "function", "name": "get_weather"}
+        assert body["top_p"] == 0.25 and body["temperature"] == 0.3
+
+
+def test_without_request_parameters_the_deck_keeps_its_own(server, fake):
+    fake.queue(Reply(text="plain"))
+    raw = _post(server, {"model": "deck/upstream", "input": "hi"}).json()
+    conformance.validate_response(raw)
+    (sent,) = _model_requests(fake)
+    assert (sent["temperature"], sent["top_p"], sent["max_output_tokens"]) == (0.3, 0.5, 64)
+    assert "tool_choice" not in sent
+    assert (raw["temperature"], raw["top_p"], raw["max_output_tokens"]) == (0.3, 0.5, 64)
+
+
+def test_request_parameters_reach_a_proxied_model(server, client, fake):
+    fake.queue(Reply(text="ok"))
+    client.responses.create(
+        model="openresponses/fake",
+        input="hi",
+        tools=[WEATHER],
+        tool_choice={"type": "function", "name": "get_weather"},
+        temperature=0.1,
+        top_p=0.2,
+        max_output_tokens=32,
+    )
+    (sent,) = _model_requests(fake)
+    assert (sent["temperature"], sent["top_p"], sent["max_output_tokens"]) == (0.1, 0.2, 32)
+    assert sent["tool_choice"] == {"type": "function", "name": "get_weather"}
+
+
+@pytest.mark.parametrize(
+    ("extra", "code", "param"),
+    [
+        ({"tool_choice": "sometimes"}, "invalid_value", "tool_choice"),
+        ({"tool_choice": {"type": "function"}}, "invalid_value", "tool_choice"),
+        (
+            {"tool_choice": {"type": "function", "name": "nope"}, "tools": [WEATHER]},
+            "invalid_value",
+            "tool_choice.name",
+        ),
+        (
+            {
+                "tool_choice": {
+                    "type": "allowed_tools",
+                    "tools": [{"type": "function", "name": "get_weather"}],
+                    "mode": "auto",
+                },
+                "tools": [WEATHER],
+            },
+            "unsupported_value",
+            "tool_choice.type",
+        ),
+        ({"tool_choice": {"type": "web_search"}}, "invalid_value", "tool_choice"),
+        ({"temperature": 3}, "invalid_value", "temperature"),
+        ({"top_p": -0.1}, "invalid_value", "top_p"),
+        ({"max_output_tokens": 8}, "invalid_value", "max_output_tokens"),
+    ],
+)
+def test_unsupported_parameters_are_structured_400s(server, fake, extra, code, param):
+    response = _post(server, {"model": "deck/upstream", "input": "x", **extra})
+    assert response.status_code == 400
+    body = response.json()
+    conformance.validate_error_body(body)
+    assert (body["error"]["code"], body["error"]["param"]) == (code, param)
+    assert body["error"]["type"] == "invalid_request_error"
+    assert not _model_requests(fake)  # refused before any model call
+
+
+# ---------------------------------------------------------------- failures and recording
+
+
+def test_a_failing_deck_streams_an_error_event_then_response_failed(server):
+    events = conformance.validate_stream(read_sse(server, {"model": "deck/failing", "input": "x"}))
+    assert [e["type"] for e in events[-2:]] == ["error", "response.failed"]
+    error = events[-2]["error"]
+    assert error["type"] == "server_error" and "gave up" in error["message"]
+    failed = events[-1]["response"]
+    assert failed["status"] == "failed" and "gave up" in failed["error"]["message"]
+
+
+def test_a_failed_upstream_answers_a_failed_response(server, client, fake):
+    fake.queue(Reply(deltas=["Par", "tial"], terminal="failed"))
+    frames = read_sse(server, {"model": "deck/upstream", "input": "x"})
+    events = conformance.validate_stream(frames)
+    assert events[-1]["type"] == "response.failed"
+    message = next(i for i in events[-1]["response"]["output"] if i["type"] == "message")
+    assert message["status"] == "completed"  # never `incomplete` in a failed response
+    error = next(e for e in events if e["type"] == "error")["error"]
+    assert error["type"] == "model_error"
+    with pytest.raises(openai.APIError):  # the SDK raises on the error event
+        fake.queue(Reply(text="nope", terminal="failed"))
+        list(client.responses.create(model="deck/upstream", input="y", stream=True))
+
+
+def test_every_call_is_recorded_even_when_the_client_leaves_at_the_first_byte(server, fake):
+    fake.default_reply = Reply(deltas=["slow "] * 20, delay=0.05)
+    before = _api_sessions(server)
+    count = 5
+    with httpx.Client(timeout=30) as http:
+        for n in range(count):
+            body = {"model": "openresponses/fake", "input": f"leave {n}", "stream": True}
+            with http.stream("POST", server + "/v1/responses", json=body, headers=HEADERS) as r:
+                next(r.iter_bytes())  # the first byte, then hang up
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        new = [s for s in _api_sessions(server).values() if s["id"] not in before]
+        if len(new) == count and all(s["status"] not in ("running", "queued") for s in new):
+            break
+        time.sleep(0.2)
+    new = [s for s in _api_sessions(server).values() if s["id"] not in before]
+    assert len(new) == count, new
+    assert {s["status"] for s in new} <= {"canceled", "completed"}, new
+
+
+def _api_sessions(server: str) -> dict[str, dict]:
+    sessions = httpx.get(server + "/test.json", timeout=10).json()["sessions"]
+    return {s["id"]: s for s in sessions if s["origin"] == "api"}
