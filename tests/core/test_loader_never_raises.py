@@ -8,7 +8,8 @@ import time
 
 import pytest
 
-from gambit.core import _loader, check_deck_tree
+from gambit.core import check_deck_tree
+from gambit.core._loader import imports
 
 from .conftest import DeckFolder
 
@@ -30,7 +31,7 @@ def test_a_schema_nested_thousands_deep_is_an_error(decks: DeckFolder):
 
 
 def test_a_module_whose_import_never_ends_is_reported_in_time(decks: DeckFolder, monkeypatch):
-    monkeypatch.setattr(_loader, "IMPORT_TIME_LIMIT", 0.5)
+    monkeypatch.setattr(imports, "IMPORT_TIME_LIMIT", 0.5)
     path = decks.write("slow/deck.py", "import time\nwhile True:\n    time.sleep(0.05)\n")
     started = time.monotonic()
     _, diag = check_deck_tree(path)
