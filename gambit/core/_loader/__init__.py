@@ -19,8 +19,9 @@ The flow, and where each rule lives:
                        (a warning with the closest key); the top-level values
         tables.py      [modelParams], [guardrails], [permissions], [handlers.*],
                        [[responseItemExtensions]]
-        entries.py     [[actions]], [[scenarios]], [[graders]], [[tools]] and their
-                       deprecated aliases; reserved names; tools shadowed by actions
+        entries.py     [[actions]], [[scenarios]], [[graders]], [[tools]]: one parser
+                       driven by a small spec per array (`EntryArray`: keys, required keys,
+                       what a path must point at, reserved names, duplicates)
         embeds.py      snippets in the body: built-in and local, legacy markers and cards,
                        a card's front matter, chains (depth limit) and cycles
       paths.py       what a path may name: a PROMPT.md (a folder is an error with a hint),

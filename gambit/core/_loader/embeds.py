@@ -15,7 +15,7 @@ from typing import Any
 
 from .._deck import Deck
 from .._frontmatter import FrontMatterError, parse_front_matter
-from .entries import merge_actions, parse_actions, parse_refs
+from .entries import ACTIONS, GRADERS, SCENARIOS, merge_actions, parse_card_refs, parse_entries
 from .keys import front_matter_hint
 from .load import Load
 from .paths import local, read_text
@@ -203,7 +203,7 @@ def _apply_card(load: Load, attrs: dict[str, Any], file: str, deck: Deck) -> Non
         deck.respond = True
     if attrs.get("allowEnd") is True:
         deck.allow_end = True
-    card_actions = parse_actions(load, attrs, file, require_description=False)
+    card_actions = parse_entries(load, ACTIONS, attrs, file, in_card=True)
     if card_actions:
         deck.actions = merge_actions(deck.actions, card_actions)
     for canonical, legacy, attr in (
@@ -233,10 +233,10 @@ def _apply_card(load: Load, attrs: dict[str, Any], file: str, deck: Deck) -> Non
             setattr(deck, attr, current.merge_fragment(fragment))
         except ValueError as exc:
             load.diag.error(str(exc), file=file, key=key)
-    for key, target_list in (("testDecks", deck.scenarios), ("graderDecks", deck.graders)):
-        if key in attrs:
+    for spec, target_list in ((SCENARIOS, deck.scenarios), (GRADERS, deck.graders)):
+        if spec.legacy in attrs:
             existing = {r.path for r in target_list}
-            for ref in parse_refs(load, {key: attrs[key]}, key, "__none__", file):
+            for ref in parse_card_refs(load, spec, attrs, file):
                 if ref.path not in existing:
                     target_list.append(ref)
 

@@ -1,8 +1,24 @@
-"""The four entry arrays: `[[actions]]`, `[[scenarios]]`, `[[graders]]` and `[[tools]]`."""
+"""The four entry arrays, `[[actions]]`, `[[scenarios]]`, `[[graders]]` and `[[tools]]`, read by
+one parser from a small spec per array (`EntryArray`), so each rule is written once:
+
+- the array's deprecated alias (`actionDecks`, `testDecks`, `graderDecks`), read after it
+  with a warning;
+- the keys an entry may have (derived from the spec; others warn, in the canonical array);
+- whether entries are named (`name`, checked against reserved and built-in tool names) and
+  whether they need a description (actions: the model reads it);
+- the target keys, exactly one of which must be given, and what each must point at (a
+  PROMPT.md, a PROMPT.md or Python module, a Python module; the rules are in `paths`);
+- the optional fields, in the order they are read (text, schema, permissions);
+- duplicates (same name, or for unnamed entries the same target): an error, or dropped
+  quietly; and whether the entry's own fields are still checked before it is dropped.
+"""
 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from functools import cached_property
 from typing import Any
 
 from .._builtin_tools import BUILTIN_TOOL_NAMES
@@ -15,41 +31,170 @@ from .values import opt_str, type_name
 
 NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 MAX_NAME_LENGTH = 64
-# The keys each entry of the four entry arrays may have (seed 002); others warn.
-_REF_KEYS = frozenset({"path", "label", "description", "id", "permissions"})
-ENTRY_KEYS: dict[str, frozenset[str]] = {
-    "actions": frozenset(
-        {"name", "description", "path", "execute", "contextSchema", "responseSchema"}
-    )
-    | _REF_KEYS,
-    "tools": frozenset({"name", "description", "inputSchema", "label", "id"}),
-    "scenarios": _REF_KEYS,
-    "graders": _REF_KEYS,
-}
-LEGACY_ARRAY_HINTS = {
-    "actionDecks": "[[actions]]",
-    "testDecks": "[[scenarios]]",
-    "graderDecks": "[[graders]]",
-}
+
+# What a target key must point at: (load, raw value, declaring file, key) -> absolute path.
+Resolve = Callable[[Load, Any, str, str], "str | None"]
+# One optional field: (load, entry, field key, declaring file, entry key) -> value.
+Read = Callable[[Load, dict[str, Any], str, str, str], Any]
 
 
-def _entries(load: Load, value: Any, file: str, key: str) -> list[tuple[int, dict[str, Any]]]:
-    entries = _table_entries(load, value, file, key)
-    known = ENTRY_KEYS.get(key)
-    if known is not None:
-        for index, entry in entries:
-            for name in entry:
-                if name not in known:
-                    load.diag.warn(
-                        "unknown key; it is ignored",
-                        file=file,
-                        key=f"{key}[{index + 1}].{name}",
-                        hint="known keys: " + ", ".join(sorted(known)),
-                    )
-    return entries
+def _a_deck(load: Load, raw: Any, file: str, key: str) -> str | None:
+    return resolve_deck_path(load, raw, file, key)
 
 
-def _table_entries(load: Load, value: Any, file: str, key: str) -> list[tuple[int, dict[str, Any]]]:
+def _a_deck_or_module(load: Load, raw: Any, file: str, key: str) -> str | None:
+    return resolve_deck_path(load, raw, file, key, allow_python=True)
+
+
+def _a_module(load: Load, raw: Any, file: str, key: str) -> str | None:
+    return resolve_execute_path(load, raw, file, key)
+
+
+def _text(load: Load, entry: dict[str, Any], name: str, file: str, key: str) -> Any:
+    return opt_str(load, entry, name, file, key + ".")
+
+
+def _schema(load: Load, entry: dict[str, Any], name: str, file: str, key: str) -> Any:
+    return resolve_schema(load, entry[name], file, f"{key}.{name}") if name in entry else None
+
+
+def _permissions(load: Load, entry: dict[str, Any], name: str, file: str, key: str) -> Any:
+    return parse_permissions(load, entry[name], file, f"{key}.{name}") if name in entry else None
+
+
+@dataclass(frozen=True)
+class EntryArray:
+    """What one entry array accepts; `parse_entries` applies it."""
+
+    key: str  # the array: "actions"
+    legacy: str | None  # its deprecated alias, read after it: "actionDecks"
+    noun: str  # an entry, in messages: "Action deck must include a name"
+    # The declaration, from the values read (by attribute name) and the declaring file.
+    make: Callable[[dict[str, Any], str], Any]
+    # Named entries: what the name rules call them ("Action name x is reserved ..").
+    named: str | None = None
+    name_hint: str | None = None
+    # Set: an entry has a description, required (with this hint) in a deck's own array.
+    description_hint: str | None = None
+    # Exactly one of these keys must be given, and point at what its resolver accepts.
+    targets: tuple[tuple[str, Resolve], ...] = ()
+    target_hint: str | None = None
+    # Optional fields (key, attribute, reader), read in this order.
+    fields: tuple[tuple[str, str, Read], ...] = ()
+    # (message, hint) for a second entry with the same name ("{name}" is replaced); None:
+    # a second entry naming the same target is dropped without a word.
+    duplicate: tuple[str, str] | None = None
+    # True: an entry's fields are read, and their problems reported, before the entry is
+    # kept or dropped (for its duplicate name or its failed target).
+    fields_before_keeping: bool = False
+
+    @cached_property
+    def known_keys(self) -> frozenset[str]:
+        """The keys an entry may have (seed 002); others warn."""
+        keys = {key for key, _ in self.targets} | {key for key, _, _ in self.fields}
+        if self.named:
+            keys.add("name")
+        if self.description_hint:
+            keys.add("description")
+        return frozenset(keys)
+
+
+ACTIONS = EntryArray(
+    key="actions",
+    legacy="actionDecks",
+    noun="Action deck",
+    make=lambda values, file: ActionDecl(**values, declared_in=file),
+    named="Action",
+    name_hint='add name = "lookup_order"',
+    description_hint='add description = "..." telling the model when and why to call it',
+    targets=(("path", _a_deck), ("execute", _a_module)),
+    target_hint='path = "./actions/x/PROMPT.md" for a deck, or execute = "./actions/x.py" for Python code',
+    fields=(
+        ("contextSchema", "context_schema", _schema),
+        ("responseSchema", "response_schema", _schema),
+        ("permissions", "permissions", _permissions),
+        ("label", "label", _text),
+        ("id", "id", _text),
+    ),
+    duplicate=(
+        "duplicate action name {name}",
+        "action names must be unique in a deck; rename or remove one",
+    ),
+    fields_before_keeping=True,
+)
+SCENARIOS = EntryArray(
+    key="scenarios",
+    legacy="testDecks",
+    noun="Deck reference",
+    make=lambda values, file: DeckRef(**values),
+    targets=(("path", _a_deck_or_module),),
+    target_hint='path = "./scenarios/x/PROMPT.md"',
+    fields=(
+        ("label", "label", _text),
+        ("description", "description", _text),
+        ("id", "id", _text),
+        ("permissions", "permissions", _permissions),
+    ),
+)
+GRADERS = replace(SCENARIOS, key="graders", legacy="graderDecks")
+TOOLS = EntryArray(
+    key="tools",
+    legacy=None,
+    noun="External tool",
+    make=lambda values, file: ToolDecl(**values),
+    named="External tool",
+    fields=(
+        ("description", "description", _text),
+        ("label", "label", _text),
+        ("id", "id", _text),
+        ("inputSchema", "input_schema", _schema),
+    ),
+    duplicate=("duplicate tool name", "tool names must be unique; rename or remove one"),
+)
+
+
+def parse_entries(
+    load: Load, spec: EntryArray, attrs: dict[str, Any], file: str, *, in_card: bool = False
+) -> list[Any]:
+    """The declarations of `[[spec.key]]` in `attrs`, then of its deprecated alias.
+
+    `in_card`: the front matter of an embedded snippet (a legacy card), where descriptions
+    are not required."""
+    declared = [
+        (spec.key, index, entry)
+        for index, entry in _tables(load, attrs.get(spec.key), file, spec.key, spec.known_keys)
+    ]
+    if spec.legacy is not None and spec.legacy in attrs:
+        load.diag.deprecated(
+            f'deprecated "{spec.legacy}"',
+            file=file,
+            key=spec.legacy,
+            hint=f'use "[[{spec.key}]]" instead',
+        )
+        declared += [
+            (spec.legacy, index, entry)
+            for index, entry in _tables(load, attrs.get(spec.legacy), file, spec.legacy)
+        ]
+    return _declarations(load, spec, declared, file, descriptions_required=not in_card)
+
+
+def parse_card_refs(
+    load: Load, spec: EntryArray, attrs: dict[str, Any], file: str
+) -> list[DeckRef]:
+    """A legacy card's `[[testDecks]]` / `[[graderDecks]]`: its own keys, so no deprecation."""
+    assert spec.legacy is not None
+    declared = [
+        (spec.legacy, index, entry)
+        for index, entry in _tables(load, attrs.get(spec.legacy), file, spec.legacy)
+    ]
+    return _declarations(load, spec, declared, file, descriptions_required=False)
+
+
+def _tables(
+    load: Load, value: Any, file: str, key: str, known: frozenset[str] | None = None
+) -> list[tuple[int, dict[str, Any]]]:
+    """The tables of the array `key` (problems for anything else); with `known`, a warning
+    for each key outside it."""
     if value is None:
         return []
     if not isinstance(value, list):
@@ -70,97 +215,110 @@ def _table_entries(load: Load, value: Any, file: str, key: str) -> list[tuple[in
                 file=file,
                 key=key,
             )
+    if known is not None:
+        for index, entry in result:
+            for name in entry:
+                if name not in known:
+                    load.diag.warn(
+                        "unknown key; it is ignored",
+                        file=file,
+                        key=f"{key}[{index + 1}].{name}",
+                        hint="known keys: " + ", ".join(sorted(known)),
+                    )
     return result
 
 
-def parse_actions(
-    load: Load, attrs: dict[str, Any], file: str, *, require_description: bool
-) -> list[ActionDecl]:
-    declared: list[tuple[str, int, dict[str, Any]]] = [
-        ("actions", i, e) for i, e in _entries(load, attrs.get("actions"), file, "actions")
-    ]
-    if "actionDecks" in attrs:
-        load.diag.deprecated(
-            'deprecated "actionDecks"',
-            file=file,
-            key="actionDecks",
-            hint='use "[[actions]]" instead',
-        )
-        declared += [
-            ("actionDecks", i, e)
-            for i, e in _entries(load, attrs.get("actionDecks"), file, "actionDecks")
-        ]
-    actions: dict[str, ActionDecl] = {}
+def _given(value: Any) -> bool:
+    return isinstance(value, str) and bool(value.strip())
+
+
+def _declarations(
+    load: Load,
+    spec: EntryArray,
+    declared: list[tuple[str, int, dict[str, Any]]],
+    file: str,
+    *,
+    descriptions_required: bool,
+) -> list[Any]:
+    kept: dict[str, Any] = {}  # by name, or for unnamed entries by target
     for source, index, entry in declared:
         key = f"{source}[{index + 1}]"
-        name = entry.get("name")
-        if not isinstance(name, str) or not name.strip():
-            load.diag.error(
-                "Action deck must include a name",
-                file=file,
-                key=f"{key}.name",
-                hint='add name = "lookup_order"',
-            )
-            continue
-        name = name.strip()
-        key = f"{source}[{name}]"
-        check_name(load, name, file, key, "Action")
-        description = entry.get("description")
-        if not isinstance(description, str) or not description.strip():
-            if require_description and source == "actions":
+        values: dict[str, Any] = {}
+        if spec.named:
+            name = entry.get("name")
+            if not _given(name):
                 load.diag.error(
-                    "Action deck must include a description",
+                    f"{spec.noun} must include a name",
                     file=file,
-                    key=f"{key}.description",
-                    hint='add description = "..." telling the model when and why to call it',
-                )
-            description = ""
-        has_path = isinstance(entry.get("path"), str) and entry["path"].strip()
-        has_execute = isinstance(entry.get("execute"), str) and entry["execute"].strip()
-        if bool(has_path) == bool(has_execute):
-            load.diag.error(
-                "Action deck must include exactly one of path or execute",
-                file=file,
-                key=key,
-                hint='path = "./actions/x/PROMPT.md" for a deck, or execute = "./actions/x.py" for Python code',
-            )
-            continue
-        action = ActionDecl(name=name, description=description.strip(), declared_in=file)
-        if has_path:
-            action.path = resolve_deck_path(load, entry["path"], file, f"{key}.path")
-        else:
-            action.execute = resolve_execute_path(load, entry["execute"], file, f"{key}.execute")
-        for schema_key, attr in (
-            ("contextSchema", "context_schema"),
-            ("responseSchema", "response_schema"),
-        ):
-            if schema_key in entry:
-                setattr(
-                    action,
-                    attr,
-                    resolve_schema(load, entry[schema_key], file, f"{key}.{schema_key}"),
-                )
-        if "permissions" in entry:
-            action.permissions = parse_permissions(
-                load, entry["permissions"], file, f"{key}.permissions"
-            )
-        action.label = opt_str(load, entry, "label", file, key + ".")
-        action.id = opt_str(load, entry, "id", file, key + ".")
-        if action.target:
-            if name in actions and actions[name].declared_in == file:
-                load.diag.error(
-                    f"duplicate action name {name}",
-                    file=file,
-                    key=key,
-                    hint="action names must be unique in a deck; rename or remove one",
+                    key=f"{key}.name",
+                    hint=spec.name_hint,
                 )
                 continue
-            # An action of an embedded card is replaced, in place, by the deck's own.
-            actions[name] = action
-    return list(actions.values())
+            name = values["name"] = name.strip()
+            key = f"{source}[{name}]"
+            _check_name(load, name, file, key, spec.named)
+        if spec.description_hint:
+            description = entry.get("description")
+            if not _given(description):
+                # Required in a deck's own array; not in the deprecated alias nor in a card.
+                if descriptions_required and source == spec.key:
+                    load.diag.error(
+                        f"{spec.noun} must include a description",
+                        file=file,
+                        key=f"{key}.description",
+                        hint=spec.description_hint,
+                    )
+                description = ""
+            values["description"] = description.strip()
+        target = None
+        if spec.targets:
+            given = [(k, resolve) for k, resolve in spec.targets if _given(entry.get(k))]
+            if len(given) != 1:
+                keys = [k for k, _ in spec.targets]
+                if len(keys) == 1:
+                    message, where = f"{spec.noun} must include a {keys[0]}", f"{key}.{keys[0]}"
+                else:
+                    message = f"{spec.noun} must include exactly one of {' or '.join(keys)}"
+                    where = key
+                load.diag.error(message, file=file, key=where, hint=spec.target_hint)
+                continue
+            target_key, resolve = given[0]
+            target = values[target_key] = resolve(
+                load, entry[target_key], file, f"{key}.{target_key}"
+            )
+        ident = values.get("name", target)
+        if not spec.fields_before_keeping and not _keep(load, spec, kept, ident, target, file, key):
+            continue
+        for field_key, attr, read in spec.fields:
+            values[attr] = read(load, entry, field_key, file, key)
+        if spec.fields_before_keeping and not _keep(load, spec, kept, ident, target, file, key):
+            continue
+        kept[ident] = spec.make(values, file)
+    return list(kept.values())
 
 
-def check_name(load: Load, name: str, file: str, key: str, what: str) -> None:
+def _keep(
+    load: Load,
+    spec: EntryArray,
+    kept: dict[str, Any],
+    ident: str | None,
+    target: str | None,
+    file: str,
+    key: str,
+) -> bool:
+    """Whether an entry is kept: not when its target failed (already an error), nor when an
+    earlier entry has its name (or target)."""
+    if spec.targets and not target:
+        return False
+    if ident in kept:
+        if spec.duplicate is not None:
+            message, hint = spec.duplicate
+            load.diag.error(message.format(name=ident), file=file, key=key, hint=hint)
+        return False
+    return True
+
+
+def _check_name(load: Load, name: str, file: str, key: str, what: str) -> None:
     if name in BUILTIN_TOOL_NAMES:
         load.diag.error(
             f"{what} name {name} conflicts with a built-in tool name",
@@ -182,80 +340,6 @@ def check_name(load: Load, name: str, file: str, key: str, what: str) -> None:
             key=key,
             hint="use letters, digits and underscores, starting with a letter or underscore",
         )
-
-
-def parse_refs(
-    load: Load, attrs: dict[str, Any], canonical: str, legacy: str, file: str
-) -> list[DeckRef]:
-    declared = [(canonical, i, e) for i, e in _entries(load, attrs.get(canonical), file, canonical)]
-    if legacy in attrs:
-        load.diag.deprecated(
-            f'deprecated "{legacy}"',
-            file=file,
-            key=legacy,
-            hint=f'use "{LEGACY_ARRAY_HINTS[legacy]}" instead',
-        )
-        declared += [(legacy, i, e) for i, e in _entries(load, attrs.get(legacy), file, legacy)]
-    refs: dict[str, DeckRef] = {}
-    for source, index, entry in declared:
-        key = f"{source}[{index + 1}]"
-        raw = entry.get("path")
-        if not isinstance(raw, str) or not raw.strip():
-            load.diag.error(
-                "Deck reference must include a path",
-                file=file,
-                key=f"{key}.path",
-                hint='path = "./scenarios/x/PROMPT.md"',
-            )
-            continue
-        path = resolve_deck_path(load, raw, file, f"{key}.path", allow_python=True)
-        if not path or path in refs:
-            continue
-        refs[path] = DeckRef(
-            path=path,
-            label=opt_str(load, entry, "label", file, key + "."),
-            description=opt_str(load, entry, "description", file, key + "."),
-            id=opt_str(load, entry, "id", file, key + "."),
-            permissions=parse_permissions(load, entry["permissions"], file, f"{key}.permissions")
-            if "permissions" in entry
-            else None,
-        )
-    return list(refs.values())
-
-
-def parse_tools(load: Load, value: Any, file: str) -> list[ToolDecl]:
-    tools: list[ToolDecl] = []
-    names: set[str] = set()
-    for index, entry in _entries(load, value, file, "tools"):
-        key = f"tools[{index + 1}]"
-        name = entry.get("name")
-        if not isinstance(name, str) or not name.strip():
-            load.diag.error("External tool must include a name", file=file, key=f"{key}.name")
-            continue
-        name = name.strip()
-        key = f"tools[{name}]"
-        check_name(load, name, file, key, "External tool")
-        if name in names:
-            load.diag.error(
-                "duplicate tool name",
-                file=file,
-                key=key,
-                hint="tool names must be unique; rename or remove one",
-            )
-            continue
-        names.add(name)
-        tool = ToolDecl(
-            name=name,
-            description=opt_str(load, entry, "description", file, key + "."),
-            label=opt_str(load, entry, "label", file, key + "."),
-            id=opt_str(load, entry, "id", file, key + "."),
-        )
-        if "inputSchema" in entry:
-            tool.input_schema = resolve_schema(
-                load, entry["inputSchema"], file, f"{key}.inputSchema"
-            )
-        tools.append(tool)
-    return tools
 
 
 def finish_tools(load: Load, deck: Deck) -> None:

@@ -12,7 +12,7 @@ from typing import Any
 
 from .._deck import Deck
 from .._frontmatter import FrontMatterError
-from .entries import parse_actions, parse_refs, parse_tools
+from .entries import ACTIONS, GRADERS, SCENARIOS, TOOLS, parse_entries
 from .load import Load
 from .schemas import resolve_schema
 from .tables import (
@@ -122,10 +122,10 @@ def parse_top_level(load: Load, deck: Deck, attrs: dict[str, Any], file: str) ->
         deck.permissions = parse_permissions(load, attrs["permissions"], file, "permissions")
     if "handlers" in attrs:
         deck.handlers = parse_handlers(load, attrs["handlers"], file)
-    deck.actions = parse_actions(load, attrs, file, require_description=True)
-    deck.scenarios = parse_refs(load, attrs, "scenarios", "testDecks", file)
-    deck.graders = parse_refs(load, attrs, "graders", "graderDecks", file)
-    deck.tools = parse_tools(load, attrs.get("tools"), file)
+    deck.actions = parse_entries(load, ACTIONS, attrs, file)
+    deck.scenarios = parse_entries(load, SCENARIOS, attrs, file)
+    deck.graders = parse_entries(load, GRADERS, attrs, file)
+    deck.tools = parse_entries(load, TOOLS, attrs, file)
     for key in PASSTHROUGH_KEYS:
         if key in attrs:
             deck.passthrough[key] = attrs[key]
