@@ -55,12 +55,18 @@ def _exec_with_time_limit(loader: Any, module: Any, file: str) -> None:
 
     thread = threading.Thread(target=target, name=f"import {Path(file).name}", daemon=True)
     thread.start()
-    thread.join(IMPORT_TIME_LIMIT)
+    _join(thread, IMPORT_TIME_LIMIT)
     if thread.is_alive():
         _STUCK_IMPORTS[file] = thread
         raise _ImportTimedOut
     if outcome:
         raise outcome[0]
+
+
+def _join(thread: threading.Thread, limit: float) -> None:
+    """Wait for an import thread at most `limit` seconds. (A function of its own so that a
+    test can stand in for the clock and check the limit applied, without waiting.)"""
+    thread.join(limit)
 
 
 def import_module(load: Load, file: str) -> Any | None:
