@@ -17,8 +17,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from dataclasses import dataclass, replace
-from functools import cached_property
 from typing import Any
 
 from .._builtin_tools import BUILTIN_TOOL_NAMES
@@ -62,41 +60,56 @@ def _permissions(load: Load, entry: dict[str, Any], name: str, file: str, key: s
     return parse_permissions(load, entry[name], file, f"{key}.{name}") if name in entry else None
 
 
-@dataclass(frozen=True)
 class EntryArray:
-    """What one entry array accepts; `parse_entries` applies it."""
+    """What one entry array accepts; `parse_entries` applies it.
 
-    key: str  # the array: "actions"
-    legacy: str | None  # its deprecated alias, read after it: "actionDecks"
-    noun: str  # an entry, in messages: "Action deck must include a name"
-    # The declaration, from the values read (by attribute name) and the declaring file.
-    make: Callable[[dict[str, Any], str], Any]
-    # Named entries: what the name rules call them ("Action name x is reserved ..").
-    named: str | None = None
-    name_hint: str | None = None
-    # Set: an entry has a description, required (with this hint) in a deck's own array.
-    description_hint: str | None = None
-    # Exactly one of these keys must be given, and point at what its resolver accepts.
-    targets: tuple[tuple[str, Resolve], ...] = ()
-    target_hint: str | None = None
-    # Optional fields (key, attribute, reader), read in this order.
-    fields: tuple[tuple[str, str, Read], ...] = ()
-    # (message, hint) for a second entry with the same name ("{name}" is replaced); None:
-    # a second entry naming the same target is dropped without a word.
-    duplicate: tuple[str, str] | None = None
-    # True: an entry's fields are read, and their problems reported, before the entry is
-    # kept or dropped (for its duplicate name or its failed target).
-    fields_before_keeping: bool = False
+    (A plain class: a dataclass would add its set-up to every command's start-up.)
+    """
 
-    @cached_property
-    def known_keys(self) -> frozenset[str]:
-        """The keys an entry may have (seed 002); others warn."""
-        keys = {key for key, _ in self.targets} | {key for key, _, _ in self.fields}
-        if self.named:
+    def __init__(
+        self,
+        *,
+        key: str,
+        legacy: str | None,
+        noun: str,
+        make: Callable[[dict[str, Any], str], Any],
+        named: str | None = None,
+        name_hint: str | None = None,
+        description_hint: str | None = None,
+        targets: tuple[tuple[str, Resolve], ...] = (),
+        target_hint: str | None = None,
+        fields: tuple[tuple[str, str, Read], ...] = (),
+        duplicate: tuple[str, str] | None = None,
+        fields_before_keeping: bool = False,
+    ):
+        self.key = key  # the array: "actions"
+        self.legacy = legacy  # its deprecated alias, read after it: "actionDecks"
+        self.noun = noun  # an entry, in messages: "Action deck must include a name"
+        # The declaration, from the values read (by attribute name) and the declaring file.
+        self.make = make
+        # Named entries: what the name rules call them ("Action name x is reserved ...").
+        self.named = named
+        self.name_hint = name_hint
+        # Set: an entry has a description, required (with this hint) in a deck's own array.
+        self.description_hint = description_hint
+        # Exactly one of these keys must be given, and point at what its resolver accepts.
+        self.targets = targets
+        self.target_hint = target_hint
+        # Optional fields (key, attribute, reader), read in this order.
+        self.fields = fields
+        # (message, hint) for a second entry with the same name ("{name}" is replaced);
+        # None: a second entry naming the same target is dropped without a word.
+        self.duplicate = duplicate
+        # True: an entry's fields are read, and their problems reported, before the entry
+        # is kept or dropped (for its duplicate name or its failed target).
+        self.fields_before_keeping = fields_before_keeping
+        # The keys an entry may have (seed 002); others warn.
+        keys = {k for k, _ in targets} | {k for k, _, _ in fields}
+        if named:
             keys.add("name")
-        if self.description_hint:
+        if description_hint:
             keys.add("description")
-        return frozenset(keys)
+        self.known_keys = frozenset(keys)
 
 
 ACTIONS = EntryArray(
@@ -122,21 +135,28 @@ ACTIONS = EntryArray(
     ),
     fields_before_keeping=True,
 )
-SCENARIOS = EntryArray(
-    key="scenarios",
-    legacy="testDecks",
-    noun="Deck reference",
-    make=lambda values, file: DeckRef(**values),
-    targets=(("path", _a_deck_or_module),),
-    target_hint='path = "./scenarios/x/PROMPT.md"',
-    fields=(
-        ("label", "label", _text),
-        ("description", "description", _text),
-        ("id", "id", _text),
-        ("permissions", "permissions", _permissions),
-    ),
-)
-GRADERS = replace(SCENARIOS, key="graders", legacy="graderDecks")
+
+
+def _deck_refs(key: str, legacy: str) -> EntryArray:
+    """`[[scenarios]]` and `[[graders]]`: references to decks, by path."""
+    return EntryArray(
+        key=key,
+        legacy=legacy,
+        noun="Deck reference",
+        make=lambda values, file: DeckRef(**values),
+        targets=(("path", _a_deck_or_module),),
+        target_hint='path = "./scenarios/x/PROMPT.md"',
+        fields=(
+            ("label", "label", _text),
+            ("description", "description", _text),
+            ("id", "id", _text),
+            ("permissions", "permissions", _permissions),
+        ),
+    )
+
+
+SCENARIOS = _deck_refs("scenarios", "testDecks")
+GRADERS = _deck_refs("graders", "graderDecks")
 TOOLS = EntryArray(
     key="tools",
     legacy=None,
