@@ -1,5 +1,6 @@
-"""The four entry arrays, `[[actions]]`, `[[scenarios]]`, `[[graders]]` and `[[tools]]`, read by
-one parser from a small spec per array (`EntryArray`), so each rule is written once:
+"""The four entry arrays, `[[actions]]`, `[[scenarios]]`, `[[graders]]` and `[[tools]]`: one
+parser (`parse_entries`) applies a small spec per array (`EntryArray`), so each rule is
+written once. A spec says:
 
 - the array's deprecated alias (`actionDecks`, `testDecks`, `graderDecks`), read after it
   with a warning;
@@ -11,6 +12,9 @@ one parser from a small spec per array (`EntryArray`), so each rule is written o
 - the optional fields, in the order they are read (text, schema, permissions);
 - duplicates (same name, or for unnamed entries the same target): an error, or dropped
   quietly; and whether the entry's own fields are still checked before it is dropped.
+
+Also here: a card's actions merge with the deck's own (`merge_actions`), and a tool that an
+action of the same name shadows warns (`finish_tools`).
 """
 
 from __future__ import annotations
