@@ -4,11 +4,14 @@ Python's recursion limit, and compute modules whose import never ends."""
 from __future__ import annotations
 
 import json
-import time
+import sys
+import threading
+from types import SimpleNamespace
 
 import pytest
 
-from gambit.core import _loader, check_deck_tree
+from gambit.core import check_deck_tree
+from gambit.core._loader import imports
 
 from .conftest import DeckFolder
 
@@ -30,18 +33,39 @@ def test_a_schema_nested_thousands_deep_is_an_error(decks: DeckFolder):
 
 
 def test_a_module_whose_import_never_ends_is_reported_in_time(decks: DeckFolder, monkeypatch):
-    monkeypatch.setattr(_loader, "IMPORT_TIME_LIMIT", 0.5)
-    path = decks.write("slow/deck.py", "import time\nwhile True:\n    time.sleep(0.05)\n")
-    started = time.monotonic()
+    # The module blocks until the test releases it; the clock is the stand-in for `_join`:
+    # the limit passes at once while the gate is shut, and the import is waited for to its
+    # end once it is open. No assertion depends on how long anything takes.
+    gate = threading.Event()
+    monkeypatch.setitem(sys.modules, "deck_gate", SimpleNamespace(gate=gate))
+    waits: list[float] = []
+
+    def join(thread: threading.Thread, limit: float) -> None:
+        waits.append(limit)
+        if gate.is_set():
+            thread.join()
+
+    monkeypatch.setattr(imports, "IMPORT_TIME_LIMIT", 0.5)
+    monkeypatch.setattr(imports, "_join", join)
+    path = decks.write("slow/deck.py", "import deck_gate\n\ndeck_gate.gate.wait()\n")
     _, diag = check_deck_tree(path)
-    assert time.monotonic() - started < 5
     (error,) = diag.errors
     assert error.message == "deck.py did not finish importing within 0.5 s"
     assert "inside run(ctx)" in error.hint
+    assert waits == [0.5]  # waited for once, with the limit
+    stuck = imports._STUCK_IMPORTS[str(path.resolve())]
+    assert stuck.is_alive()
     # Asked again while that import still runs: the same error at once, no second thread.
-    started = time.monotonic()
     _, diag = check_deck_tree(path)
-    assert time.monotonic() - started < 0.4 and diag.errors[0].message == error.message
+    assert diag.errors[0].message == error.message
+    assert waits == [0.5]
+    assert [t for t in threading.enumerate() if t.name == "import deck.py"] == [stuck]
+    # Once that import has ended, the module is imported again (and now finishes).
+    gate.set()
+    stuck.join()
+    _, diag = check_deck_tree(path)
+    assert waits == [0.5, 0.5]
+    assert [e.message for e in diag.errors] == ["did not export a valid deck definition"]
 
 
 def test_a_module_that_imports_in_time_still_loads(decks: DeckFolder):

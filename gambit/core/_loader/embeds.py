@@ -1,0 +1,258 @@
+"""Snippets embedded in a deck's body: `![](./snippet.md)` and `![](gambit://snippets/x.md)`.
+
+An embed is replaced by the snippet's body; its front matter (a legacy card's) contributes
+actions, schema fragments, `respond`/`allowEnd` and scenario/grader refs to the deck. Chains
+are followed up to MAX_EMBED_DEPTH, a cycle is an error naming the chain, and the legacy
+`gambit://init|respond|end` markers and `gambit://cards/*` URIs resolve as seed 002 says.
+"""
+
+from __future__ import annotations
+
+import re
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from .._deck import Deck
+from .._frontmatter import FrontMatterError, parse_front_matter
+from .entries import ACTIONS, GRADERS, SCENARIOS, merge_actions, parse_card_refs, parse_entries
+from .keys import front_matter_hint
+from .load import Load
+from .paths import local, read_text
+from .schemas import resolve_schema
+
+MAX_EMBED_DEPTH = 32  # snippets embedded inside snippets
+# Only `.md` and `gambit://` targets are embeds; any other image stays an image.
+EMBED_RE = re.compile(r"!\[([^\]\n]*)\]\(([^)\s]+)\)")
+LEGACY_MARKERS = {
+    "gambit://init": (
+        "A `gambit_context` tool result with this run's seeded input is delivered automatically "
+        "at the start of the conversation; read it and do not call `gambit_context` yourself.",
+        "gambit://snippets/context.md",
+    ),
+    "gambit://respond": (
+        "Finish by calling the `gambit_respond` tool with your result in `payload` (and optional "
+        "`status`, `message`, `code`, `meta`); do not end with plain text.",
+        "gambit://snippets/respond.md",
+    ),
+    "gambit://end": (
+        "Call the `gambit_end` tool (optional `message`, `payload`) only to end the whole session.",
+        "gambit://snippets/end.md",
+    ),
+}
+SNIPPET_PACKAGE = "gambit.core.snippets"
+DEPRECATED_SNIPPETS = {"generate-test-input.md": "gambit://snippets/init.md"}
+
+
+def expand_body(
+    load: Load, body: str, file: str, stack: list[str], deck: Deck
+) -> tuple[str, list[str]]:
+    """`body` with every embed replaced, and the embedded files in flattened order."""
+    embeds: list[str] = []
+    pieces: list[str] = []
+    last = 0
+    for match in EMBED_RE.finditer(body):
+        target = match.group(2)
+        if not (target.startswith("gambit://") or target.split("#", 1)[0].endswith(".md")):
+            continue  # an ordinary image: keep it
+        pieces.append(body[last : match.start()])
+        last = match.end()
+        pieces.append(_embed(load, target, file, stack, deck, embeds))
+    pieces.append(body[last:])
+    return "".join(pieces).strip(), embeds
+
+
+def _embed(
+    load: Load, target: str, file: str, stack: list[str], deck: Deck, embeds: list[str]
+) -> str:
+    if len(stack) > MAX_EMBED_DEPTH:
+        load.diag.error(
+            f"snippets are embedded more than {MAX_EMBED_DEPTH} levels deep (at ![]({target}))",
+            file=file,
+            hint="embed the snippets side by side instead of each inside the next",
+        )
+        return ""
+    if target in LEGACY_MARKERS:
+        text, replacement = LEGACY_MARKERS[target]
+        load.diag.deprecated(
+            f'"{target}" is deprecated',
+            file=file,
+            key=f"![]({target})",
+            hint=f"use ![]({replacement}) instead",
+        )
+        if target == "gambit://respond":
+            deck.respond = True
+        elif target == "gambit://end":
+            deck.allow_end = True
+        return text
+    if target.startswith("gambit://cards/"):
+        name = target[len("gambit://cards/") :].removesuffix(".card.md").removesuffix(".md")
+        replacement = f"gambit://snippets/{name}.md"
+        if not _snippet_exists(f"{name}.md"):
+            load.diag.error(
+                f'unknown legacy card "{target}"',
+                file=file,
+                hint=f"use one of the built-in snippets: {', '.join(_snippet_uris())}",
+            )
+            return ""
+        load.diag.deprecated(
+            f'"{target}" is deprecated', file=file, hint=f"use ![]({replacement}) instead"
+        )
+        target = replacement
+    if target.startswith("gambit://snippets/"):
+        rel = target[len("gambit://snippets/") :]
+        if not rel or not _snippet_exists(rel):
+            load.diag.error(
+                f'unknown built-in snippet "{target}"',
+                file=file,
+                hint=f"the built-in snippets are {', '.join(_snippet_uris())}",
+            )
+            return ""
+        if rel in DEPRECATED_SNIPPETS:
+            load.diag.deprecated(
+                f'"{target}" is deprecated',
+                file=file,
+                hint=f"use ![]({DEPRECATED_SNIPPETS[rel]}) instead",
+            )
+        ident = target
+        text = resources.files(SNIPPET_PACKAGE).joinpath(rel).read_text(encoding="utf-8")
+        return _embed_text(load, ident, text, stack, deck, embeds, base_file=file)
+    if target.startswith("gambit://"):
+        load.diag.error(
+            f'unknown gambit:// embed "{target}"',
+            file=file,
+            hint=f"the built-in snippets are {', '.join(_snippet_uris())}",
+        )
+        return ""
+    resolved = local(load, target.split("#", 1)[0], file, f"![]({target})")
+    if resolved is None:
+        return ""
+    path = str(resolved)
+    if path in stack:
+        chain = " -> ".join([*stack[stack.index(path) :], path])
+        load.diag.error(
+            f"Card/embed cycle detected: {chain}",
+            file=file,
+            hint="remove one of the embeds in the chain",
+        )
+        return ""
+    text = read_text(load, path) if Path(path).is_file() else None
+    if text is None:
+        if not Path(path).is_file():
+            load.diag.error(
+                f'embedded snippet "{target}" does not exist ({path})',
+                file=file,
+                hint="check the path; it is relative to this file",
+            )
+        return ""
+    return _embed_text(load, path, text, stack, deck, embeds, base_file=path)
+
+
+def _embed_text(
+    load: Load,
+    ident: str,
+    text: str,
+    stack: list[str],
+    deck: Deck,
+    embeds: list[str],
+    *,
+    base_file: str,
+) -> str:
+    if ident in stack:
+        chain = " -> ".join([*stack[stack.index(ident) :], ident])
+        load.diag.error(
+            f"Card/embed cycle detected: {chain}",
+            file=stack[-1],
+            hint="remove one of the embeds in the chain",
+        )
+        return ""
+    try:
+        parsed = parse_front_matter(text)
+    except FrontMatterError as exc:
+        load.diag.error(
+            f"Failed to parse front matter: {exc}",
+            file=ident,
+            line=exc.line,
+            hint=front_matter_hint(exc),
+        )
+        return ""
+    embeds.append(ident)
+    _apply_card(load, parsed.attrs, ident, deck)
+    body, nested = expand_body(load, parsed.body, base_file, [*stack, ident], deck)
+    embeds.extend(nested)
+    return body
+
+
+def _apply_card(load: Load, attrs: dict[str, Any], file: str, deck: Deck) -> None:
+    """Front matter of an embedded snippet (a legacy card) contributes to the deck."""
+    if "mcpServers" in attrs:
+        load.diag.error(
+            "[[mcpServers]] in a snippet's front matter is unsupported in this phase",
+            file=file,
+            key="mcpServers",
+            hint="remove the [[mcpServers]] tables; declare external tools with [[tools]] in the deck",
+        )
+    if attrs.get("handlers"):
+        load.diag.error(
+            "Card at this path cannot declare handlers (deck-only)",
+            file=file,
+            key="handlers",
+            hint="move [handlers] into the deck's PROMPT.md",
+        )
+    if attrs.get("respond") is True:
+        deck.respond = True
+    if attrs.get("allowEnd") is True:
+        deck.allow_end = True
+    card_actions = parse_entries(load, ACTIONS, attrs, file, in_card=True)
+    if card_actions:
+        deck.actions = merge_actions(deck.actions, card_actions)
+    for canonical, legacy, attr in (
+        ("contextFragment", "inputSchema", "context_schema"),
+        ("responseFragment", "outputSchema", "response_schema"),
+    ):
+        ref = attrs.get(canonical)
+        key = canonical
+        if ref is None and legacy in attrs:
+            ref, key = attrs[legacy], legacy
+            load.diag.deprecated(
+                f'deprecated "{legacy}" on a card',
+                file=file,
+                key=legacy,
+                hint=f'rename it to "{canonical}"',
+            )
+        if ref is None:
+            continue
+        fragment = resolve_schema(load, ref, file, key)
+        if fragment is None:
+            continue
+        current = getattr(deck, attr)
+        if current is None:
+            setattr(deck, attr, fragment)
+            continue
+        try:
+            setattr(deck, attr, current.merge_fragment(fragment))
+        except ValueError as exc:
+            load.diag.error(str(exc), file=file, key=key)
+    for spec, target_list in ((SCENARIOS, deck.scenarios), (GRADERS, deck.graders)):
+        if spec.legacy in attrs:
+            existing = {r.path for r in target_list}
+            for ref in parse_card_refs(load, spec, attrs, file):
+                if ref.path not in existing:
+                    target_list.append(ref)
+
+
+def _snippet_exists(rel: str) -> bool:
+    if "/" in rel or "\\" in rel or rel.startswith("."):
+        return False
+    try:
+        return resources.files(SNIPPET_PACKAGE).joinpath(rel).is_file()
+    except (OSError, ValueError):
+        return False
+
+
+def _snippet_uris() -> list[str]:
+    return sorted(
+        f"gambit://snippets/{p.name}"
+        for p in resources.files(SNIPPET_PACKAGE).iterdir()
+        if p.name.endswith(".md") and p.name not in DEPRECATED_SNIPPETS
+    )

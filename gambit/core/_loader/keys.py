@@ -1,0 +1,141 @@
+"""Front-matter keys of a PROMPT.md: the canonical keys (seed 002), the ones passed through,
+the deprecated ones, and unknown keys (a warning with the closest canonical key).
+
+`parse_top_level` reads every key into the Deck: scalars here, tables in `tables`, the
+entry arrays in `entries`, schemas in `schemas`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .._deck import Deck
+from .._frontmatter import FrontMatterError
+from .entries import ACTIONS, GRADERS, SCENARIOS, TOOLS, parse_entries
+from .load import Load
+from .schemas import resolve_schema
+from .tables import (
+    parse_guardrails,
+    parse_handlers,
+    parse_item_extensions,
+    parse_model_params,
+    parse_permissions,
+)
+from .values import opt_bool, opt_str
+
+CANONICAL_KEYS = {
+    "label",
+    "startMode",
+    "contextSchema",
+    "responseSchema",
+    "respond",
+    "allowEnd",
+    "modelParams",
+    "guardrails",
+    "permissions",
+    "handlers",
+    "actions",
+    "scenarios",
+    "graders",
+    "tools",
+}
+# Accepted and kept (reference §1.3) or tolerated without effect; not worth a warning.
+PASSTHROUGH_KEYS = {"workloop", "responseItemExtensions", "acceptsUserTurns", "description", "id"}
+LEGACY_KEYS = {"actionDecks", "testDecks", "graderDecks", "inputSchema", "outputSchema", "execute"}
+
+
+def check_keys(load: Load, attrs: dict[str, Any], file: str) -> None:
+    known = CANONICAL_KEYS | PASSTHROUGH_KEYS | LEGACY_KEYS | {"mcpServers"}
+    for key in attrs:
+        if key in known:
+            continue
+        import difflib  # only for a deck with an unknown key: not worth 0.5 ms on every start
+
+        close = difflib.get_close_matches(key, sorted(CANONICAL_KEYS), n=1)
+        load.diag.warn(
+            "unknown key; it is ignored",
+            file=file,
+            key=key,
+            hint=f"did you mean {close[0]!r}?"
+            if close
+            else "see the deck format (seed 002) for the canonical keys",
+        )
+
+
+def parse_top_level(load: Load, deck: Deck, attrs: dict[str, Any], file: str) -> None:
+    if "execute" in attrs:
+        load.diag.error(
+            "Top-level execute in PROMPT.md is unsupported",
+            file=file,
+            key="execute",
+            hint='declare compute code as an [[actions]] entry with execute = "./module.py", or make the deck a Python module with define_deck(run=...)',
+        )
+    if "mcpServers" in attrs:
+        load.diag.error(
+            "Deck-level [[mcpServers]] is unsupported in this phase",
+            file=file,
+            key="mcpServers",
+            hint="remove the [[mcpServers]] tables; declare external tools with [[tools]] and handle them with on_tool",
+        )
+    deck.label = opt_str(load, attrs, "label", file)
+    start_mode = attrs.get("startMode")
+    if start_mode is not None:
+        if start_mode in ("assistant", "user"):
+            deck.start_mode = start_mode
+        else:
+            load.diag.error(
+                f'must be "assistant" or "user", not {start_mode!r}',
+                file=file,
+                key="startMode",
+                hint='startMode = "assistant" lets the deck speak first; "user" waits for the user',
+            )
+    for canonical, legacy in (
+        ("contextSchema", "inputSchema"),
+        ("responseSchema", "outputSchema"),
+    ):
+        ref = attrs.get(canonical)
+        key = canonical
+        if ref is None and legacy in attrs:
+            ref = attrs[legacy]
+            key = legacy
+            load.diag.deprecated(
+                f'deprecated "{legacy}"',
+                file=file,
+                key=legacy,
+                hint=f'rename it to "{canonical}"',
+            )
+        if ref is not None:
+            schema = resolve_schema(load, ref, file, key)
+            if schema is None:
+                load.failed_schemas.add((file, canonical))
+            setattr(
+                deck,
+                "context_schema" if canonical == "contextSchema" else "response_schema",
+                schema,
+            )
+    deck.respond = opt_bool(load, attrs, "respond", file) or False
+    deck.allow_end = opt_bool(load, attrs, "allowEnd", file) or False
+    if "modelParams" in attrs:
+        deck.model_params = parse_model_params(load, attrs["modelParams"], file)
+    if "guardrails" in attrs:
+        deck.guardrails = parse_guardrails(load, attrs["guardrails"], file)
+    if "permissions" in attrs:
+        deck.permissions = parse_permissions(load, attrs["permissions"], file, "permissions")
+    if "handlers" in attrs:
+        deck.handlers = parse_handlers(load, attrs["handlers"], file)
+    deck.actions = parse_entries(load, ACTIONS, attrs, file)
+    deck.scenarios = parse_entries(load, SCENARIOS, attrs, file)
+    deck.graders = parse_entries(load, GRADERS, attrs, file)
+    deck.tools = parse_entries(load, TOOLS, attrs, file)
+    for key in PASSTHROUGH_KEYS:
+        if key in attrs:
+            deck.passthrough[key] = attrs[key]
+    if "responseItemExtensions" in attrs:
+        deck.item_extensions = parse_item_extensions(load, attrs["responseItemExtensions"], file)
+
+
+def front_matter_hint(exc: FrontMatterError) -> str:
+    text = str(exc)
+    if "never closed" in text:
+        return "close the front matter with a line holding only +++"
+    return "fix the front matter syntax (TOML between +++ lines)"

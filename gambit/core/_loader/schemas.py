@@ -1,0 +1,189 @@
+"""Schema references: a built-in `gambit://schemas/...` URI, or a local `.json`, `.py` or
+`.zod.ts` file (DESIGN §3), and the schema values a Python module hands over.
+
+A schema nested past MAX_SCHEMA_DEPTH is an error naming the file and the limit.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from .._builtin_schemas import builtin_schema, resolve_builtin_schema_uri
+from .._schema import Schema, schema_from_json, schema_from_pydantic
+from .._zod import ZodTranslationError, translate_zod_file
+from .imports import import_module
+from .load import Load
+from .paths import local, read_text
+from .values import type_name
+
+MAX_SCHEMA_DEPTH = 128  # levels of JSON nesting in a schema file (two per nested object property)
+
+
+def resolve_schema(load: Load, ref: Any, file: str, key: str) -> Schema | None:
+    if not isinstance(ref, str) or not ref.strip():
+        load.diag.error(
+            f"must be a schema path string, not {type_name(ref)}",
+            file=file,
+            key=key,
+            hint='e.g. "./schemas/input.json" or "gambit://schemas/graders/grader_output.zod.ts"',
+        )
+        return None
+    ref = ref.strip()
+    if ref.startswith("gambit://"):
+        if not ref.startswith("gambit://schemas/"):
+            load.diag.error(
+                f"{ref!r} is not a schema URI",
+                file=file,
+                key=key,
+                hint="built-in schemas live under gambit://schemas/",
+            )
+            return None
+        try:
+            resolved = resolve_builtin_schema_uri(ref)
+        except ValueError as exc:
+            load.diag.error(str(exc), file=file, key=key)
+            return None
+        if resolved.deprecated_reason:
+            load.diag.deprecated(resolved.deprecated_reason, file=file, key=key)
+        return builtin_schema(resolved.canonical_uri)
+    target = local(load, ref, file, key)
+    if target is None:
+        return None
+    if not target.is_file():
+        load.diag.error(
+            f"schema file {ref!r} does not exist ({target})",
+            file=file,
+            key=key,
+            hint="check the path; it is relative to this file",
+        )
+        return None
+    name = target.name
+    if name.endswith(".json"):
+        text = read_text(load, str(target))
+        if text is None:
+            return None
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as exc:
+            load.diag.error(f"invalid JSON: {exc.msg}", file=str(target), line=exc.lineno)
+            return None
+        except RecursionError:
+            load.diag.error("invalid JSON: nested too deeply", file=str(target))
+            return None
+        if not isinstance(data, dict):
+            load.diag.error("a JSON Schema file must hold an object", file=str(target))
+            return None
+        if not _shallow_enough(load, data, str(target)):
+            return None
+        try:
+            return schema_from_json(data, source=str(target))
+        except ValueError as exc:
+            load.diag.error(f"invalid JSON Schema: {exc}", file=str(target))
+            return None
+    if name.endswith(".py"):
+        module = import_module(load, str(target))
+        if module is None:
+            return None
+        if not hasattr(module, "schema"):
+            load.diag.error(
+                "a Python schema module must define `schema` (a pydantic model class or a JSON Schema dict)",
+                file=str(target),
+                key="schema",
+            )
+            return None
+        return schema_from_spec(load, module.schema, str(target), "schema")
+    if name.endswith(".ts"):
+        try:
+            translated = translate_zod_file(target)
+            if not _shallow_enough(load, translated, str(target)):
+                return None
+            return schema_from_json(translated, source=str(target))
+        except RecursionError:
+            load.diag.error(
+                f"the schema is nested more than {MAX_SCHEMA_DEPTH} levels deep",
+                file=str(target),
+                hint="flatten it, or split it with $defs and $ref",
+            )
+            return None
+        except ZodTranslationError as exc:
+            load.diag.error(
+                exc.message,
+                file=exc.file,
+                line=exc.line,
+                hint="port this TypeScript: write the schema as JSON Schema (a .json file) "
+                "or in the static zod subset docs/decks.md lists",
+            )
+            return None
+        except ValueError as exc:
+            load.diag.error(f"translated schema is invalid: {exc}", file=str(target))
+            return None
+    load.diag.error(
+        f"unsupported schema file type {target.suffix or name!r}",
+        file=file,
+        key=key,
+        hint="use a .json JSON Schema, a .py module exporting `schema`, a .zod.ts file or a gambit://schemas/ URI",
+    )
+    return None
+
+
+def schema_from_spec(load: Load, spec: Any, file: str, key: str) -> Schema | None:
+    """A schema a Python module hands over: a Schema, a path, a JSON Schema dict or a
+    pydantic model class."""
+    if spec is None:
+        return None
+    if isinstance(spec, Schema):
+        return spec
+    if isinstance(spec, str):
+        return resolve_schema(load, spec, file, key)
+    if isinstance(spec, dict):
+        try:
+            return schema_from_json(spec, source=f"{file}#{key}")
+        except ValueError as exc:
+            load.diag.error(f"invalid JSON Schema: {exc}", file=file, key=key)
+            return None
+    if isinstance(spec, type) and hasattr(spec, "model_json_schema"):
+        try:
+            return schema_from_pydantic(spec, source=f"{file}#{key}")
+        except Exception as exc:
+            load.diag.error(
+                f"cannot convert the pydantic model {spec.__name__}: {exc}", file=file, key=key
+            )
+            return None
+    load.diag.error(
+        f"must be a pydantic model class, a JSON Schema dict or a schema path, not {type_name(spec)}",
+        file=file,
+        key=key,
+    )
+    return None
+
+
+def _shallow_enough(load: Load, data: Any, file: str) -> bool:
+    """A schema nested past MAX_SCHEMA_DEPTH is an error naming the file and the limit
+    (deeper ones would exhaust the recursion of the validators)."""
+    depth = _json_depth(data, MAX_SCHEMA_DEPTH + 1)
+    if depth > MAX_SCHEMA_DEPTH:
+        load.diag.error(
+            f"the schema is nested more than {MAX_SCHEMA_DEPTH} levels deep",
+            file=file,
+            hint="flatten it, or split it with $defs and $ref",
+        )
+        return False
+    return True
+
+
+def _json_depth(value: Any, stop: int) -> int:
+    """Nesting depth of a JSON value, counted without recursion (stops counting at `stop`)."""
+    deepest = 0
+    pending: list[tuple[Any, int]] = [(value, 1)]
+    while pending:
+        item, depth = pending.pop()
+        if depth > deepest:
+            deepest = depth
+            if deepest >= stop:
+                return deepest
+        if isinstance(item, dict):
+            pending.extend((child, depth + 1) for child in item.values())
+        elif isinstance(item, list):
+            pending.extend((child, depth + 1) for child in item)
+    return deepest

@@ -1,0 +1,235 @@
+"""The tree walk: which decks a root deck reaches, in which role, and what each role demands.
+
+From the root, breadth first: every `[[actions]]` target (a deck or an `execute` module),
+`[[scenarios]]`, `[[graders]]` and handler. A deck is loaded once however often it is
+referenced (so a cycle ends), but is checked once per role it is reached in. Once every
+deck is loaded, each action takes its IO schemas from its target.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from pathlib import Path
+
+from .._builtin_schemas import (
+    PLAIN_CHAT_INPUT_OPTIONAL_URI,
+    PLAIN_CHAT_OUTPUT_URI,
+    builtin_schema,
+    grader_compatibility_problems,
+)
+from .._deck import Deck, DeckRole, DeckTree, DeckTreeEntry
+from .._errors import Diagnostics
+from .._schema import deep_match_problems
+from .deck_file import read_deck
+from .load import Load
+from .paths import folder_entrypoint, root_deck_file
+
+
+def load_deck_tree(path: str | Path, *, strict: bool = False, role: DeckRole = "root") -> DeckTree:
+    """Load a root deck and everything it references; raise `DeckLoadError` on any error.
+
+    `role` checks the deck given as that role (a grader given to `gambit grade` must be a
+    compatible grader, as it would be under `[[graders]]`)."""
+    walk = _TreeWalk(strict=strict)
+    tree = walk.load_tree(path, role)
+    walk.load.diag.raise_if_errors()
+    assert tree is not None
+    return tree
+
+
+def load_deck(path: str | Path, *, strict: bool = False) -> Deck:
+    """Load a deck and its tree (so references are validated), returning the root deck."""
+    return load_deck_tree(path, strict=strict).root
+
+
+def check_deck_tree(
+    path: str | Path, *, strict: bool = False, role: DeckRole = "root", import_modules: bool = True
+) -> tuple[DeckTree | None, Diagnostics]:
+    """Load without raising: the tree (None when the root itself failed) and every problem.
+
+    With `import_modules=False` no Python file is imported: a tree that would import one (a
+    compute deck, an `execute` action, a `.py` schema) raises `DeckRunsCode` instead, so a
+    caller can load it elsewhere (the simulator does, in a child process)."""
+    walk = _TreeWalk(strict=strict, import_modules=import_modules)
+    tree = walk.load_tree(path, role)
+    return tree, walk.load.diag
+
+
+def find_workspace_decks(folder: str | Path) -> list[Path]:
+    """Root decks of a workspace folder: the folder's own deck, else each subfolder's.
+
+    A deck folder holds `PROMPT.md` (or, for a Python compute deck, `deck.py`).
+    """
+    folder = Path(folder)
+    own = folder_entrypoint(folder)
+    if own is not None:
+        return [own]
+    found = []
+    for child in sorted(p for p in folder.iterdir() if p.is_dir() and not p.name.startswith(".")):
+        entry = folder_entrypoint(child)
+        if entry is not None:
+            found.append(entry)
+    return found
+
+
+class _TreeWalk:
+    def __init__(self, *, strict: bool, import_modules: bool = True):
+        self.load = Load(Diagnostics(strict=strict), import_modules=import_modules)
+        self.decks: dict[str, Deck] = {}
+        self.failed: set[str] = set()
+        self.entries: list[DeckTreeEntry] = []
+        self._seen_roles: set[tuple[str, DeckRole]] = set()
+
+    def load_tree(self, path: str | Path, role: DeckRole = "root") -> DeckTree | None:
+        root_file = root_deck_file(self.load, path)
+        if root_file is None:
+            return None
+        queue: list[tuple[str, DeckRole]] = [(root_file, role)]
+        while queue:
+            file, role = queue.pop(0)
+            if (file, role) in self._seen_roles:
+                continue
+            self._seen_roles.add((file, role))
+            deck = self._load_file(file)
+            if deck is None:
+                continue
+            self.entries.append(DeckTreeEntry(path=file, role=role, label=deck.label))
+            _apply_role_rules(self.load, deck, role)
+            queue.extend(_children(deck))
+        _resolve_action_schemas(self.load, self.decks)
+        root = self.decks.get(root_file)
+        if root is None:
+            return None
+        return DeckTree(
+            root=root, decks=self.decks, entries=self.entries, warnings=self.load.diag.warnings
+        )
+
+    def _load_file(self, file: str) -> Deck | None:
+        if file in self.decks:
+            return self.decks[file]
+        if file in self.failed:
+            return None
+        deck = read_deck(self.load, file)
+        if deck is None:
+            self.failed.add(file)
+        else:
+            self.decks[file] = deck
+        return deck
+
+
+def _children(deck: Deck) -> Iterable[tuple[str, DeckRole]]:
+    for action in deck.actions:
+        if action.path:
+            yield action.path, "action"
+        elif action.execute:
+            yield action.execute, "action"
+    for ref in deck.scenarios:
+        yield ref.path, "scenario"
+    for ref in deck.graders:
+        yield ref.path, "grader"
+    for handler in deck.handlers.values():
+        yield handler.path, "action"
+
+
+def _apply_role_rules(load: Load, deck: Deck, role: DeckRole) -> None:
+    if role == "root" or (role == "action" and deck.kind == "compute"):
+        # Compute action schemas may also be declared inline: checked per action later.
+        return
+    if role == "scenario":
+        missing = [
+            k
+            for k, v in (
+                ("contextSchema", deck.context_schema),
+                ("responseSchema", deck.response_schema),
+            )
+            if v is None and (deck.path, k) not in load.failed_schemas
+        ]
+        if missing:
+            load.diag.deprecated(
+                f"scenario deck declares no {' or '.join(missing)}; using the plain-chat schemas",
+                file=deck.path,
+                key=missing[0],
+                hint=f'add contextSchema = "{PLAIN_CHAT_INPUT_OPTIONAL_URI}" and responseSchema = "{PLAIN_CHAT_OUTPUT_URI}"',
+            )
+            if deck.context_schema is None:
+                deck.context_schema = builtin_schema(PLAIN_CHAT_INPUT_OPTIONAL_URI)
+            if deck.response_schema is None:
+                deck.response_schema = builtin_schema(PLAIN_CHAT_OUTPUT_URI)
+        return
+    what = "an action deck" if role == "action" else "a grader deck"
+    for key, value in (
+        ("contextSchema", deck.context_schema),
+        ("responseSchema", deck.response_schema),
+    ):
+        if value is None and (deck.path, key) not in load.failed_schemas:
+            load.diag.error(
+                f"{what} must declare {key}",
+                file=deck.path,
+                key=key,
+                hint=(
+                    f'add {key} = "gambit://schemas/graders/'
+                    + (
+                        "contexts/conversation.zod.ts"
+                        if key == "contextSchema"
+                        else "grader_output.zod.ts"
+                    )
+                    + '"'
+                    if role == "grader"
+                    else f'add {key} = "./schemas/{"input" if key == "contextSchema" else "output"}.json" (or a built-in gambit://schemas/... URI)'
+                ),
+            )
+    if role == "grader" and deck.context_schema is not None and deck.response_schema is not None:
+        context_problems, response_problems = grader_compatibility_problems(
+            deck.context_schema, deck.response_schema
+        )
+        for problem in context_problems:
+            load.diag.error(
+                f"not compatible with the built-in grader context schemas: {problem}",
+                file=deck.path,
+                key="contextSchema",
+                hint="extend a gambit://schemas/graders/contexts/* schema and make added fields optional",
+            )
+        for problem in response_problems:
+            load.diag.error(
+                f"not compatible with the built-in grader output schema: {problem}",
+                file=deck.path,
+                key="responseSchema",
+                hint="extend gambit://schemas/graders/grader_output.zod.ts and make added fields optional",
+            )
+
+
+def _resolve_action_schemas(load: Load, decks: dict[str, Deck]) -> None:
+    """Give every action its IO schemas (seed 002 "Action target consistency").
+
+    Path actions take them from the action deck; execute actions from the inline
+    declaration, the module, or both, which must then match deeply.
+    """
+    for deck in list(decks.values()):
+        for action in deck.actions:
+            target = decks.get(action.target)
+            if target is None:
+                continue
+            where = "the action deck's" if action.path else "the module's"
+            for key, attr in (
+                ("contextSchema", "context_schema"),
+                ("responseSchema", "response_schema"),
+            ):
+                inline = getattr(action, attr)
+                from_target = getattr(target, attr)
+                if inline is not None and from_target is not None:
+                    for problem in deep_match_problems(inline, from_target):
+                        load.diag.error(
+                            f"action {action.name!r}: inline {key} differs from {where}: {problem}",
+                            file=action.declared_in,
+                            key=f"actions[{action.name}].{key}",
+                            hint="declare the schema in one place, or make both identical",
+                        )
+                if from_target is not None:
+                    setattr(action, attr, from_target)
+                elif inline is None and action.execute:
+                    load.diag.error(
+                        f"Action execute target must include contextSchema and responseSchema (missing {key})",
+                        file=action.declared_in,
+                        key=f"actions[{action.name}].{key}",
+                        hint=f"declare {key} on the [[actions]] entry, or pass {attr}= to define_deck in {action.execute}",
+                    )

@@ -1,0 +1,113 @@
+"""Typed values read from front-matter tables: strings, booleans, numbers and tables.
+
+Each reader returns the value, or None after reporting "must be ..., not <what it is>" at
+the key; a missing key is None without a problem.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import math
+from typing import Any
+
+from .load import Load
+
+
+def opt_str(load: Load, table: dict[str, Any], key: str, file: str, prefix: str = "") -> str | None:
+    value = table.get(key)
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        load.diag.error(f"must be a string, not {type_name(value)}", file=file, key=prefix + key)
+        return None
+    return value
+
+
+def opt_bool(
+    load: Load, table: dict[str, Any], key: str, file: str, prefix: str = ""
+) -> bool | None:
+    value = table.get(key)
+    if value is None:
+        return None
+    if not isinstance(value, bool):
+        load.diag.error(
+            f"must be true or false, not {type_name(value)}",
+            file=file,
+            key=prefix + key,
+            hint=f"{key} = true",
+        )
+        return None
+    return value
+
+
+def opt_number(
+    load: Load,
+    table: dict[str, Any],
+    key: str,
+    file: str,
+    prefix: str,
+    *,
+    integer: bool = False,
+    minimum: float | None = None,
+) -> Any:
+    value = table.get(key)
+    if value is None:
+        return None
+    ok = isinstance(value, int) if integer else isinstance(value, int | float)
+    if isinstance(value, bool) or not ok or (isinstance(value, float) and not math.isfinite(value)):
+        kind = "a whole number" if integer else "a number"
+        load.diag.error(f"must be {kind}, not {type_name(value)}", file=file, key=prefix + key)
+        return None
+    if minimum is not None and value < minimum:
+        load.diag.error(f"must be at least {minimum:g}, not {value}", file=file, key=prefix + key)
+        return None
+    return value
+
+
+def table(load: Load, value: Any, file: str, key: str) -> dict[str, Any] | None:
+    if not isinstance(value, dict):
+        load.diag.error(
+            f"must be a table, not {type_name(value)}",
+            file=file,
+            key=key,
+            hint=f"write it as [{key}]",
+        )
+        return None
+    return value
+
+
+def type_name(value: Any) -> str:
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int | float):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, list):
+        return "an array"
+    if isinstance(value, dict):
+        return "a table"
+    if isinstance(value, _dt.datetime | _dt.date | _dt.time):
+        return "a date/time"
+    return type(value).__name__
+
+
+def non_json_paths(value: Any, path: str) -> list[tuple[str, str]]:
+    """Dotted paths of values JSON cannot carry (TOML dates and times, NaN, infinity)."""
+    if isinstance(value, dict):
+        out = []
+        for key, item in value.items():
+            out.extend(non_json_paths(item, f"{path}.{key}"))
+        return out
+    if isinstance(value, list):
+        out = []
+        for index, item in enumerate(value):
+            out.extend(non_json_paths(item, f"{path}.{index}"))
+        return out
+    if isinstance(value, _dt.datetime | _dt.date | _dt.time):
+        return [(path, "TOML date/time")]
+    if isinstance(value, float) and not math.isfinite(value):
+        return [(path, "non-finite number")]
+    if value is None or isinstance(value, str | int | float | bool):
+        return []
+    return [(path, type(value).__name__)]
