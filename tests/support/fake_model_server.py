@@ -812,6 +812,9 @@ def _encode(value: Any) -> bytes:
 class _HTTPServer(http.server.ThreadingHTTPServer):
     daemon_threads = True
     allow_reuse_address = True
+    # socketserver listens with a backlog of 5: a client opening 16 connections at once
+    # would see some refused or retried after a second, which no model server does.
+    request_queue_size = 128
     owner: FakeModelServer
 
     def handle_error(self, request: Any, client_address: Any) -> None:
