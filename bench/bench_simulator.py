@@ -162,7 +162,7 @@ def run_level(browser, url: str, n: int) -> list[float]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--sessions", type=int, nargs="+", default=[1, 20])
+    parser.add_argument("--sessions", type=int, nargs="+", default=[1, 20, 50])
     parser.add_argument("--deltas", type=int, default=40)
     parser.add_argument("--interval", type=float, default=0.025)
     parser.add_argument("--distributed", action="store_true")

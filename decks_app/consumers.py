@@ -24,6 +24,10 @@ BATCH = 500
 # While a run is active, re-read the database this often even without a notification, so a
 # notification dropped by a full channel layer delays the page but never stalls it.
 SAFETY_POLL_SECONDS = 2.0
+# With no run active the page is re-read less often, but still: a run started by a POST
+# announces itself by a notification, and if that one is dropped the page must still
+# learn of the run (a full channel once left a page idle for good).
+IDLE_POLL_SECONDS = 5.0
 ACTIVE = ("queued", "running")
 
 
@@ -112,9 +116,8 @@ class SessionConsumer(AsyncWebsocketConsumer):
 
     async def _poll(self) -> None:
         while True:
-            await asyncio.sleep(SAFETY_POLL_SECONDS)
-            if self.status in ACTIVE:
-                await self.catch_up()
+            await asyncio.sleep(SAFETY_POLL_SECONDS if self.status in ACTIVE else IDLE_POLL_SECONDS)
+            await self.catch_up()
 
     async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None) -> None:
         if text_data is not None and len(text_data) > 4096:

@@ -256,3 +256,21 @@ async def test_big_messages_go_out_in_frames_under_the_servers_limit():
     assert 'id="cursor"' in reply and len(reply) < 500
     assert await comm.receive_nothing(timeout=0.3)
     await comm.disconnect()
+
+
+async def test_a_dropped_notification_of_a_new_run_reaches_an_idle_page(monkeypatch):
+    """The page said hello while idle; the run's start and end notifications were lost (a
+    full channel): the idle poll still brings the page up to date."""
+    from decks_app import consumers
+
+    monkeypatch.setattr(consumers, "IDLE_POLL_SECONDS", 0.1)
+    session, run = await sync_to_async(_session_with_events)(2)
+    await Run.objects.filter(pk=run.id).aupdate(status="completed")
+    comm, connected, _ = await _connect(session.id)
+    last = await TraceEvent.objects.filter(run=run).values_list("id", flat=True).alast()
+    await comm.send_json_to({"after": last, "version": 0, "status": "completed"})
+    await comm.receive_from(timeout=5)
+    await Run.objects.acreate(session=session, status="running")  # no notify
+    html = await comm.receive_from(timeout=5)
+    assert 'data-status="running"' in html and 'id="status"' in html
+    await comm.disconnect()
