@@ -25,6 +25,7 @@ from .._ids import new_id
 from .._openresponses import message_item
 from .._schema import Schema
 from .._state import new_state, state_items
+from .._trace import LogEvent
 from . import _execute
 from ._common import _MISSING, DeckCodeError, DeckFailure, _json
 from ._limits import _Limits, _with_deadline
@@ -74,10 +75,10 @@ class ComputeContext:
             data.get("level") if data.get("level") in ("debug", "info", "warn", "error") else "info"
         )
         self._run.trace(
-            "log",
-            deckPath=self._deck.path,
-            actionCallId=self.action_call_id,
-            parentActionCallId=self.parent_action_call_id,
+            LogEvent,
+            deck_path=self._deck.path,
+            action_call_id=self.action_call_id,
+            parent_action_call_id=self.parent_action_call_id,
             level=level,
             title=data.get("title") or (text or None),
             message=text,
@@ -157,7 +158,7 @@ class ComputeContext:
         if self.parent_action_call_id:
             meta["parent_action_call_id"] = self.parent_action_call_id
         self._sequence += 1
-        self._run.trace(type_, sequence_number=self._sequence, _gambit=meta, **fields)
+        self._run.trace_response(type_, {"sequence_number": self._sequence, "gambit": meta}, fields)
 
     def _complete_emitter(self, ok: bool, error: str | None = None) -> None:
         if not self.emitted_items:

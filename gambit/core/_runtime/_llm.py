@@ -44,6 +44,16 @@ from .._openresponses import (
 from .._permissions import EffectivePermissions
 from .._provider import ChatProvider, ProviderError, ProviderResponse
 from .._state import SavedState, state_items
+from .._trace import (
+    DeckEndEvent,
+    DeckStartEvent,
+    MessageUserEvent,
+    ModelCallEvent,
+    ModelResultEvent,
+    MonologEvent,
+    ToolCallEvent,
+    ToolResultEvent,
+)
 from ._common import _MISSING, CONTEXT_TOOL, RunError, _json
 from ._limits import DEFAULT_MAX_PASSES, _Limits, _with_deadline
 from ._request import _RequestParts
@@ -86,9 +96,6 @@ class _LlmExecution(_ToolCalls, _RequestParts):
         self.last_activity = time.monotonic()
         self.last_child_result: Any = None
 
-    def _trace(self, type_: str, **fields: Any) -> None:
-        self.run.trace(type_, **fields)
-
     def _publish(self) -> None:
         if self.root_state is not None:
             self.root_state.publish(self.items)
@@ -109,20 +116,20 @@ class _LlmExecution(_ToolCalls, _RequestParts):
                 else json.dumps(message, indent=2, ensure_ascii=False)
             )
             self.items.append(message_item("user", text))
-            self._trace(
-                "message.user",
-                actionCallId=self.action_call_id,
-                deckPath=deck.path,
+            self.run.trace(
+                MessageUserEvent,
+                action_call_id=self.action_call_id,
+                deck_path=deck.path,
                 message={"role": "user", "content": text},
-                parentActionCallId=self.parent,
+                parent_action_call_id=self.parent,
             )
         tools = self._tools()
         text_config = self._text_config()
-        self._trace(
-            "deck.start",
-            deckPath=deck.path,
-            actionCallId=self.action_call_id,
-            parentActionCallId=self.parent,
+        self.run.trace(
+            DeckStartEvent,
+            deck_path=deck.path,
+            action_call_id=self.action_call_id,
+            parent_action_call_id=self.parent,
             permissions=self.permissions.to_json()
             if self.permissions is not None and self._builtin_tools()
             else None,
@@ -140,11 +147,11 @@ class _LlmExecution(_ToolCalls, _RequestParts):
                 finished = await self._tool_batch(output.calls)
                 self._publish()
                 if finished is not _MISSING:
-                    self._trace(
-                        "deck.end",
-                        deckPath=deck.path,
-                        actionCallId=self.action_call_id,
-                        parentActionCallId=self.parent,
+                    self.run.trace(
+                        DeckEndEvent,
+                        deck_path=deck.path,
+                        action_call_id=self.action_call_id,
+                        parent_action_call_id=self.parent,
                     )
                     return finished
                 continue
@@ -153,11 +160,11 @@ class _LlmExecution(_ToolCalls, _RequestParts):
                 self.items.append(message_item("assistant", output.text))
             self._publish()
             if self.parent is not None and output.text:
-                self._trace(
-                    "monolog",
-                    deckPath=deck.path,
-                    actionCallId=self.action_call_id,
-                    parentActionCallId=self.parent,
+                self.run.trace(
+                    MonologEvent,
+                    deck_path=deck.path,
+                    action_call_id=self.action_call_id,
+                    parent_action_call_id=self.parent,
                     content=output.text,
                 )
             if deck.respond:
@@ -165,11 +172,11 @@ class _LlmExecution(_ToolCalls, _RequestParts):
             result = _validate_output(
                 deck.response_schema, output.text, deck_path=deck.path, is_root=self.depth == 0
             )
-            self._trace(
-                "deck.end",
-                deckPath=deck.path,
-                actionCallId=self.action_call_id,
-                parentActionCallId=self.parent,
+            self.run.trace(
+                DeckEndEvent,
+                deck_path=deck.path,
+                action_call_id=self.action_call_id,
+                parent_action_call_id=self.parent,
             )
             return result
         raise RunError(
@@ -180,23 +187,23 @@ class _LlmExecution(_ToolCalls, _RequestParts):
 
     def _inject_context(self, context: Any) -> None:
         call_id = new_id("call")
-        self._trace(
-            "tool.call",
-            actionCallId=call_id,
+        self.run.trace(
+            ToolCallEvent,
+            action_call_id=call_id,
             name=CONTEXT_TOOL,
             args={},
-            toolKind="internal",
-            parentActionCallId=self.action_call_id,
+            tool_kind="internal",
+            parent_action_call_id=self.action_call_id,
         )
         self.items.append(FunctionCallItem(call_id=call_id, name=CONTEXT_TOOL, arguments="{}"))
         self.items.append(FunctionCallOutputItem(call_id=call_id, output=_json(context)))
-        self._trace(
-            "tool.result",
-            actionCallId=call_id,
+        self.run.trace(
+            ToolResultEvent,
+            action_call_id=call_id,
             name=CONTEXT_TOOL,
             result=context,
-            toolKind="internal",
-            parentActionCallId=self.action_call_id,
+            tool_kind="internal",
+            parent_action_call_id=self.action_call_id,
         )
 
     def _append_supplemental(self, output_items: list[Any]) -> None:
@@ -224,17 +231,17 @@ class _LlmExecution(_ToolCalls, _RequestParts):
             stream=run.stream or None,
             params=resolved.params,
         )
-        self._trace(
-            "model.call",
-            actionCallId=self.action_call_id,
-            deckPath=self.deck.path,
-            parentActionCallId=self.parent,
+        self.run.trace(
+            ModelCallEvent,
+            action_call_id=self.action_call_id,
+            deck_path=self.deck.path,
+            parent_action_call_id=self.parent,
             model=resolved.model,
             provider=getattr(provider, "name", None),
             offline=True if getattr(provider, "offline", False) else None,
             stream=run.stream,
-            messageCount=len(self.items),
-            toolCount=len(tools),
+            message_count=len(self.items),
+            tool_count=len(tools),
             # Built only when a sink listens: serialising the whole conversation is the
             # costliest part of a pass at 50 turns.
             tools=[t.to_dict() for t in tools] if run.on_trace is not None else None,
@@ -288,22 +295,22 @@ class _LlmExecution(_ToolCalls, _RequestParts):
             if isinstance(item, FunctionCallItem)
         ]
         run.usage.add(result.response.usage)
-        self._trace(
-            "model.result",
-            actionCallId=self.action_call_id,
-            deckPath=self.deck.path,
-            parentActionCallId=self.parent,
+        self.run.trace(
+            ModelResultEvent,
+            action_call_id=self.action_call_id,
+            deck_path=self.deck.path,
+            parent_action_call_id=self.parent,
             model=resolved.model,
             provider=getattr(provider, "name", None),
             offline=True if getattr(provider, "offline", False) else None,
-            finishReason="tool_calls" if calls else "stop",
+            finish_reason="tool_calls" if calls else "stop",
             message={"role": "assistant", "content": text or None},
-            toolCalls=[{"id": c.call_id, "name": c.name, "args": c.args} for c in calls] or None,
+            tool_calls=[{"id": c.call_id, "name": c.name, "args": c.args} for c in calls] or None,
             usage=result.response.usage.to_dict() if result.response.usage else None,
             mode=run.mode,
             output=[item_to_dict(i) for i in output_items],
-            responseId=result.response.id,
-            durationMs=int((time.monotonic() - started) * 1000),
+            response_id=result.response.id,
+            duration_ms=int((time.monotonic() - started) * 1000),
         )
         self.last_activity = time.monotonic()
         return _PassOutput(output_items, text, calls, result.response.usage)

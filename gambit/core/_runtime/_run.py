@@ -25,6 +25,7 @@ from .._openresponses import ResponseUsage, item_to_dict
 from .._permissions import PermissionSet
 from .._provider import ModelProvider, ModelResolver
 from .._state import MessageRef, SavedState
+from .._trace import ResponseTraceEvent, _TraceBase
 from ._common import Mode, StateCallback, ToolHandler, TraceCallback
 
 
@@ -121,12 +122,22 @@ class _Run:
         # a deck that works on another folder (the Build assistant) is given that folder.
         self.tools_base_dir: str | None = None
 
-    def trace(self, type_: str, **fields: Any) -> None:
-        if self.on_trace is None:
-            return
-        event = {"type": type_, "ts": int(time.time() * 1000), "runId": self.run_id}
-        event.update({k: v for k, v in fields.items() if v is not None})
-        self.on_trace(event)
+    def trace(self, event: type[_TraceBase], /, **fields: Any) -> None:
+        """Emit one event of the `event` model: fields by their Python names, JSON values."""
+        if self.on_trace is not None:
+            self.on_trace(event.wire(int(time.time() * 1000), self.run_id, fields))
+
+    def trace_response(
+        self, kind: str, fields: dict[str, Any], provider_fields: dict[str, Any]
+    ) -> None:
+        """Emit a `response.*` event: `fields` of `ResponseTraceEvent` (`sequence_number`,
+        `gambit`), then the provider event's own fields, as they are."""
+        if self.on_trace is not None:
+            self.on_trace(
+                ResponseTraceEvent.wire(
+                    int(time.time() * 1000), self.run_id, fields, provider_fields, type=kind
+                )
+            )
 
     def stream_text(self, text: str) -> None:
         if text and self.on_stream_text is not None:

@@ -24,6 +24,7 @@ from .._openresponses import FunctionCallItem, FunctionCallOutputItem
 from .._permissions import PermissionSet
 from .._provider import ModelProvider, ModelResolver
 from .._state import SavedState, new_state, state_items
+from .._trace import LogEvent, RunEndEvent, RunStartEvent
 from ._common import (
     _MISSING,
     CONTEXT_TOOL,
@@ -129,18 +130,18 @@ async def run_deck(
                 deck_path=root.path,
             )
         run.trace(
-            "run.start",
-            deckPath=root.path,
+            RunStartEvent,
+            deck_path=root.path,
             input=None if context is _MISSING else context,
-            initialUserMessage=message,
+            initial_user_message=message,
             mode=mode,
             provider=provider.name,
             offline=True if getattr(provider, "offline", False) else None,
         )
         for problem in load_warnings:  # deprecations and the like, in the run's own trace
             run.trace(
-                "log",
-                deckPath=problem.file or root.path,
+                LogEvent,
+                deck_path=problem.file or root.path,
                 level="warn",
                 title="deck warning",
                 message=problem.render(),
@@ -170,11 +171,11 @@ async def run_deck(
     finally:
         root_state.publish()
         run.trace(
-            "run.end",
+            RunEndEvent,
             status=status,
             error=error,
             usage=run.usage.to_model().to_dict(),
-            durationMs=int((time.monotonic() - started) * 1000),
+            duration_ms=int((time.monotonic() - started) * 1000),
         )
 
 

@@ -20,6 +20,8 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING, Any
 
+from .._trace import ModelStreamEvent, ToolCallEvent, ToolResultEvent
+
 if TYPE_CHECKING:
     from ._llm import _LlmExecution
 
@@ -75,10 +77,10 @@ class _StreamTracer:
             self._response_event(kind, event)
             return
         ex.run.trace(
-            "model.stream.event",
-            actionCallId=ex.action_call_id,
-            deckPath=ex.deck.path,
-            parentActionCallId=ex.parent,
+            ModelStreamEvent,
+            action_call_id=ex.action_call_id,
+            deck_path=ex.deck.path,
+            parent_action_call_id=ex.parent,
             model=self.model,
             event=event,
         )
@@ -94,7 +96,9 @@ class _StreamTracer:
             self.sequence += 1
         fields = {k: v for k, v in event.items() if k not in ("type", "_gambit")}
         fields["sequence_number"] = self.sequence
-        ex.run.trace(kind, _gambit={**(event.get("_gambit") or {}), **self._meta()}, **fields)
+        ex.run.trace_response(
+            kind, {"gambit": {**(event.get("_gambit") or {}), **self._meta()}}, fields
+        )
         if (
             kind == "response.output_text.delta"
             and isinstance(event.get("delta"), str)
@@ -123,16 +127,15 @@ class _StreamTracer:
         self.tool_names[call_id] = name
         self.projected.add((call_id, kind))
         fields: dict[str, Any] = {
-            "actionCallId": call_id,
+            "action_call_id": call_id,
             "name": name,
-            "toolKind": event.get("toolKind") or "mcp_bridge",
-            "parentActionCallId": ex.action_call_id,
+            "tool_kind": event.get("toolKind") or "mcp_bridge",
+            "parent_action_call_id": ex.action_call_id,
         }
         if kind == "tool.call":
-            fields["args"] = event.get("args", {})
+            ex.run.trace(ToolCallEvent, **fields, args=event.get("args", {}))
         else:
-            fields["result"] = event.get("result")
-        ex.run.trace(kind, **fields)
+            ex.run.trace(ToolResultEvent, **fields, result=event.get("result"))
 
     def on_chat_text(self, chunk: str) -> None:
         self.on_event({"type": "response.output_text.delta", "output_index": 0, "delta": chunk})

@@ -32,6 +32,7 @@ from .._ids import new_id
 from .._openresponses import FunctionCallItem, FunctionCallOutputItem
 from .._permissions import EffectivePermissions
 from .._schema import SchemaValidationError
+from .._trace import ActionEndEvent, ActionStartEvent, ToolCallEvent, ToolResultEvent
 from . import _execute
 from ._common import (
     _MISSING,
@@ -61,8 +62,7 @@ class _ToolCalls(_Handlers):
 
     permissions: EffectivePermissions | None
     last_child_result: Any
-    # Provided by `_LlmExecution` and `_RequestParts`.
-    _trace: Callable[..., None]
+    # Provided by `_RequestParts`.
     _builtin_tools: Callable[[], list[str]]
 
     async def _tool_batch(self, calls: list[_ToolCall]) -> Any:
@@ -92,13 +92,13 @@ class _ToolCalls(_Handlers):
 
     def _respond(self, call: _ToolCall) -> tuple[dict[str, Any], bool]:
         args = call.args
-        self._trace(
-            "tool.call",
-            actionCallId=call.call_id,
+        self.run.trace(
+            ToolCallEvent,
+            action_call_id=call.call_id,
             name=RESPOND_TOOL,
             args=args,
-            toolKind="internal",
-            parentActionCallId=self.action_call_id,
+            tool_kind="internal",
+            parent_action_call_id=self.action_call_id,
         )
         payload = args.get("payload", args) if "payload" in args else args
         try:
@@ -109,49 +109,49 @@ class _ToolCalls(_Handlers):
             # Improvement over the legacy runtime: the model is told and may try again.
             error = {"status": 400, "code": "invalid_payload", "message": str(exc)}
             self.items.append(FunctionCallOutputItem(call_id=call.call_id, output=_json(error)))
-            self._trace(
-                "tool.result",
-                actionCallId=call.call_id,
+            self.run.trace(
+                ToolResultEvent,
+                action_call_id=call.call_id,
                 name=RESPOND_TOOL,
                 result=error,
-                toolKind="internal",
-                parentActionCallId=self.action_call_id,
+                tool_kind="internal",
+                parent_action_call_id=self.action_call_id,
             )
             return error, False
         envelope: dict[str, Any] = {"payload": payload, **_envelope_fields(args)}
         self.items.append(FunctionCallOutputItem(call_id=call.call_id, output=_json(envelope)))
-        self._trace(
-            "tool.result",
-            actionCallId=call.call_id,
+        self.run.trace(
+            ToolResultEvent,
+            action_call_id=call.call_id,
             name=RESPOND_TOOL,
             result=envelope,
-            toolKind="internal",
-            parentActionCallId=self.action_call_id,
+            tool_kind="internal",
+            parent_action_call_id=self.action_call_id,
         )
         return envelope, True
 
     def _end(self, call: _ToolCall) -> dict[str, Any]:
         args = call.args
-        self._trace(
-            "tool.call",
-            actionCallId=call.call_id,
+        self.run.trace(
+            ToolCallEvent,
+            action_call_id=call.call_id,
             name=END_TOOL,
             args=args,
-            toolKind="internal",
-            parentActionCallId=self.action_call_id,
+            tool_kind="internal",
+            parent_action_call_id=self.action_call_id,
         )
         signal: dict[str, Any] = {END_SIGNAL_KEY: True}
         for key in (*_ENVELOPE_KEYS, "payload"):
             if key in args:
                 signal[key] = args[key]
         self.items.append(FunctionCallOutputItem(call_id=call.call_id, output=_json(signal)))
-        self._trace(
-            "tool.result",
-            actionCallId=call.call_id,
+        self.run.trace(
+            ToolResultEvent,
+            action_call_id=call.call_id,
             name=END_TOOL,
             result=signal,
-            toolKind="internal",
-            parentActionCallId=self.action_call_id,
+            tool_kind="internal",
+            parent_action_call_id=self.action_call_id,
         )
         return signal
 
@@ -174,12 +174,12 @@ class _ToolCalls(_Handlers):
         builtin = action is None and tool is None and call.name in self._builtin_tools()
         kind = "action" if action is not None else "builtin" if builtin else "external"
         common = {
-            "actionCallId": call.call_id,
+            "action_call_id": call.call_id,
             "name": call.name,
-            "parentActionCallId": self.action_call_id,
+            "parent_action_call_id": self.action_call_id,
         }
-        self._trace("action.start", path=call.name, **common)
-        self._trace("tool.call", args=call.args, toolKind=kind, **common)
+        self.run.trace(ActionStartEvent, path=call.name, **common)
+        self.run.trace(ToolCallEvent, args=call.args, tool_kind=kind, **common)
         extra_items: list[Any] = []
         complete = False
         if action is not None:
@@ -198,7 +198,7 @@ class _ToolCalls(_Handlers):
             body = {"status": 404, "message": "unknown action"}
         envelope = self._envelope(call, body)
         content = _json(envelope)
-        self._trace("tool.result", result=content, toolKind=kind, **common)
+        self.run.trace(ToolResultEvent, result=content, tool_kind=kind, **common)
         self.items.append(FunctionCallOutputItem(call_id=call.call_id, output=content))
         self.items.extend(extra_items)
         if complete:
@@ -207,7 +207,7 @@ class _ToolCalls(_Handlers):
                 FunctionCallItem(call_id=complete_id, name=COMPLETE_TOOL, arguments=content)
             )
             self.items.append(FunctionCallOutputItem(call_id=complete_id, output=content))
-        self._trace("action.end", path=call.name, **common)
+        self.run.trace(ActionEndEvent, path=call.name, **common)
 
     async def _run_action(
         self, action: ActionDecl, call: _ToolCall
