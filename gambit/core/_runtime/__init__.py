@@ -32,10 +32,12 @@ run-wide settings and trace emission; `_RootState`, the published conversation).
 
 from ._common import _MISSING, DeckCodeError, DeckFailure, RunError, is_end_signal
 from ._compute_deck import ComputeContext
+from ._limits import Clock
 from ._run import RunResult
 from ._run_deck import run_deck, run_deck_sync
 
 __all__ = [
+    "Clock",
     "ComputeContext",
     "DeckCodeError",
     "DeckFailure",

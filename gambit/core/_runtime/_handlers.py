@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import time
 from typing import TYPE_CHECKING, Any
 
 from .._deck import ActionDecl, Deck, HandlerDecl
@@ -58,15 +57,16 @@ class _Handlers:
         delay = (
             handler.delay_ms if handler.delay_ms is not None else DEFAULT_HANDLER_DELAY_MS
         ) / 1000
+        clock = self.limits.clock
         fired = False
         while True:
-            wait = self.last_activity + delay - time.monotonic()
+            wait = self.last_activity + delay - clock.monotonic()
             if wait > 0:
-                await asyncio.sleep(wait)
+                await clock.sleep(wait)
                 continue
             if fired and not handler.repeat_ms:
                 return
-            idle_ms = int((time.monotonic() - self.last_activity) * 1000)
+            idle_ms = int((clock.monotonic() - self.last_activity) * 1000)
             payload = {
                 "kind": "idle",
                 "label": self.deck.label,
@@ -78,7 +78,7 @@ class _Handlers:
                 self.run.stream_text(text + "\n")
                 self.items.append(message_item("assistant", f"{text} (idle for {idle_ms}ms)"))
             fired = True
-            self.last_activity = time.monotonic()
+            self.last_activity = clock.monotonic()
             if handler.repeat_ms:
                 delay = handler.repeat_ms / 1000
 
@@ -161,7 +161,8 @@ class _Busy:
         self.handler = handler
         self.action = action
         self.call = call
-        self.started = time.monotonic()
+        self.clock = execution.limits.clock
+        self.started = self.clock.monotonic()
         self.fired = False
         self.items: list[Any] = []
         self.task: asyncio.Task[None] | None = None
@@ -170,15 +171,15 @@ class _Busy:
         ) / 1000
 
     async def loop(self) -> None:
-        await asyncio.sleep(self.delay)
+        await self.clock.sleep(self.delay)
         while True:
             await self.fire()
             if not self.handler.repeat_ms:
                 return
-            await asyncio.sleep(self.handler.repeat_ms / 1000)
+            await self.clock.sleep(self.handler.repeat_ms / 1000)
 
     async def fire(self) -> None:
-        elapsed = int((time.monotonic() - self.started) * 1000)
+        elapsed = int((self.clock.monotonic() - self.started) * 1000)
         ex = self.execution
         payload = {
             "kind": "busy",

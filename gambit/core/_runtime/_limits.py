@@ -6,6 +6,11 @@ execution then lays its own `[guardrails]` over what it inherited (`_deck_limits
 timeout starts a deadline when the deck starts, capped by the inherited one: a child can
 tighten the deadline, never extend it. Awaits that may take long (provider calls, deck code,
 tool handlers) go through `_with_deadline`, which cancels them when the deadline passes.
+
+The limits also carry the run's `Clock`: where deadlines, and the onIdle/onBusy handler
+timers (`_handlers`), read the time and wait. It is the system's monotonic clock and
+`asyncio.sleep` unless the caller passes another to `run_deck` (tests pass one that moves
+only when told, so what a handler reports as elapsed does not depend on the machine).
 """
 
 from __future__ import annotations
@@ -13,7 +18,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 import time
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -33,27 +38,39 @@ class _DeadlineExceeded(RunError):
         super().__init__("Timeout exceeded", code="timeout", deck_path=deck_path)
 
 
+@dataclass(frozen=True)
+class Clock:
+    """Where the runtime reads the time (`monotonic`, in seconds) and waits (`sleep`)."""
+
+    monotonic: Callable[[], float] = time.monotonic
+    sleep: Callable[[float], Awaitable[Any]] = asyncio.sleep
+
+
+SYSTEM_CLOCK = Clock()
+
+
 @dataclass
 class _Limits:
     guardrails: Guardrails
-    deadline: float | None  # time.monotonic() seconds
+    deadline: float | None  # clock.monotonic() seconds
+    clock: Clock = SYSTEM_CLOCK
 
     def remaining(self) -> float | None:
-        return None if self.deadline is None else self.deadline - time.monotonic()
+        return None if self.deadline is None else self.deadline - self.clock.monotonic()
 
     def check(self, deck_path: str) -> None:
-        if self.deadline is not None and time.monotonic() >= self.deadline:
+        if self.deadline is not None and self.clock.monotonic() >= self.deadline:
             raise _DeadlineExceeded(deck_path)
 
 
-def _root_limits(caller: Guardrails) -> _Limits:
+def _root_limits(caller: Guardrails, clock: Clock = SYSTEM_CLOCK) -> _Limits:
     """The caller's guardrails over the defaults; the deadline starts with the root deck."""
     merged = Guardrails(
         max_depth=_first(caller.max_depth, DEFAULT_MAX_DEPTH),
         max_passes=_first(caller.max_passes, DEFAULT_MAX_PASSES),
         timeout_ms=_first(caller.timeout_ms, DEFAULT_TIMEOUT_MS),
     )
-    return _Limits(merged, None)
+    return _Limits(merged, None, clock)
 
 
 def _deck_limits(deck: Deck, inherited: _Limits) -> _Limits:
@@ -66,13 +83,14 @@ def _deck_limits(deck: Deck, inherited: _Limits) -> _Limits:
     )
     # The effective timeout starts a deadline now, capped by the inherited one (a child can
     # tighten it, never extend it); 0 means no local limit.
-    return _Limits(merged, _deadline(merged.timeout_ms, inherited.deadline))
+    clock = inherited.clock
+    return _Limits(merged, _deadline(merged.timeout_ms, inherited.deadline, clock), clock)
 
 
-def _deadline(timeout_ms: int | None, inherited: float | None) -> float | None:
+def _deadline(timeout_ms: int | None, inherited: float | None, clock: Clock) -> float | None:
     if not timeout_ms:  # 0 (or unset) means no local limit; an inherited deadline still applies
         return inherited
-    local = time.monotonic() + timeout_ms / 1000
+    local = clock.monotonic() + timeout_ms / 1000
     return local if inherited is None else min(local, inherited)
 
 

@@ -93,7 +93,7 @@ class _LlmExecution(_ToolCalls, _RequestParts):
         self.root_state = root_state
         self.action_call_id = new_id("action")
         self.items: list[Any] = []
-        self.last_activity = time.monotonic()
+        self.last_activity = limits.clock.monotonic()
         self.last_child_result: Any = None
 
     def _publish(self) -> None:
@@ -312,7 +312,7 @@ class _LlmExecution(_ToolCalls, _RequestParts):
             response_id=result.response.id,
             duration_ms=int((time.monotonic() - started) * 1000),
         )
-        self.last_activity = time.monotonic()
+        self.last_activity = self.limits.clock.monotonic()
         return _PassOutput(output_items, text, calls, result.response.usage)
 
     async def _chat_call(

@@ -37,7 +37,7 @@ from ._common import (
     is_end_signal,
 )
 from ._execute import execute_deck
-from ._limits import _root_limits
+from ._limits import SYSTEM_CLOCK, Clock, _root_limits
 from ._run import RunResult, _RootState, _Run
 from ._validation import _validate
 
@@ -65,14 +65,16 @@ async def run_deck(
     session_permissions: PermissionSet | None = None,
     host_env: Mapping[str, str] | None = None,
     tools_base_dir: str | Path | None = None,
+    clock: Clock | None = None,
 ) -> RunResult:
     """Run a deck to completion and return its validated output.
 
     `context` is the deck's context input (omit it for none); `message` an initial user
     message appended after it. Passing `state` resumes a conversation: nothing is
     re-injected and the context is recovered from it. `mode` picks the provider method
-    (seed 000): "responses" (canonical) or "chat". Raises `RunError` (guardrails,
-    validation), `ProviderError`, `DeckError`; cancellation raises `CancelledError`.
+    (seed 000): "responses" (canonical) or "chat". `clock` replaces the system clock for
+    deadlines and handler timers (tests). Raises `RunError` (guardrails, validation),
+    `ProviderError`, `DeckError`; cancellation raises `CancelledError`.
     """
     if isinstance(deck, DeckTree):
         root, decks, load_warnings = deck.root, dict(deck.decks), list(deck.warnings)
@@ -107,7 +109,7 @@ async def run_deck(
     memo = state._messages_memo if state is not None else None
     root_state = _RootState(base, on_state, mode, IncrementalMessages.restore(memo))
     resumed = state is not None and bool(state_items(state))
-    limits = _root_limits(guardrails or Guardrails())
+    limits = _root_limits(guardrails or Guardrails(), clock or SYSTEM_CLOCK)
     status, error = "completed", None
     started = time.monotonic()
     try:

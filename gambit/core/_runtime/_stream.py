@@ -17,7 +17,6 @@ Every event counts as activity for the onIdle handler.
 
 from __future__ import annotations
 
-import time
 from typing import TYPE_CHECKING, Any
 
 from .._trace import ModelStreamEvent, ToolCallEvent, ToolResultEvent
@@ -68,7 +67,7 @@ class _StreamTracer:
         kind = event.get("type") if isinstance(event, dict) else None
         if not isinstance(kind, str):
             return
-        ex.last_activity = time.monotonic()
+        ex.last_activity = ex.limits.clock.monotonic()
         is_response = kind.startswith("response.")
         projected_kind = self._TOOL_EVENTS.get(kind)
         if self.terminated and (is_response or projected_kind):

@@ -21,7 +21,6 @@ from __future__ import annotations
 import asyncio
 import inspect
 import json
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -83,7 +82,8 @@ class _ToolCalls(_Handlers):
                 end_signal = self._end(call)
                 continue
             await self._dispatch(call)
-            self.last_activity = time.monotonic()  # tool results count as activity (ref §2.12)
+            # Tool results count as activity (ref §2.12).
+            self.last_activity = self.limits.clock.monotonic()
             if is_end_signal(self.last_child_result):
                 end_signal = self.last_child_result
         if end_signal is not _MISSING:
@@ -223,7 +223,8 @@ class _ToolCalls(_Handlers):
                 return {"status": 400, "code": "invalid_input", "message": str(exc)}, [], False
         child = self.run.deck(action.target)
         busy = self._busy_watcher(action, call)
-        started = time.monotonic()
+        clock = self.limits.clock
+        started = clock.monotonic()
         emitted: list[dict[str, Any]] = []
         try:
             result = await _execute.execute_deck(
@@ -251,7 +252,7 @@ class _ToolCalls(_Handlers):
                 raise
             body = await self._handle_error(handler, action, call, exc)
             return body, busy_items, True
-        busy_items = await _stop_busy(busy, fire_late=True, elapsed=time.monotonic() - started)
+        busy_items = await _stop_busy(busy, fire_late=True, elapsed=clock.monotonic() - started)
         self.last_child_result = result
         if is_end_signal(result):
             return {"status": 200, "payload": result}, busy_items, False
