@@ -27,6 +27,7 @@ seed's shapes.
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Iterable, Mapping
 from typing import Annotated, Any, ClassVar, Literal
 
@@ -120,6 +121,74 @@ class _JsonModel(BaseModel):
 # dropped when None. Computed once per class: walking `model_fields` on every dump was the
 # largest cost of serialising a long conversation.
 _OMIT_RULES: dict[type, tuple[tuple[str, tuple[str, ...]], ...]] = {}
+
+
+_setattr = object.__setattr__
+_IMMUTABLE = (type(None), str, int, float, bool, tuple, frozenset)
+# Per model class: (field names, required field names, every field in declaration order with
+# its plain default (a placeholder for the others), (name, factory) of the other defaults,
+# (name, factory) of the private attributes, whether extras are kept), or False when
+# `construct` must defer to `model_construct`.
+_CONSTRUCT_PLANS: dict[type, Any] = {}
+
+
+def construct[M: BaseModel](cls: type[M], /, **values: Any) -> M:
+    """`cls.model_construct(**values)` (no validation: `values` must already be valid, given
+    by field name), without its generic per-call work: the defaults of each model class are
+    collected once. Used on the hot path of a run, where `model_construct` cost more than
+    validating.
+
+    The instance is the one `model_construct` makes: every field in `__dict__`, the given
+    names as the fields set, no extras, private attributes at their defaults. Models with a
+    `model_post_init` of their own, and unknown names, go through `model_construct`.
+    """
+    plan = _CONSTRUCT_PLANS.get(cls)
+    if plan is None:
+        plan = _CONSTRUCT_PLANS[cls] = _construct_plan(cls)
+    if plan is False or not plan[1] <= values.keys() <= plan[0]:
+        return cls.model_construct(**values)
+    _names, _required, defaults, factories, private, extra = plan
+    data = dict(defaults)  # declaration order, as model_construct makes it
+    for name, factory in factories:
+        if name not in values:
+            data[name] = factory()
+    data.update(values)
+    model = cls.__new__(cls)
+    _setattr(model, "__dict__", data)
+    _setattr(model, "__pydantic_fields_set__", set(values))
+    _setattr(model, "__pydantic_extra__", {} if extra else None)
+    _setattr(model, "__pydantic_private__", {k: f() for k, f in private} if private else None)
+    return model
+
+
+def _construct_plan(cls: type[BaseModel]) -> Any:
+    from pydantic._internal._model_construction import init_private_attributes
+
+    if cls.__pydantic_root_model__ or (
+        cls.__pydantic_post_init__ is not None
+        and cls.model_post_init is not init_private_attributes  # type: ignore[comparison-overlap]
+    ):
+        return False
+    defaults: dict[str, Any] = {}
+    factories: list[tuple[str, Any]] = []
+    required = []
+    for name, info in cls.model_fields.items():
+        defaults[name] = None  # a placeholder that keeps the field's place
+        if info.is_required():
+            required.append(name)
+            continue
+        if info.default_factory is not None:
+            if info.default_factory_takes_data:
+                return False
+            factories.append((name, info.default_factory))
+        elif isinstance(info.default, _IMMUTABLE):
+            defaults[name] = info.default
+        else:  # a mutable default is copied for each instance, as pydantic does
+            factories.append((name, lambda default=info.default: copy.deepcopy(default)))
+    private = tuple((name, attr.get_default) for name, attr in cls.__private_attributes__.items())
+    extra = cls.model_config.get("extra") == "allow"
+    names = frozenset(cls.model_fields)
+    return names, frozenset(required), defaults, tuple(factories), private, extra
 
 
 def _omit_rules(cls: type[_JsonModel]) -> tuple[tuple[str, tuple[str, ...]], ...]:
@@ -496,11 +565,64 @@ _EVENT_ADAPTER: TypeAdapter[Any] = TypeAdapter(ResponseEvent, config=_DEFER)
 
 def item_to_dict(item: BaseModel | Mapping[str, Any]) -> dict[str, Any]:
     """An item (or any wire model) as a JSON-ready dict, None-valued optional fields omitted."""
+    if type(item) in _CORE_ITEMS:
+        data = _core_item_dict(item)
+        if data is not None:
+            return data
     if isinstance(item, Mapping):
         item = item_from_dict(item)
     if isinstance(item, _JsonModel):
         return item.to_dict()
     return item.model_dump(mode="json", by_alias=True, exclude_none=True)
+
+
+def _core_item_dict(item: Any) -> dict[str, Any] | None:
+    """`item.to_dict()` of a message, function call or function call output item, written
+    out: a pydantic dump per item was the largest cost of tracing a conversation. None when
+    the item has extra fields or an unexpected value, which only `to_dict()` serialises as
+    pydantic would."""
+    if item.__pydantic_extra__:
+        return None
+    cls = type(item)
+    data: dict[str, Any]
+    if cls is MessageItem:
+        parts = []
+        for part in item.content:
+            if (
+                type(part) not in _TEXT_PARTS
+                or part.__pydantic_extra__
+                or type(part.text) is not str
+                or type(part.type) is not str
+            ):
+                return None
+            parts.append({"type": part.type, "text": part.text})
+        if type(item.role) is not str:
+            return None
+        data = {"type": item.type, "role": item.role, "content": parts}
+    elif cls is FunctionCallItem:
+        if not (type(item.call_id) is type(item.name) is type(item.arguments) is str):
+            return None
+        data = {
+            "type": item.type,
+            "call_id": item.call_id,
+            "name": item.name,
+            "arguments": item.arguments,
+        }
+    else:  # FunctionCallOutputItem
+        if not (type(item.call_id) is type(item.output) is str):
+            return None
+        data = {"type": item.type, "call_id": item.call_id, "output": item.output}
+    if type(data["type"]) is not str:
+        return None
+    if item.id is not None:
+        if type(item.id) is not str:
+            return None
+        data["id"] = item.id
+    return data
+
+
+_CORE_ITEMS = frozenset({MessageItem, FunctionCallItem, FunctionCallOutputItem})
+_TEXT_PARTS = frozenset({InputTextContent, OutputTextContent})
 
 
 def item_from_dict(data: Mapping[str, Any] | BaseModel) -> Any:
@@ -532,8 +654,16 @@ def message_item(
 ) -> MessageItem:
     """A one-part message: `output_text` for the assistant, `input_text` for system and user."""
     part: InputTextContent | OutputTextContent
+    if type(text) is str and role in _ROLES and (id is None or type(id) is str):
+        # Valid by construction: built without validation (the runtime makes several per
+        # model pass), the same instance `MessageItem(...)` gives.
+        part = construct(OutputTextContent if role == "assistant" else InputTextContent, text=text)
+        return construct(MessageItem, role=role, content=[part], id=id)
     part = OutputTextContent(text=text) if role == "assistant" else InputTextContent(text=text)
     return MessageItem(role=role, content=[part], id=id)
+
+
+_ROLES = frozenset({"system", "user", "assistant"})
 
 
 def function_call_item(

@@ -425,3 +425,71 @@ def test_serialised_json_is_plain_json():
     item = function_call_item("call-1", "gambit_context", '{"q": "日本語",  "n": 1 }')
     text = json.dumps(item_to_dict(item), ensure_ascii=False)
     assert json.loads(text)["arguments"] == '{"q": "日本語",  "n": 1 }'
+
+
+# ---- fast paths: the same results as pydantic's --------------------------------------------
+
+
+def _dump(model) -> str:
+    """pydantic's own serialisation, as a JSON text (key order included)."""
+    return json.dumps(model.model_dump(mode="json", by_alias=True))
+
+
+@pytest.mark.parametrize(
+    "item",
+    [
+        message_item("user", "hi"),
+        message_item("assistant", "yo", id="msg_1"),
+        message_item("system", ""),
+        MessageItem(
+            role="assistant",
+            content=[{"type": "output_text", "text": "a"}, {"type": "input_text", "text": "b"}],
+        ),
+        MessageItem(role="user", content=[{"type": "refusal", "refusal": "no"}]),
+        MessageItem(role="user", content=[{"type": "input_text", "text": "x", "extra": 1}]),
+        MessageItem(role="user", content="plain", id="m", vendor={"k": None}),
+        FunctionCallItem(call_id="c", name="n", arguments="{}"),
+        FunctionCallItem(call_id="c", name="n", arguments='{"a": "é"}', id="fc_1"),
+        FunctionCallOutputItem(call_id="c", output="o"),
+        FunctionCallOutputItem(call_id="c", output="o", id="x", status="completed"),
+    ],
+    ids=lambda item: item.type,
+)
+def test_item_to_dict_matches_pydantic(item):
+    assert json.dumps(item_to_dict(item)) == _dump(item)
+
+
+@pytest.mark.parametrize("role", ["system", "user", "assistant"])
+@pytest.mark.parametrize("item_id", [None, "msg_1"])
+def test_message_item_is_the_validated_instance(role, item_id):
+    made = message_item(role, "text", id=item_id)
+    part = OutputTextContent(text="text") if role == "assistant" else InputTextContent(text="text")
+    validated = MessageItem(role=role, content=[part], id=item_id)
+    assert made == validated and repr(made) == repr(validated)
+    assert made.model_fields_set == validated.model_fields_set
+    assert made.content[0].model_fields_set == validated.content[0].model_fields_set
+    assert made.model_extra == validated.model_extra == {}
+    with pytest.raises(ValidationError):
+        message_item("tool", "text")  # type: ignore[arg-type]
+
+
+def test_construct_is_model_construct():
+    from gambit.core._openresponses import construct
+    from gambit.core._state import SavedState
+
+    for cls, values in [
+        (CreateResponseRequest, {"model": "m", "input": [], "stream": None, "params": {"t": 1}}),
+        (SavedState, {"format": "responses", "run_id": "run-1", "items": []}),
+        (ResponseUsage, {"prompt_tokens": 1, "completion_tokens": 2, "total_tokens": 3}),
+    ]:
+        made, reference = construct(cls, **values), cls.model_construct(**values)
+        assert made == reference and repr(made) == repr(reference)
+        assert list(made.__dict__) == list(reference.__dict__)
+        assert made.model_fields_set == reference.model_fields_set
+        assert made.model_extra == reference.model_extra
+        assert made.__pydantic_private__ == reference.__pydantic_private__
+    # A missing required field or an unknown name: model_construct's own behaviour.
+    assert construct(SavedState, format="chat").model_fields_set == {"format"}
+    assert (
+        construct(ResponseUsage, prompt_tokens=1, completion_tokens=2, total_tokens=3, x=1).x == 1
+    )

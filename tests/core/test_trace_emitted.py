@@ -10,6 +10,8 @@ import pytest
 
 import gambit.core._runtime as runtime_package
 from gambit.core import _trace, load_deck_tree, run_deck
+from gambit.core._openresponses import item_to_dict, message_item
+from gambit.core._runtime._run import _TracedItems
 from gambit.core._trace import (
     ModelCallEvent,
     ResponseTraceEvent,
@@ -167,3 +169,37 @@ def test_every_trace_call_in_the_runtime_names_fields_of_its_model():
             assert not unknown, f"{path.name}:{node.lineno}: {model.__name__} has no {unknown}"
             checked += 1
     assert checked >= 20
+
+
+async def test_model_call_items_stay_exact_across_resumes_and_branches(decks: DeckFolder):
+    """Traced items are kept from one call (and one resumed run) to the next; what a
+    model.call carries is still exactly the request's input, also when a run resumes from
+    an earlier state than the last one (the kept prefix no longer matches)."""
+    path = decks.deck("d/PROMPT.md", MODEL)
+    states = []
+    state = None
+    for turn in range(3):
+        provider = ScriptedProvider()
+        provider.enqueue(f"answer {turn}")
+        state = (await run_deck(path, provider=provider, message=f"m{turn}", state=state)).state
+        states.append(state)
+    for start in (states[2], states[0], states[0], states[1], states[2]):
+        provider = ScriptedProvider()
+        provider.enqueue("again")
+        rec = Recorder()
+        await run_deck(path, provider=provider, message="branch", state=start, **rec.kwargs())
+        [call] = rec.of("model.call")
+        assert call["items"] == [item_to_dict(i) for i in provider.requests[0].input]
+
+
+def test_traced_items_keep_the_matching_prefix():
+    items = [message_item("user", str(n)) for n in range(5)]
+    traced = _TracedItems()
+    first = traced.of(items[:3])
+    assert first == [item_to_dict(i) for i in items[:3]]
+    assert traced.of(items) == [item_to_dict(i) for i in items]
+    assert first == [item_to_dict(i) for i in items[:3]]  # what a sink was given stays as is
+    other = [items[0], message_item("user", "x"), items[2]]
+    assert traced.of(other) == [item_to_dict(i) for i in other]
+    assert traced.of(items[:2]) == [item_to_dict(i) for i in items[:2]]
+    assert traced.of([]) == []

@@ -59,7 +59,7 @@ class ComputeContext:
         self.label = deck.label
         self.initial_user_message = message
         self._limits = limits
-        self._root_state = root_state
+        self._given_state = root_state
         self._loop = loop
         self.emitted_items: list[dict[str, Any]] = []
         self._sequence = 0
@@ -86,13 +86,25 @@ class ComputeContext:
             meta=data.get("meta"),
         )
 
+    @property
+    def _root_state(self) -> _RootState:
+        """The session state: the root's, or for a child compute deck called as an action a
+        state of its own, made when first used (most actions never use it)."""
+        state = self._given_state
+        if state is None:
+            run = self._run
+            state = self._given_state = _RootState(
+                new_state(run.mode, run_id=run.run_id), None, run.mode
+            )
+        return state
+
     def get_session_meta(self, key: str) -> Any:
-        if not key or self._root_state is None:
+        if not key:
             return None
         return (self._root_state.state.meta or {}).get(key)
 
     def set_session_meta(self, key: str, value: Any) -> None:
-        if not key or self._root_state is None:
+        if not key:
             return
         state = self._root_state.state
         meta = dict(state.meta or {})
@@ -108,7 +120,7 @@ class ComputeContext:
         if role not in ("user", "assistant"):
             raise ValueError("append_message role must be 'user' or 'assistant'")
         text = content if isinstance(content, str) else _json(content)
-        if not text.strip() or self._root_state is None:
+        if not text.strip():
             return
         items = list(state_items(self._root_state.state))
         items.append(message_item(role, text.strip()))
@@ -240,8 +252,6 @@ async def _run_compute(
 ) -> Any:
     action_call_id = new_id("action")
     loop = asyncio.get_running_loop()
-    if root_state is None:  # a child compute deck works on a state of its own
-        root_state = _RootState(new_state(run.mode, run_id=run.run_id), None, run.mode)
     ctx = ComputeContext(
         run,
         deck,

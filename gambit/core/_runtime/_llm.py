@@ -38,6 +38,7 @@ from .._openresponses import (
     ResponseTextConfig,
     ResponseToolDefinition,
     ResponseUsage,
+    construct,
     item_to_dict,
     message_item,
 )
@@ -57,7 +58,7 @@ from .._trace import (
 from ._common import _MISSING, CONTEXT_TOOL, RunError, _json
 from ._limits import DEFAULT_MAX_PASSES, _Limits, _with_deadline
 from ._request import _RequestParts
-from ._run import _RootState, _Run, _trace_items
+from ._run import _RootState, _Run, _TracedItems
 from ._stream import _StreamTracer
 from ._tool_calls import _parse_args, _ToolCall, _ToolCalls
 from ._validation import _validate_output, check_extension_item
@@ -93,6 +94,9 @@ class _LlmExecution(_ToolCalls, _RequestParts):
         self.root_state = root_state
         self.action_call_id = new_id("action")
         self.items: list[Any] = []
+        # The trace dicts of `items`: the root conversation's are kept with its state.
+        self.traced = root_state.traced if root_state is not None else _TracedItems()
+        self._traced_tools: list[dict[str, Any]] | None = None
         self.last_activity = limits.clock.monotonic()
         self.last_child_result: Any = None
 
@@ -214,6 +218,12 @@ class _LlmExecution(_ToolCalls, _RequestParts):
                 check_extension_item(self.deck, item, f"response.output[{index}]")
                 self.items.append(item)
 
+    def _tool_dicts(self, tools: list[ResponseToolDefinition]) -> list[dict[str, Any]]:
+        """The trace dicts of the tools, which are the same on every pass of the execution."""
+        if self._traced_tools is None:
+            self._traced_tools = [t.to_dict() for t in tools]
+        return list(self._traced_tools)
+
     async def _model_pass(
         self, tools: list[ResponseToolDefinition], text: ResponseTextConfig | None
     ) -> _PassOutput:
@@ -223,7 +233,8 @@ class _LlmExecution(_ToolCalls, _RequestParts):
         # Everything here is already validated (items, tools, text): constructing without
         # validation keeps a pass flat as the conversation grows (validating 300 items again
         # cost 0.1 ms per call).
-        request = CreateResponseRequest.model_construct(
+        request = construct(
+            CreateResponseRequest,
             model=resolved.model,
             input=list(self.items),
             tools=tools or None,
@@ -244,9 +255,9 @@ class _LlmExecution(_ToolCalls, _RequestParts):
             tool_count=len(tools),
             # Built only when a sink listens: serialising the whole conversation is the
             # costliest part of a pass at 50 turns.
-            tools=[t.to_dict() for t in tools] if run.on_trace is not None else None,
+            tools=self._tool_dicts(tools) if run.on_trace is not None else None,
             mode=run.mode,
-            items=_trace_items(self.items) if run.on_trace is not None else None,
+            items=self.traced.of(self.items) if run.on_trace is not None else None,
         )
         started = time.monotonic()
         streamer = _StreamTracer(self, resolved.model)
@@ -295,25 +306,38 @@ class _LlmExecution(_ToolCalls, _RequestParts):
             if isinstance(item, FunctionCallItem)
         ]
         run.usage.add(result.response.usage)
+        if run.on_trace is not None:  # the dicts below are built for a sink only
+            self._trace_result(provider, resolved.model, calls, text, result, started)
+        self.last_activity = self.limits.clock.monotonic()
+        return _PassOutput(output_items, text, calls, result.response.usage)
+
+    def _trace_result(
+        self,
+        provider: Any,
+        model: str,
+        calls: list[_ToolCall],
+        text: str,
+        result: ProviderResponse,
+        started: float,
+    ) -> None:
+        response = result.response
         self.run.trace(
             ModelResultEvent,
             action_call_id=self.action_call_id,
             deck_path=self.deck.path,
             parent_action_call_id=self.parent,
-            model=resolved.model,
+            model=model,
             provider=getattr(provider, "name", None),
             offline=True if getattr(provider, "offline", False) else None,
             finish_reason="tool_calls" if calls else "stop",
             message={"role": "assistant", "content": text or None},
             tool_calls=[{"id": c.call_id, "name": c.name, "args": c.args} for c in calls] or None,
-            usage=result.response.usage.to_dict() if result.response.usage else None,
-            mode=run.mode,
-            output=[item_to_dict(i) for i in output_items],
-            response_id=result.response.id,
+            usage=response.usage.to_dict() if response.usage else None,
+            mode=self.run.mode,
+            output=[item_to_dict(i) for i in response.output],
+            response_id=response.id,
             duration_ms=int((time.monotonic() - started) * 1000),
         )
-        self.last_activity = self.limits.clock.monotonic()
-        return _PassOutput(output_items, text, calls, result.response.usage)
 
     async def _chat_call(
         self,

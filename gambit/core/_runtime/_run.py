@@ -11,6 +11,7 @@
 
 from __future__ import annotations
 
+import operator
 import time
 import weakref
 from collections.abc import Callable
@@ -160,13 +161,51 @@ class _RootState:
     on_state: StateCallback | None
     mode: Mode
     messages: IncrementalMessages = field(default_factory=IncrementalMessages)
+    traced: _TracedItems = field(default_factory=lambda: _TracedItems())
 
     def publish(self, items: list[Any] | None = None) -> None:
         if items is not None:
             self.state = _with_items(self.state, items, self.mode, self.messages.convert(items))
             self.state._messages_memo = self.messages.snapshot()
+            self.state._trace_memo = self.traced
         if self.on_state is not None:
             self.on_state(self.state)
+
+
+class _TracedItems:
+    """The trace dicts (`model.call` `items`) of a conversation that grows.
+
+    Every `model.call` event carries the whole conversation; at 50 turns serialising, or
+    even looking up, 300 items per call was the largest cost of a pass. A conversation only
+    grows, within a deck execution and across resumed runs (a resumed run starts from the
+    state's own item objects), so the dicts of the prefix traced before are kept; the prefix
+    is checked by identity, and a conversation that is not an extension of it (a state
+    resumed from an earlier point) is traced from where they part.
+    """
+
+    __slots__ = ("dicts", "items")
+
+    def __init__(self, items: list[Any] | None = None, dicts: list[Any] | None = None):
+        self.items: list[Any] = items if items is not None else []
+        self.dicts: list[dict[str, Any]] = dicts if dicts is not None else []
+
+    def copy(self) -> _TracedItems:
+        return _TracedItems(list(self.items), list(self.dicts))
+
+    def of(self, items: list[Any]) -> list[dict[str, Any]]:
+        """The trace dicts of `items`, a new list (sinks keep what they are given)."""
+        known = self.items
+        if not all(map(operator.is_, known, items)):  # compares the shorter one's length
+            flags = list(map(operator.is_not, known, items))
+            cut = flags.index(True)
+            del known[cut:], self.dicts[cut:]
+        elif len(known) > len(items):
+            del known[len(items) :], self.dicts[len(items) :]
+        new = items[len(known) :]
+        if new:
+            known.extend(new)
+            self.dicts.extend(_trace_items(new))
+        return list(self.dicts)
 
 
 # Item -> its trace dict. Items are never changed once made, and a resumed conversation
@@ -203,10 +242,9 @@ def _with_items(
     prior = state.message_refs or []
     before = state.messages or []
     # Messages the previous publish already had (the same objects) keep their refs unchecked.
-    same = 0
     limit = min(len(prior), len(before), len(messages))
-    while same < limit and messages[same] is before[same]:
-        same += 1
+    flags = list(map(operator.is_not, messages[:limit], before))  # a C loop, not a Python one
+    same = flags.index(True) if True in flags else limit
     refs = prior[:same]
     refs.extend(
         prior[index]

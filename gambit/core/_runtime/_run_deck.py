@@ -20,7 +20,7 @@ from .._deck import Deck, DeckTree, Guardrails
 from .._ids import new_id
 from .._loader import load_deck_tree
 from .._messages import IncrementalMessages
-from .._openresponses import FunctionCallItem, FunctionCallOutputItem
+from .._openresponses import FunctionCallItem, FunctionCallOutputItem, ResponseUsage
 from .._permissions import PermissionSet
 from .._provider import ModelProvider, ModelResolver
 from .._state import SavedState, new_state, state_items
@@ -38,7 +38,7 @@ from ._common import (
 )
 from ._execute import execute_deck
 from ._limits import SYSTEM_CLOCK, Clock, _root_limits
-from ._run import RunResult, _RootState, _Run
+from ._run import RunResult, _RootState, _Run, _TracedItems
 from ._validation import _validate
 
 
@@ -107,10 +107,18 @@ async def run_deck(
     base = state.model_copy() if state is not None else new_state(mode, run_id=resolved_run_id)
     base.run_id = resolved_run_id
     memo = state._messages_memo if state is not None else None
-    root_state = _RootState(base, on_state, mode, IncrementalMessages.restore(memo))
+    traced = state._trace_memo if state is not None else None
+    root_state = _RootState(
+        base,
+        on_state,
+        mode,
+        IncrementalMessages.restore(memo),
+        traced.copy() if traced is not None else _TracedItems(),
+    )
     resumed = state is not None and bool(state_items(state))
     limits = _root_limits(guardrails or Guardrails(), clock or SYSTEM_CLOCK)
     status, error = "completed", None
+    usage: ResponseUsage | None = None
     started = time.monotonic()
     try:
         if context is _MISSING and resumed:
@@ -163,7 +171,8 @@ async def run_deck(
         ended = is_end_signal(output)
         if ended:
             status = "ended"
-        return RunResult(run.run_id, output, root_state.state, run.usage.to_model(), ended)
+        usage = run.usage.to_model()
+        return RunResult(run.run_id, output, root_state.state, usage, ended)
     except asyncio.CancelledError:
         status, error = "canceled", "Run canceled"
         raise
@@ -172,13 +181,14 @@ async def run_deck(
         raise
     finally:
         root_state.publish()
-        run.trace(
-            RunEndEvent,
-            status=status,
-            error=error,
-            usage=run.usage.to_model().to_dict(),
-            duration_ms=int((time.monotonic() - started) * 1000),
-        )
+        if run.on_trace is not None:
+            run.trace(
+                RunEndEvent,
+                status=status,
+                error=error,
+                usage=(usage if usage is not None else run.usage.to_model()).to_dict(),
+                duration_ms=int((time.monotonic() - started) * 1000),
+            )
 
 
 def run_deck_sync(deck: str | Path | Deck | DeckTree, **options: Any) -> RunResult:
@@ -190,10 +200,13 @@ def _recover_context(state: SavedState) -> Any:
     """The last `gambit_context` (or `gambit_init`) output of a saved conversation."""
     names: dict[str, str] = {}
     found: Any = _MISSING
+    # Exact classes (state items are validated into them): isinstance on a pydantic model
+    # goes through ABCMeta, and this scans the whole conversation of every resumed run.
     for item in state_items(state):
-        if isinstance(item, FunctionCallItem):
+        kind = type(item)
+        if kind is FunctionCallItem:
             names[item.call_id] = item.name
-        elif isinstance(item, FunctionCallOutputItem) and names.get(item.call_id) in (
+        elif kind is FunctionCallOutputItem and names.get(item.call_id) in (
             CONTEXT_TOOL,
             LEGACY_CONTEXT_TOOL,
         ):
