@@ -114,7 +114,99 @@ class _JsonModel(BaseModel):
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict in the wire shape (aliases, None-valued optional fields omitted)."""
-        return self.model_dump(mode="json", by_alias=True)
+        data = _fast_dump(self)
+        return data if data is not None else self.model_dump(mode="json", by_alias=True)
+
+
+# ---- to_dict without pydantic's serializer, for plain JSON values
+#
+# A wire model holds JSON values almost always: strings, numbers, lists, dicts and other wire
+# models. For those, `to_dict()` walks the fields itself (declared fields in order with their
+# JSON keys, None-valued ones left out unless kept, then the extras): the wrap serializer
+# above calls back into Python for every nested model, which made a dump cost 5-10 µs. Any
+# other value (a non-finite float, a tuple, an enum, a non-string key, a model of another
+# kind) gives up, and pydantic dumps the whole model.
+
+_GIVE_UP: Any = object()
+# Per model class: (field name, JSON key, kept when None) per field, or False when the class
+# has anything that changes its dump (computed fields, serializers of its own, exclusions).
+_DUMP_PLANS: dict[type, Any] = {}
+
+
+def _dump_plan(cls: type[_JsonModel]) -> Any:
+    decorators = cls.__pydantic_decorators__
+    if (
+        cls.__pydantic_root_model__
+        or cls.__pydantic_computed_fields__
+        or decorators.field_serializers
+        or len(decorators.model_serializers) != 1
+    ):
+        return False
+    plan = []
+    for name, info in cls.model_fields.items():
+        if info.exclude:
+            return False
+        plan.append((name, info.serialization_alias or info.alias or name, name in cls._keep_none))
+    return tuple(plan)
+
+
+def _fast_dump(model: _JsonModel) -> dict[str, Any] | None:
+    cls = type(model)
+    plan = _DUMP_PLANS.get(cls)
+    if plan is None:
+        plan = _DUMP_PLANS[cls] = _dump_plan(cls)
+    if plan is False:
+        return None
+    values = model.__dict__
+    data: dict[str, Any] = {}
+    for name, key, keep_none in plan:
+        value = values.get(name, _GIVE_UP)
+        if value is None:
+            if keep_none:
+                data[key] = None
+            continue
+        value = _fast_value(value)
+        if value is _GIVE_UP:
+            return None
+        data[key] = value
+    extra = model.__pydantic_extra__
+    if extra:
+        for key, value in extra.items():
+            value = _fast_value(value)
+            if value is _GIVE_UP:
+                return None
+            data[key] = value
+    return data
+
+
+def _fast_value(value: Any) -> Any:
+    kind = type(value)
+    if kind is str or kind is int or kind is bool or value is None:
+        return value
+    if kind is float:
+        return value if value - value == 0 else _GIVE_UP  # JSON mode turns inf and nan to null
+    if kind is list:
+        out = []
+        for item in value:
+            item = _fast_value(item)
+            if item is _GIVE_UP:
+                return _GIVE_UP
+            out.append(item)
+        return out
+    if kind is dict:
+        copy_: dict[str, Any] = {}
+        for key, item in value.items():
+            if type(key) is not str:
+                return _GIVE_UP
+            item = _fast_value(item)
+            if item is _GIVE_UP:
+                return _GIVE_UP
+            copy_[key] = item
+        return copy_
+    if kind in _DUMP_PLANS or isinstance(value, _JsonModel):
+        data = _fast_dump(value)
+        return _GIVE_UP if data is None else data
+    return _GIVE_UP
 
 
 # Per model class: (field name, the keys it may be serialised under) for each field that is
@@ -565,64 +657,13 @@ _EVENT_ADAPTER: TypeAdapter[Any] = TypeAdapter(ResponseEvent, config=_DEFER)
 
 def item_to_dict(item: BaseModel | Mapping[str, Any]) -> dict[str, Any]:
     """An item (or any wire model) as a JSON-ready dict, None-valued optional fields omitted."""
-    if type(item) in _CORE_ITEMS:
-        data = _core_item_dict(item)
-        if data is not None:
-            return data
+    if isinstance(item, _JsonModel):  # the usual case first: Mapping is an ABC, slow to test
+        return item.to_dict()
     if isinstance(item, Mapping):
         item = item_from_dict(item)
     if isinstance(item, _JsonModel):
         return item.to_dict()
     return item.model_dump(mode="json", by_alias=True, exclude_none=True)
-
-
-def _core_item_dict(item: Any) -> dict[str, Any] | None:
-    """`item.to_dict()` of a message, function call or function call output item, written
-    out: a pydantic dump per item was the largest cost of tracing a conversation. None when
-    the item has extra fields or an unexpected value, which only `to_dict()` serialises as
-    pydantic would."""
-    if item.__pydantic_extra__:
-        return None
-    cls = type(item)
-    data: dict[str, Any]
-    if cls is MessageItem:
-        parts = []
-        for part in item.content:
-            if (
-                type(part) not in _TEXT_PARTS
-                or part.__pydantic_extra__
-                or type(part.text) is not str
-                or type(part.type) is not str
-            ):
-                return None
-            parts.append({"type": part.type, "text": part.text})
-        if type(item.role) is not str:
-            return None
-        data = {"type": item.type, "role": item.role, "content": parts}
-    elif cls is FunctionCallItem:
-        if not (type(item.call_id) is type(item.name) is type(item.arguments) is str):
-            return None
-        data = {
-            "type": item.type,
-            "call_id": item.call_id,
-            "name": item.name,
-            "arguments": item.arguments,
-        }
-    else:  # FunctionCallOutputItem
-        if not (type(item.call_id) is type(item.output) is str):
-            return None
-        data = {"type": item.type, "call_id": item.call_id, "output": item.output}
-    if type(data["type"]) is not str:
-        return None
-    if item.id is not None:
-        if type(item.id) is not str:
-            return None
-        data["id"] = item.id
-    return data
-
-
-_CORE_ITEMS = frozenset({MessageItem, FunctionCallItem, FunctionCallOutputItem})
-_TEXT_PARTS = frozenset({InputTextContent, OutputTextContent})
 
 
 def item_from_dict(data: Mapping[str, Any] | BaseModel) -> Any:

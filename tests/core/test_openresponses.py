@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from pydantic import ValidationError
 
 from gambit.core._openresponses import (
@@ -439,6 +441,9 @@ def _dump(model) -> str:
     "item",
     [
         message_item("user", "hi"),
+        MessageItem(role="user", content=[{"type": "input_text", "text": "x"}], n=float("inf")),
+        MessageItem(role="user", content=[{"type": "input_text", "text": "x"}], t=(1, 2)),
+        MessageItem(role="user", content=[{"type": "input_text", "text": "x"}], d={1: "a"}),
         message_item("assistant", "yo", id="msg_1"),
         message_item("system", ""),
         MessageItem(
@@ -457,6 +462,59 @@ def _dump(model) -> str:
 )
 def test_item_to_dict_matches_pydantic(item):
     assert json.dumps(item_to_dict(item)) == _dump(item)
+
+
+def _wire_models() -> list:
+    """Every kind of wire model the tests know, read from their example data."""
+    from gambit.core._state import state_from_dict
+    from gambit.core._trace import trace_event_from_dict
+
+    from .test_state import CHAT_ONLY, FULL, RESPONSES_ONLY
+    from .test_trace import CATALOGUE
+
+    models = [trace_event_from_dict(data) for _, data in CATALOGUE]
+    models += [state_from_dict(data) for data in (RESPONSES_ONLY, CHAT_ONLY, FULL)]
+    models += [model.model_validate(data) for model, data in EVENTS]
+    models += [
+        CreateResponseRequest.model_validate(SEED_REQUEST),
+        CreateResponseResponse.model_validate(SEED_RESPONSE),
+    ]
+    return models
+
+
+def test_to_dict_matches_pydantic_for_every_model_kind():
+    for model in _wire_models():
+        assert repr(model.to_dict()) == repr(model.model_dump(mode="json", by_alias=True))
+
+
+_ODD_VALUES = st.sampled_from(
+    [float("inf"), float("nan"), (1, 2), {1: "a"}, b"x", {"k": [1.5, None, {"z": True}]}]
+)
+_EXTRA_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=3) | _ODD_VALUES,
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=2), inner),
+    max_leaves=6,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    text=st.text(max_size=5),
+    extras=st.dictionaries(st.sampled_from(["x", "vendor", "n"]), _EXTRA_VALUES, max_size=2),
+    item_id=st.none() | st.text(max_size=3),
+)
+def test_to_dict_matches_pydantic_on_any_extra(text, extras, item_id):
+    from gambit.core._messages import ChatMessage
+
+    for model in (
+        MessageItem(
+            role="user", content=[{"type": "input_text", "text": text, **extras}], id=item_id
+        ),
+        FunctionCallItem(call_id="c", name="n", arguments=text, id=item_id, **extras),
+        ChatMessage(role="assistant", content=None, **extras),
+        ResponseUsage(prompt_tokens=1, completion_tokens=2, total_tokens=3, **extras),
+    ):
+        assert repr(model.to_dict()) == repr(model.model_dump(mode="json", by_alias=True))
 
 
 @pytest.mark.parametrize("role", ["system", "user", "assistant"])
