@@ -2,10 +2,13 @@
 
 - `_Run` holds the run-wide settings (provider, model choice, mode, callbacks, the decks
   loaded so far, what the host grants the built-in tools), adds up token usage and emits
-  trace events to the caller's `on_trace`.
+  trace events to the caller's `on_trace`, built from the `_trace` models
+  (`run.trace(ModelCallEvent, action_call_id=..., ...)`), only when there is a sink.
 - `_RootState` is the root conversation: after every model pass it is rebuilt from the
   conversation's items (reusing what the previous publication already had) and handed to
-  `on_state`.
+  `on_state`. `_TracedItems` keeps the trace dicts of its items, so each `model.call`
+  serialises only what the conversation gained; both ride on the SavedState as private
+  memos, for the next run that resumes it.
 - `RunResult` is what `run_deck` returns.
 """
 
