@@ -83,7 +83,7 @@ class _StreamTracer:
             model=self.model,
             event=event,
         )
-        if projected_kind:
+        if projected_kind and ex.run.on_trace is not None:
             self._project_tool_event(projected_kind, event)
 
     def _response_event(self, kind: str, event: dict[str, Any]) -> None:
@@ -93,11 +93,12 @@ class _StreamTracer:
             self.sequence = number
         else:
             self.sequence += 1
-        fields = {k: v for k, v in event.items() if k not in ("type", "_gambit")}
-        fields["sequence_number"] = self.sequence
-        ex.run.trace_response(
-            kind, {"gambit": {**(event.get("_gambit") or {}), **self._meta()}}, fields
-        )
+        if ex.run.on_trace is not None:  # built for a sink only (streaming alone needs none)
+            fields = {k: v for k, v in event.items() if k not in ("type", "_gambit")}
+            fields["sequence_number"] = self.sequence
+            ex.run.trace_response(
+                kind, {"gambit": {**(event.get("_gambit") or {}), **self._meta()}}, fields
+            )
         if (
             kind == "response.output_text.delta"
             and isinstance(event.get("delta"), str)
