@@ -52,6 +52,7 @@ Round trips:
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Iterable, Mapping
 from typing import Any, ClassVar, Literal
 
@@ -292,12 +293,11 @@ class IncrementalMessages:
         return converter
 
     def convert(self, items: list[Any]) -> list[ChatMessage]:
-        start = 0
-        limit = min(self._safe_items, len(items))
-        prior = self._items
-        while start < limit and items[start] is prior[start]:
-            start += 1
-        if start < self._safe_items:  # not an extension: start again
+        safe = self._safe_items
+        # Identity of the first `safe` items, compared in a C loop (a Python loop over a long
+        # conversation cost more than converting what it adds).
+        if safe > len(items) or not all(map(operator.is_, items[:safe], self._items)):
+            # not an extension: start again
             self._safe_items = self._safe_messages = 0
             self._names = {}
             messages: list[ChatMessage] = []

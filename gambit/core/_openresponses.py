@@ -27,6 +27,7 @@ seed's shapes.
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Iterable, Mapping
 from typing import Annotated, Any, ClassVar, Literal
 
@@ -113,13 +114,173 @@ class _JsonModel(BaseModel):
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict in the wire shape (aliases, None-valued optional fields omitted)."""
-        return self.model_dump(mode="json", by_alias=True)
+        data = _fast_dump(self)
+        return data if data is not None else self.model_dump(mode="json", by_alias=True)
+
+
+# ---- to_dict without pydantic's serializer, for plain JSON values
+#
+# A wire model holds JSON values almost always: strings, numbers, lists, dicts and other wire
+# models. For those, `to_dict()` walks the fields itself (declared fields in order with their
+# JSON keys, None-valued ones left out unless kept, then the extras): the wrap serializer
+# above calls back into Python for every nested model, which made a dump cost 5-10 µs. Any
+# other value (a non-finite float, a tuple, an enum, a non-string key, a model of another
+# kind) gives up, and pydantic dumps the whole model.
+
+_GIVE_UP: Any = object()
+# Per model class: (field name, JSON key, kept when None) per field, or False when the class
+# has anything that changes its dump (computed fields, serializers of its own, exclusions).
+_DUMP_PLANS: dict[type, Any] = {}
+
+
+def _dump_plan(cls: type[_JsonModel]) -> Any:
+    decorators = cls.__pydantic_decorators__
+    if (
+        cls.__pydantic_root_model__
+        or cls.__pydantic_computed_fields__
+        or decorators.field_serializers
+        or len(decorators.model_serializers) != 1
+    ):
+        return False
+    plan = []
+    for name, info in cls.model_fields.items():
+        if info.exclude:
+            return False
+        plan.append((name, info.serialization_alias or info.alias or name, name in cls._keep_none))
+    return tuple(plan)
+
+
+def _fast_dump(model: _JsonModel) -> dict[str, Any] | None:
+    cls = type(model)
+    plan = _DUMP_PLANS.get(cls)
+    if plan is None:
+        plan = _DUMP_PLANS[cls] = _dump_plan(cls)
+    if plan is False:
+        return None
+    values = model.__dict__
+    data: dict[str, Any] = {}
+    for name, key, keep_none in plan:
+        value = values.get(name, _GIVE_UP)
+        if value is None:
+            if keep_none:
+                data[key] = None
+            continue
+        value = _fast_value(value)
+        if value is _GIVE_UP:
+            return None
+        data[key] = value
+    extra = model.__pydantic_extra__
+    if extra:
+        for key, value in extra.items():
+            value = _fast_value(value)
+            if value is _GIVE_UP:
+                return None
+            data[key] = value
+    return data
+
+
+def _fast_value(value: Any) -> Any:
+    kind = type(value)
+    if kind is str or kind is int or kind is bool or value is None:
+        return value
+    if kind is float:
+        return value if value - value == 0 else _GIVE_UP  # JSON mode turns inf and nan to null
+    if kind is list:
+        out = []
+        for item in value:
+            item = _fast_value(item)
+            if item is _GIVE_UP:
+                return _GIVE_UP
+            out.append(item)
+        return out
+    if kind is dict:
+        copy_: dict[str, Any] = {}
+        for key, item in value.items():
+            if type(key) is not str:
+                return _GIVE_UP
+            item = _fast_value(item)
+            if item is _GIVE_UP:
+                return _GIVE_UP
+            copy_[key] = item
+        return copy_
+    if kind in _DUMP_PLANS or isinstance(value, _JsonModel):
+        data = _fast_dump(value)
+        return _GIVE_UP if data is None else data
+    return _GIVE_UP
 
 
 # Per model class: (field name, the keys it may be serialised under) for each field that is
 # dropped when None. Computed once per class: walking `model_fields` on every dump was the
 # largest cost of serialising a long conversation.
 _OMIT_RULES: dict[type, tuple[tuple[str, tuple[str, ...]], ...]] = {}
+
+
+_setattr = object.__setattr__
+_IMMUTABLE = (type(None), str, int, float, bool, tuple, frozenset)
+# Per model class: (field names, required field names, every field in declaration order with
+# its plain default (a placeholder for the others), (name, factory) of the other defaults,
+# (name, factory) of the private attributes, whether extras are kept), or False when
+# `construct` must defer to `model_construct`.
+_CONSTRUCT_PLANS: dict[type, Any] = {}
+
+
+def construct[M: BaseModel](cls: type[M], /, **values: Any) -> M:
+    """`cls.model_construct(**values)` (no validation: `values` must already be valid, given
+    by field name), without its generic per-call work: the defaults of each model class are
+    collected once. Used on the hot path of a run, where `model_construct` cost more than
+    validating.
+
+    The instance is the one `model_construct` makes: every field in `__dict__`, the given
+    names as the fields set, no extras, private attributes at their defaults. Models with a
+    `model_post_init` of their own, and unknown names, go through `model_construct`.
+    """
+    plan = _CONSTRUCT_PLANS.get(cls)
+    if plan is None:
+        plan = _CONSTRUCT_PLANS[cls] = _construct_plan(cls)
+    if plan is False or not plan[1] <= values.keys() <= plan[0]:
+        return cls.model_construct(**values)
+    _names, _required, defaults, factories, private, extra = plan
+    data = dict(defaults)  # declaration order, as model_construct makes it
+    for name, factory in factories:
+        if name not in values:
+            data[name] = factory()
+    data.update(values)
+    model = cls.__new__(cls)
+    _setattr(model, "__dict__", data)
+    _setattr(model, "__pydantic_fields_set__", set(values))
+    _setattr(model, "__pydantic_extra__", {} if extra else None)
+    _setattr(model, "__pydantic_private__", {k: f() for k, f in private} if private else None)
+    return model
+
+
+def _construct_plan(cls: type[BaseModel]) -> Any:
+    from pydantic._internal._model_construction import init_private_attributes
+
+    if cls.__pydantic_root_model__ or (
+        cls.__pydantic_post_init__ is not None
+        and cls.model_post_init is not init_private_attributes  # type: ignore[comparison-overlap]
+    ):
+        return False
+    defaults: dict[str, Any] = {}
+    factories: list[tuple[str, Any]] = []
+    required = []
+    for name, info in cls.model_fields.items():
+        defaults[name] = None  # a placeholder that keeps the field's place
+        if info.is_required():
+            required.append(name)
+            continue
+        if info.default_factory is not None:
+            if info.default_factory_takes_data:
+                return False
+            factories.append((name, info.default_factory))
+        elif isinstance(info.default, _IMMUTABLE):
+            defaults[name] = info.default
+        else:  # a mutable default is copied for each instance, as pydantic does
+            factories.append((name, lambda default=info.default: copy.deepcopy(default)))
+    private = tuple((name, attr.get_default) for name, attr in cls.__private_attributes__.items())
+    extra = cls.model_config.get("extra") == "allow"
+    names = frozenset(cls.model_fields)
+    return names, frozenset(required), defaults, tuple(factories), private, extra
 
 
 def _omit_rules(cls: type[_JsonModel]) -> tuple[tuple[str, tuple[str, ...]], ...]:
@@ -496,6 +657,8 @@ _EVENT_ADAPTER: TypeAdapter[Any] = TypeAdapter(ResponseEvent, config=_DEFER)
 
 def item_to_dict(item: BaseModel | Mapping[str, Any]) -> dict[str, Any]:
     """An item (or any wire model) as a JSON-ready dict, None-valued optional fields omitted."""
+    if isinstance(item, _JsonModel):  # the usual case first: Mapping is an ABC, slow to test
+        return item.to_dict()
     if isinstance(item, Mapping):
         item = item_from_dict(item)
     if isinstance(item, _JsonModel):
@@ -532,8 +695,16 @@ def message_item(
 ) -> MessageItem:
     """A one-part message: `output_text` for the assistant, `input_text` for system and user."""
     part: InputTextContent | OutputTextContent
+    if type(text) is str and role in _ROLES and (id is None or type(id) is str):
+        # Valid by construction: built without validation (the runtime makes several per
+        # model pass), the same instance `MessageItem(...)` gives.
+        part = construct(OutputTextContent if role == "assistant" else InputTextContent, text=text)
+        return construct(MessageItem, role=role, content=[part], id=id)
     part = OutputTextContent(text=text) if role == "assistant" else InputTextContent(text=text)
     return MessageItem(role=role, content=[part], id=id)
+
+
+_ROLES = frozenset({"system", "user", "assistant"})
 
 
 def function_call_item(

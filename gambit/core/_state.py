@@ -42,7 +42,7 @@ from pydantic import PrivateAttr, ValidationError
 from gambit.core._errors import GambitError
 from gambit.core._ids import new_id
 from gambit.core._messages import ChatMessage, items_to_messages, messages_to_items
-from gambit.core._openresponses import ResponseItem, _CamelModel
+from gambit.core._openresponses import ResponseItem, _CamelModel, construct
 from gambit.core._trace import TraceEvent
 
 __all__ = [
@@ -117,18 +117,17 @@ class SavedState(_CamelModel):
     # The runtime's item -> message conversion of this state, so a resumed run converts only
     # what it adds (never serialised; checked against the items by identity before use).
     _messages_memo: Any = PrivateAttr(default=None)
+    # Its items' trace dicts, so a resumed run serialises only what it adds (same check).
+    _trace_memo: Any = PrivateAttr(default=None)
 
 
 def new_state(format: StateFormat = "responses", *, run_id: str | None = None) -> SavedState:
     """An empty state with a fresh `run-` id: `items: []` in responses format, else `messages: []`."""
     # Nothing to validate here; constructing skips building SavedState's validator (which
     # covers every trace event type) in a process that never loads a state.
-    state = SavedState.model_construct(format=format, run_id=run_id or new_id("run"))
     if format == "responses":
-        state.items = []
-    else:
-        state.messages = []
-    return state
+        return construct(SavedState, format=format, run_id=run_id or new_id("run"), items=[])
+    return construct(SavedState, format=format, run_id=run_id or new_id("run"), messages=[])
 
 
 def effective_format(state: SavedState) -> StateFormat:

@@ -28,6 +28,15 @@ Timestamps: `ts` is an integer, milliseconds since the Unix epoch (JavaScript's 
 and every event has one: a model built without `ts` is stamped with `now_ms()` at
 construction, including an event read from a dict or file that has none. `seq` is optional;
 storage (the simulator's TraceEvent table) assigns it.
+
+These models are also the one definition the runtime writes events from, without pydantic
+in the way (sinks receive plain JSON-ready dicts, and validating or serialising a model per
+event costs more than a model pass): `ModelCallEvent.wire(ts, run_id, {"action_call_id":
+..., "deck_path": ...})` gives `{"type": "model.call", "ts": ..., "runId": ...,
+"actionCallId": ..., "deckPath": ...}`, the JSON key of each field taken from the model,
+None-valued fields left out, the values as given (already JSON-shaped). A name that is not a
+field of the model raises TypeError, so a misspelt field fails where it is written. Every
+field the runtime writes is declared on its model, so a reader gets it as an attribute.
 """
 
 from __future__ import annotations
@@ -108,7 +117,7 @@ def now_ms() -> int:
     return time.time_ns() // 1_000_000
 
 
-ToolKind = Literal["action", "external", "mcp_bridge", "internal"]
+ToolKind = Literal["action", "builtin", "external", "mcp_bridge", "internal"]
 
 
 class _TraceBase(_CamelModel):
@@ -123,6 +132,65 @@ class _TraceBase(_CamelModel):
             return int(value)
         return value
 
+    @classmethod
+    def wire(
+        cls,
+        ts: int,
+        run_id: str | None,
+        fields: Mapping[str, Any],
+        passthrough: Mapping[str, Any] | None = None,
+        *,
+        type: str | None = None,
+    ) -> dict[str, Any]:
+        """This event as sinks receive it: `{"type", "ts", "runId", ...fields}`, JSON keys.
+
+        `fields` maps field names (snake_case) to JSON-ready values; None values are left
+        out. `passthrough` (provider event fields on `response.*` events) is added as is,
+        its keys unchanged. `type` is the event type of a model that has several
+        (`ResponseTraceEvent`); other models have their own. No validation: the values are
+        what the runtime already holds in JSON form.
+        """
+        spec = _WIRE.get(cls) or _wire_spec(cls)
+        out: dict[str, Any] = {"type": type or spec.type, "ts": ts}
+        if run_id is not None:
+            out["runId"] = run_id
+        keys = spec.keys
+        for name, value in fields.items():
+            if value is not None:
+                key = keys.get(name)
+                if key is None:
+                    raise TypeError(f"{cls.__name__} has no field {name!r}")
+                out[key] = value
+        if passthrough:
+            for key, value in passthrough.items():
+                if value is not None:
+                    out[key] = value
+        return out
+
+
+class _WireSpec:
+    """Per event model, computed once: its event type and the JSON key of each field."""
+
+    __slots__ = ("keys", "type")
+
+    def __init__(self, model: type[_TraceBase]):
+        fields = model.model_fields
+        default = fields["type"].default
+        self.type: str = default if isinstance(default, str) else ""
+        self.keys: dict[str, str] = {
+            name: info.serialization_alias or info.alias or name
+            for name, info in fields.items()
+            if name not in ("type", "ts", "run_id")
+        }
+
+
+_WIRE: dict[type, _WireSpec] = {}
+
+
+def _wire_spec(model: type[_TraceBase]) -> _WireSpec:
+    spec = _WIRE[model] = _WireSpec(model)
+    return spec
+
 
 class _RunScoped(_TraceBase):
     run_id: str
@@ -135,10 +203,17 @@ class RunStartEvent(_RunScoped):
     input: Any = None
     initial_user_message: Any = None
     permissions: Any = None
+    mode: Literal["chat", "responses"] | None = None
+    provider: str | None = None
+    offline: bool | None = None  # true when the provider answers without a real model
 
 
 class RunEndEvent(_RunScoped):
     type: Literal["run.end"] = "run.end"
+    status: Literal["completed", "ended", "failed", "canceled"] | str | None = None
+    error: Any = None  # the error message of a failed or canceled run
+    usage: ResponseUsage | None = None  # the whole run's, summed over every model call
+    duration_ms: int | None = None
 
 
 class DeckStartEvent(_RunScoped):
@@ -166,6 +241,8 @@ class ModelCallEvent(_RunScoped):
     action_call_id: str | None = None
     deck_path: str | None = None
     model: str | None = None
+    provider: str | None = None
+    offline: bool | None = None
     stream: bool | None = None
     message_count: int | None = None
     tool_count: int | None = None
@@ -195,6 +272,8 @@ class ModelResultEvent(_RunScoped):
     action_call_id: str | None = None
     deck_path: str | None = None
     model: str | None = None
+    provider: str | None = None
+    offline: bool | None = None
     finish_reason: Literal["stop", "tool_calls", "length"] | str | None = None
     message: ChatMessage | None = None
     tool_calls: list[TraceToolCall] | None = None
@@ -203,6 +282,8 @@ class ModelResultEvent(_RunScoped):
     mode: Literal["chat", "responses"] | None = None
     output: list[ResponseItem] | None = None
     response_items: list[ResponseItem] | None = None
+    response_id: str | None = None
+    duration_ms: int | None = None  # the provider call's wall-clock time
 
     @property
     def output_items(self) -> list[Any] | None:
@@ -285,6 +366,7 @@ class ResponseTraceEvent(_TraceBase):
     """A provider `response.*` stream event passed through: its fields plus `_gambit`."""
 
     type: str
+    run_id: str | None = None
     sequence_number: int | None = Field(default=None, alias="sequence_number")
     gambit: GambitEventMeta | None = Field(default=None, alias="_gambit")
 
@@ -296,9 +378,9 @@ class ResponseTraceEvent(_TraceBase):
         return value
 
     def to_response_event(self) -> Any:
-        """The provider event (a `ResponseEvent`), without `_gambit`, `ts` and `seq`."""
+        """The provider event (a `ResponseEvent`), without `_gambit`, `ts`, `seq` and `runId`."""
         data = self.to_dict()
-        for key in ("_gambit", "ts", "seq"):
+        for key in ("_gambit", "ts", "seq", "runId"):
             data.pop(key, None)
         return event_from_dict(data)
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from pydantic import ValidationError
 
 from gambit.core._openresponses import (
@@ -425,3 +427,127 @@ def test_serialised_json_is_plain_json():
     item = function_call_item("call-1", "gambit_context", '{"q": "日本語",  "n": 1 }')
     text = json.dumps(item_to_dict(item), ensure_ascii=False)
     assert json.loads(text)["arguments"] == '{"q": "日本語",  "n": 1 }'
+
+
+# ---- fast paths: the same results as pydantic's --------------------------------------------
+
+
+def _dump(model) -> str:
+    """pydantic's own serialisation, as a JSON text (key order included)."""
+    return json.dumps(model.model_dump(mode="json", by_alias=True))
+
+
+@pytest.mark.parametrize(
+    "item",
+    [
+        message_item("user", "hi"),
+        MessageItem(role="user", content=[{"type": "input_text", "text": "x"}], n=float("inf")),
+        MessageItem(role="user", content=[{"type": "input_text", "text": "x"}], t=(1, 2)),
+        MessageItem(role="user", content=[{"type": "input_text", "text": "x"}], d={1: "a"}),
+        message_item("assistant", "yo", id="msg_1"),
+        message_item("system", ""),
+        MessageItem(
+            role="assistant",
+            content=[{"type": "output_text", "text": "a"}, {"type": "input_text", "text": "b"}],
+        ),
+        MessageItem(role="user", content=[{"type": "refusal", "refusal": "no"}]),
+        MessageItem(role="user", content=[{"type": "input_text", "text": "x", "extra": 1}]),
+        MessageItem(role="user", content="plain", id="m", vendor={"k": None}),
+        FunctionCallItem(call_id="c", name="n", arguments="{}"),
+        FunctionCallItem(call_id="c", name="n", arguments='{"a": "é"}', id="fc_1"),
+        FunctionCallOutputItem(call_id="c", output="o"),
+        FunctionCallOutputItem(call_id="c", output="o", id="x", status="completed"),
+    ],
+    ids=lambda item: item.type,
+)
+def test_item_to_dict_matches_pydantic(item):
+    assert json.dumps(item_to_dict(item)) == _dump(item)
+
+
+def _wire_models() -> list:
+    """Every kind of wire model the tests know, read from their example data."""
+    from gambit.core._state import state_from_dict
+    from gambit.core._trace import trace_event_from_dict
+
+    from .test_state import CHAT_ONLY, FULL, RESPONSES_ONLY
+    from .test_trace import CATALOGUE
+
+    models = [trace_event_from_dict(data) for _, data in CATALOGUE]
+    models += [state_from_dict(data) for data in (RESPONSES_ONLY, CHAT_ONLY, FULL)]
+    models += [model.model_validate(data) for model, data in EVENTS]
+    models += [
+        CreateResponseRequest.model_validate(SEED_REQUEST),
+        CreateResponseResponse.model_validate(SEED_RESPONSE),
+    ]
+    return models
+
+
+def test_to_dict_matches_pydantic_for_every_model_kind():
+    for model in _wire_models():
+        assert repr(model.to_dict()) == repr(model.model_dump(mode="json", by_alias=True))
+
+
+_ODD_VALUES = st.sampled_from(
+    [float("inf"), float("nan"), (1, 2), {1: "a"}, b"x", {"k": [1.5, None, {"z": True}]}]
+)
+_EXTRA_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=3) | _ODD_VALUES,
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=2), inner),
+    max_leaves=6,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    text=st.text(max_size=5),
+    extras=st.dictionaries(st.sampled_from(["x", "vendor", "n"]), _EXTRA_VALUES, max_size=2),
+    item_id=st.none() | st.text(max_size=3),
+)
+def test_to_dict_matches_pydantic_on_any_extra(text, extras, item_id):
+    from gambit.core._messages import ChatMessage
+
+    for model in (
+        MessageItem(
+            role="user", content=[{"type": "input_text", "text": text, **extras}], id=item_id
+        ),
+        FunctionCallItem(call_id="c", name="n", arguments=text, id=item_id, **extras),
+        ChatMessage(role="assistant", content=None, **extras),
+        ResponseUsage(prompt_tokens=1, completion_tokens=2, total_tokens=3, **extras),
+    ):
+        assert repr(model.to_dict()) == repr(model.model_dump(mode="json", by_alias=True))
+
+
+@pytest.mark.parametrize("role", ["system", "user", "assistant"])
+@pytest.mark.parametrize("item_id", [None, "msg_1"])
+def test_message_item_is_the_validated_instance(role, item_id):
+    made = message_item(role, "text", id=item_id)
+    part = OutputTextContent(text="text") if role == "assistant" else InputTextContent(text="text")
+    validated = MessageItem(role=role, content=[part], id=item_id)
+    assert made == validated and repr(made) == repr(validated)
+    assert made.model_fields_set == validated.model_fields_set
+    assert made.content[0].model_fields_set == validated.content[0].model_fields_set
+    assert made.model_extra == validated.model_extra == {}
+    with pytest.raises(ValidationError):
+        message_item("tool", "text")  # type: ignore[arg-type]
+
+
+def test_construct_is_model_construct():
+    from gambit.core._openresponses import construct
+    from gambit.core._state import SavedState
+
+    for cls, values in [
+        (CreateResponseRequest, {"model": "m", "input": [], "stream": None, "params": {"t": 1}}),
+        (SavedState, {"format": "responses", "run_id": "run-1", "items": []}),
+        (ResponseUsage, {"prompt_tokens": 1, "completion_tokens": 2, "total_tokens": 3}),
+    ]:
+        made, reference = construct(cls, **values), cls.model_construct(**values)
+        assert made == reference and repr(made) == repr(reference)
+        assert list(made.__dict__) == list(reference.__dict__)
+        assert made.model_fields_set == reference.model_fields_set
+        assert made.model_extra == reference.model_extra
+        assert made.__pydantic_private__ == reference.__pydantic_private__
+    # A missing required field or an unknown name: model_construct's own behaviour.
+    assert construct(SavedState, format="chat").model_fields_set == {"format"}
+    assert (
+        construct(ResponseUsage, prompt_tokens=1, completion_tokens=2, total_tokens=3, x=1).x == 1
+    )

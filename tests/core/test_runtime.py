@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import sys
+import types
 from typing import Any
 
 import pytest
@@ -879,29 +881,55 @@ async def test_non_root_deck_without_schemas_is_rejected(decks: DeckFolder):  # 
 # ---- handlers ---------------------------------------------------------------------------------
 
 
-async def test_busy_handler_fires_while_an_action_runs(decks: DeckFolder):  # item 99
+class FakeClock:
+    """A clock that moves only when the runtime sleeps on it: a handler's timer fires at once,
+    and the elapsed time it reports is exactly its delay."""
+
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def monotonic(self) -> float:
+        return self.now
+
+    async def sleep(self, seconds: float) -> None:
+        self.now += max(seconds, 0.0)
+        await asyncio.sleep(0)
+
+
+async def test_busy_handler_fires_while_an_action_runs(decks: DeckFolder, monkeypatch):  # item 99
+    # The action runs until the busy handler has run (a gate both deck modules import), so
+    # the test waits on no wall-clock time.
+    monkeypatch.setitem(sys.modules, "busy_gate", types.SimpleNamespace(fired=asyncio.Event()))
     decks.write(
         "d/slow.py",
-        "import asyncio, gambit\nasync def run(ctx):\n    await asyncio.sleep(0.3)\n    return 'ok'\ndeck = gambit.define_deck(run=run, context_schema={}, response_schema={})\n",
+        "import busy_gate, gambit\nasync def run(ctx):\n    await busy_gate.fired.wait()\n    return 'ok'\ndeck = gambit.define_deck(run=run, context_schema={}, response_schema={})\n",
     )
     decks.write(
         "d/busy.py",
-        "import gambit\ndeck = gambit.define_deck(run=lambda ctx: 'alias busy fired', context_schema={}, response_schema={})\n",
+        "import busy_gate, gambit\nasync def run(ctx):\n    busy_gate.fired.set()\n    return 'alias busy fired'\ndeck = gambit.define_deck(run=run, context_schema={}, response_schema={})\n",
     )
     path = decks.deck(
         "d/PROMPT.md",
         MODEL
-        + '[handlers.onInterval]\npath = "./busy.py"\ndelayMs = 0\n[[actions]]\nname = "slow"\ndescription = "d"\nexecute = "./slow.py"',
+        + '[handlers.onInterval]\npath = "./busy.py"\ndelayMs = 250\n[[actions]]\nname = "slow"\ndescription = "d"\nexecute = "./slow.py"',
     )
     provider = ScriptedProvider()
     provider.enqueue(Call("slow", {}), "ok")
     rec = Recorder()
-    assert (await run_deck(path, provider=provider, **rec.kwargs())).output == "ok"
+    # A guardrail timeout makes a busy handler that never fires fail the test, not hang it.
+    result = await run_deck(
+        path,
+        provider=provider,
+        clock=FakeClock(),
+        guardrails=Guardrails(timeout_ms=5_000),
+        **rec.kwargs(),
+    )
+    assert result.output == "ok"
     assert "alias busy fired\n" in rec.text
     texts = [
         "".join(p.text for p in i.content) for i in input_items(provider, 1) if i.type == "message"
     ]
-    assert any(t.startswith("alias busy fired (elapsed ") for t in texts)
+    assert "alias busy fired (elapsed 250ms)" in texts
 
 
 async def test_idle_handler_fires_while_the_model_is_slow(decks: DeckFolder):  # item 100

@@ -12,7 +12,8 @@ from typing import Any
 
 import pytest
 
-from gambit.core import RunError, _runtime, load_deck_tree, run_deck
+from gambit.core import RunError, load_deck_tree, run_deck
+from gambit.core._runtime import _limits
 from gambit.providers.offline import Call, Reply, ScriptedProvider, Stream
 
 from .conftest import ACTION_SCHEMAS, MODEL, DeckFolder, Recorder, wait_until
@@ -30,7 +31,7 @@ def slow(reply: Any, seconds: float):
 
 
 async def test_root_deck_timeout_can_exceed_the_default(decks: DeckFolder, monkeypatch):
-    monkeypatch.setattr(_runtime, "DEFAULT_TIMEOUT_MS", 50)
+    monkeypatch.setattr(_limits, "DEFAULT_TIMEOUT_MS", 50)
     path = decks.deck("d/PROMPT.md", MODEL + "[guardrails]\ntimeoutMs = 5000")
     provider = ScriptedProvider()
     provider.enqueue(slow("ok", 0.2))
@@ -38,7 +39,7 @@ async def test_root_deck_timeout_can_exceed_the_default(decks: DeckFolder, monke
 
 
 async def test_root_deck_timeout_zero_means_no_deadline(decks: DeckFolder, monkeypatch):
-    monkeypatch.setattr(_runtime, "DEFAULT_TIMEOUT_MS", 50)
+    monkeypatch.setattr(_limits, "DEFAULT_TIMEOUT_MS", 50)
     path = decks.deck("d/PROMPT.md", MODEL + "[guardrails]\ntimeoutMs = 0")
     provider = ScriptedProvider()
     provider.enqueue(slow("ok", 0.2))

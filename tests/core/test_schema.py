@@ -6,6 +6,8 @@ import copy
 from typing import Literal
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from pydantic import BaseModel, ConfigDict, Field
 
 from gambit.core._schema import (
@@ -745,3 +747,97 @@ def test_schema_from_json_modernises_older_drafts():
     }
     with pytest.raises(SchemaValidationError, match="^Schema validation failed: n: "):
         schema.validate({"n": 3})
+
+
+# ---- the fast path of validate: the same outcome as the full path --------------------------
+
+_SCALAR_TYPES = ["string", "number", "integer", "boolean", "null"]
+_NAMES = st.sampled_from(["a", "b", "c", "n"])
+
+
+def _schemas() -> st.SearchStrategy[dict]:
+    scalar = st.sampled_from(_SCALAR_TYPES).map(lambda kind: {"type": kind})
+    # Keywords outside the fast subset, so giving up is exercised too.
+    other = st.sampled_from(
+        [{}, {"description": "anything"}, {"type": "string", "minLength": 2}, {"enum": [1, "a"]}]
+    )
+    return st.recursive(
+        scalar | other,
+        lambda inner: st.one_of(
+            st.builds(
+                lambda props, required, extra: {
+                    "type": "object",
+                    "properties": props,
+                    **({"required": required} if required else {}),
+                    **({} if extra is None else {"additionalProperties": extra}),
+                },
+                st.dictionaries(_NAMES, inner, max_size=3),
+                st.lists(_NAMES, max_size=2, unique=True),
+                st.sampled_from([None, True, False]),
+            ),
+            st.builds(lambda items: {"type": "array", "items": items}, inner),
+            st.just({"type": "array"}),
+        ),
+        max_leaves=6,
+    )
+
+
+_JSON = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers(-3, 3)
+    | st.floats(allow_nan=False, allow_infinity=False, width=16)
+    | st.sampled_from([1.0, 2.5])
+    | st.text(max_size=3),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(_NAMES, inner, max_size=3),
+    max_leaves=8,
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(schema=_schemas(), value=_JSON | st.tuples(st.integers()))
+def test_fast_validation_matches_the_full_path(schema, value):
+    import json
+
+    from gambit.core._schema import _compile_fast, _Unsure
+
+    built = Schema(json=schema, source="test")
+    try:
+        expected, error = built._validate_fully(value), None
+    except SchemaValidationError as exc:
+        expected, error = None, str(exc)
+    fast = _compile_fast(built._validation_json())
+    if fast is not None:
+        try:
+            got = fast(value)
+        except _Unsure:
+            got = None
+            # Giving up on a valid JSON value would only be slow, but it should not happen.
+            assert error is not None or isinstance(value, tuple) or _has_tuple(value)
+        else:
+            assert error is None, error
+            assert json.dumps(got) == json.dumps(expected)  # key order included
+    # And the public entry point agrees with the full path either way.
+    if error is None:
+        assert json.dumps(built.validate(value)) == json.dumps(expected)
+    else:
+        with pytest.raises(SchemaValidationError) as info:
+            built.validate(value)
+        assert str(info.value) == error
+
+
+def _has_tuple(value) -> bool:
+    if isinstance(value, tuple):
+        return True
+    if isinstance(value, dict):
+        return any(_has_tuple(v) for v in value.values())
+    if isinstance(value, list):
+        return any(_has_tuple(v) for v in value)
+    return False
+
+
+def test_fast_validation_does_not_share_the_input():
+    schema = Schema(json={"type": "object", "properties": {"a": {"type": "array"}}}, source="t")
+    value = {"a": [{"x": [1]}]}
+    out = schema.validate(value)
+    assert out == value and out is not value and out["a"][0] is not value["a"][0]

@@ -432,11 +432,11 @@ def test_extra_fields_are_kept_on_known_events():
         "type": "run.end",
         "runId": RUN,
         "ts": TS,
-        "error": {"message": "boom"},
+        "hostNote": {"message": "boom"},
         "nullish": None,
     }
     event = trace_event_from_dict(data)
-    assert event.model_extra == {"error": {"message": "boom"}, "nullish": None}
+    assert event.model_extra == {"hostNote": {"message": "boom"}, "nullish": None}
     assert trace_event_to_dict(event) == data
 
 

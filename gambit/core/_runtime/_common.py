@@ -1,0 +1,67 @@
+"""The vocabulary every runtime module shares: names of the synthetic tools, the errors a run
+raises, the end signal, the "no value" sentinel and the callback types of `run_deck`."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any, Literal
+
+from .._errors import GambitError
+from .._state import SavedState
+
+CONTEXT_TOOL = "gambit_context"
+LEGACY_CONTEXT_TOOL = "gambit_init"
+RESPOND_TOOL = "gambit_respond"
+END_TOOL = "gambit_end"
+COMPLETE_TOOL = "gambit_complete"
+END_SIGNAL_KEY = "__gambitEnd"
+
+Mode = Literal["responses", "chat"]
+TraceCallback = Callable[[dict[str, Any]], None]
+StateCallback = Callable[[SavedState], None]
+ToolHandler = Callable[[dict[str, Any]], Any]
+
+# "No value given", distinct from None (a deck's context may legitimately be null).
+_MISSING: Any = object()
+
+
+class RunError(GambitError):
+    """A run failed for a reason of the runtime (guardrails, validation, configuration).
+
+    `code` is machine-readable: `max_depth`, `max_passes`, `timeout`, `invalid_input`,
+    `invalid_output`, `no_model`, `deck_failed`, `invalid_deck`.
+    """
+
+    def __init__(
+        self, message: str, *, code: str, deck_path: str | None = None, details: Any = None
+    ):
+        self.code = code
+        self.deck_path = deck_path
+        self.details = details
+        super().__init__(message)
+
+
+class DeckFailure(RunError):
+    """Raised by `ctx.fail(...)` in a compute deck."""
+
+
+class DeckCodeError(RunError):
+    """A compute deck's own code raised; the original exception is the `__cause__`."""
+
+    def __init__(self, deck_path: str, exc: BaseException):
+        detail = str(exc) or "(no message)"
+        super().__init__(
+            f"{deck_path} raised {type(exc).__name__}: {detail}",
+            code="deck_failed",
+            deck_path=deck_path,
+        )
+
+
+def is_end_signal(value: Any) -> bool:
+    """True for the value `gambit_end` produces; callers stop the session on it."""
+    return isinstance(value, dict) and value.get(END_SIGNAL_KEY) is True
+
+
+def _json(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)

@@ -1,0 +1,301 @@
+"""Compute decks: Python modules whose `run(ctx)` produces the deck's output (DESIGN §3).
+
+`_run_compute` builds the `ComputeContext`, calls `run(ctx)` under the run's deadline (an
+async `run` on the event loop, a sync one in a worker thread so it cannot block the loop),
+then validates the result against the responseSchema. A child whose result is an action
+result envelope has only its `payload` validated; the rest goes to the parent.
+
+Through `ctx` a deck logs (`log` trace events), reads and writes session meta, appends
+messages to the session's conversation, runs other decks as children (`spawn_and_wait`)
+and emits intermediate output items, which are traced as a `response.*` stream of their
+own (`<actionCallId>:intermediate`) and reach the parent in the action's envelope.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+from pathlib import Path
+from typing import Any
+
+from .._compute import DeckDefinition
+from .._deck import Deck
+from .._errors import GambitError
+from .._ids import new_id
+from .._openresponses import message_item
+from .._schema import Schema
+from .._state import new_state, state_items
+from .._trace import LogEvent
+from . import _execute
+from ._common import _MISSING, DeckCodeError, DeckFailure, _json
+from ._limits import _Limits, _with_deadline
+from ._run import _RootState, _Run
+from ._validation import _is_envelope, _validate_output, check_extension_item
+
+
+class ComputeContext:
+    """The `ctx` a compute deck's `run(ctx)` receives (DESIGN §3)."""
+
+    def __init__(
+        self,
+        run: _Run,
+        deck: Deck,
+        input: Any,
+        depth: int,
+        action_call_id: str,
+        parent_action_call_id: str | None,
+        limits: _Limits,
+        message: Any,
+        root_state: _RootState | None,
+        loop: asyncio.AbstractEventLoop,
+    ):
+        self._run = run
+        self._deck = deck
+        self.input = None if input is _MISSING else input
+        self.depth = depth
+        self.run_id = run.run_id
+        self.action_call_id = action_call_id
+        self.parent_action_call_id = parent_action_call_id
+        self.label = deck.label
+        self.initial_user_message = message
+        self._limits = limits
+        self._given_state = root_state
+        self._loop = loop
+        self.emitted_items: list[dict[str, Any]] = []
+        self._sequence = 0
+        self._spawned: list[Any] = []  # futures of children spawned from a sync run
+
+    def log(self, entry: Any = None, **fields: Any) -> None:
+        """Trace a `log` event: `ctx.log("text")` or `ctx.log({"message", "level", "title", "body", "meta"})`."""
+        data = dict(entry) if isinstance(entry, dict) else {"message": entry}
+        data.update(fields)
+        message = data.get("message")
+        text = message if isinstance(message, str) or message is None else _json(message)
+        level = (
+            data.get("level") if data.get("level") in ("debug", "info", "warn", "error") else "info"
+        )
+        self._run.trace(
+            LogEvent,
+            deck_path=self._deck.path,
+            action_call_id=self.action_call_id,
+            parent_action_call_id=self.parent_action_call_id,
+            level=level,
+            title=data.get("title") or (text or None),
+            message=text,
+            body=data.get("body", text),
+            meta=data.get("meta"),
+        )
+
+    @property
+    def _root_state(self) -> _RootState:
+        """The session state: the root's, or for a child compute deck called as an action a
+        state of its own, made when first used (most actions never use it)."""
+        state = self._given_state
+        if state is None:
+            run = self._run
+            state = self._given_state = _RootState(
+                new_state(run.mode, run_id=run.run_id), None, run.mode
+            )
+        return state
+
+    def get_session_meta(self, key: str) -> Any:
+        if not key:
+            return None
+        return (self._root_state.state.meta or {}).get(key)
+
+    def set_session_meta(self, key: str, value: Any) -> None:
+        if not key:
+            return
+        state = self._root_state.state
+        meta = dict(state.meta or {})
+        if value is None:
+            meta.pop(key, None)
+        else:
+            meta[key] = value
+        state.meta = meta or None
+        self._root_state.publish()
+
+    def append_message(self, role: str, content: Any) -> None:
+        """Add a user or assistant message to the session's conversation."""
+        if role not in ("user", "assistant"):
+            raise ValueError("append_message role must be 'user' or 'assistant'")
+        text = content if isinstance(content, str) else _json(content)
+        if not text.strip():
+            return
+        items = list(state_items(self._root_state.state))
+        items.append(message_item(role, text.strip()))
+        self._root_state.publish(items)
+
+    def emit_output_item(self, item: dict[str, Any]) -> None:
+        """Emit a supplemental output item to the parent before this action completes."""
+        if not isinstance(item, dict) or not isinstance(item.get("type"), str) or not item["type"]:
+            raise ValueError("emit_output_item needs an item object with a non-empty type")
+        check_extension_item(self._deck, item, "ctx.emit_output_item")
+        index = len(self.emitted_items)
+        if index == 0:
+            self._emit_response_event(
+                "response.created",
+                response={
+                    "id": self._response_id,
+                    "object": "response",
+                    "status": "in_progress",
+                    "output": [],
+                },
+            )
+        for kind in ("response.output_item.added", "response.output_item.done"):
+            self._emit_response_event(
+                kind, response_id=self._response_id, output_index=index, item=item
+            )
+        self.emitted_items.append(
+            {
+                "responseId": self._response_id,
+                "actionCallId": self.action_call_id,
+                "parentActionCallId": self.parent_action_call_id,
+                "deckPath": self._deck.path,
+                "outputIndex": index,
+                "item": item,
+            }
+        )
+
+    @property
+    def _response_id(self) -> str:
+        return f"{self.action_call_id}:intermediate"
+
+    def _emit_response_event(self, type_: str, **fields: Any) -> None:
+        meta = {
+            "run_id": self.run_id,
+            "action_call_id": self.action_call_id,
+            "deck_path": self._deck.path,
+        }
+        if self.parent_action_call_id:
+            meta["parent_action_call_id"] = self.parent_action_call_id
+        self._sequence += 1
+        self._run.trace_response(type_, {"sequence_number": self._sequence, "gambit": meta}, fields)
+
+    def _complete_emitter(self, ok: bool, error: str | None = None) -> None:
+        if not self.emitted_items:
+            return
+        if ok:
+            output = [entry["item"] for entry in self.emitted_items]
+            self._emit_response_event(
+                "response.completed",
+                response={
+                    "id": self._response_id,
+                    "object": "response",
+                    "status": "completed",
+                    "output": output,
+                },
+            )
+        else:
+            self._emit_response_event(
+                "response.failed", response_id=self._response_id, error={"message": error}
+            )
+
+    def fail(self, message: str, *, code: str | None = None, details: Any = None) -> None:
+        """Fail this deck with a message (and an optional machine-readable code)."""
+        raise DeckFailure(
+            message, code=code or "deck_failed", deck_path=self._deck.path, details=details
+        )
+
+    def spawn_and_wait(self, path: str, input: Any = None, *, message: Any = _MISSING) -> Any:
+        """Run another deck as a child and return its validated output.
+
+        In an async `run`, await the result; in a sync `run` (executed in a worker thread)
+        it blocks until the child finishes.
+        """
+        coro = self._spawn(path, input, message)
+        try:
+            running = asyncio.get_running_loop()
+        except RuntimeError:
+            running = None
+        if running is self._loop:
+            return coro
+        future = asyncio.run_coroutine_threadsafe(coro, self._loop)
+        self._spawned.append(future)
+        return future.result()
+
+    def _cancel_spawned(self) -> None:
+        for future in self._spawned:
+            future.cancel()
+
+    async def _spawn(self, path: str, input: Any, message: Any) -> Any:
+        self._limits.check(self._deck.path)
+        target = str((Path(self._deck.path).parent / path).resolve())
+        child = self._run.deck(target)
+        child_message = self.initial_user_message if message is _MISSING else message
+        state = self._root_state
+        return await _execute.execute_deck(
+            self._run,
+            child,
+            input,
+            depth=self.depth + 1,
+            parent_action_call_id=self.action_call_id,
+            limits=self._limits,
+            message=child_message,
+            root_state=state,  # the working state (reference §2.9)
+            resumed=bool(state is not None and state_items(state.state)),
+        )
+
+
+async def _run_compute(
+    run: _Run,
+    deck: Deck,
+    definition: DeckDefinition,
+    context: Any,
+    depth: int,
+    parent_action_call_id: str | None,
+    limits: _Limits,
+    message: Any,
+    root_state: _RootState | None,
+    emitted: list[dict[str, Any]] | None,
+    response_schema: Schema | None = None,
+) -> Any:
+    action_call_id = new_id("action")
+    loop = asyncio.get_running_loop()
+    ctx = ComputeContext(
+        run,
+        deck,
+        context,
+        depth,
+        action_call_id,
+        parent_action_call_id,
+        limits,
+        message,
+        root_state,
+        loop,
+    )
+    limits.check(deck.path)
+    try:
+        try:
+            if inspect.iscoroutinefunction(definition.run):
+                result = await _with_deadline(definition.run(ctx), limits, deck.path)
+            else:
+                result = await _with_deadline(
+                    asyncio.to_thread(definition.run, ctx), limits, deck.path
+                )
+                if inspect.isawaitable(result):
+                    result = await _with_deadline(result, limits, deck.path)
+        except (GambitError, asyncio.CancelledError):
+            raise
+        except Exception as exc:  # the deck's own code failed: one clear error naming it
+            raise DeckCodeError(deck.path, exc) from exc
+        limits.check(deck.path)
+        schema = response_schema if response_schema is not None else deck.response_schema
+        if depth > 0 and _is_envelope(result):
+            # Seed 002: the payload is validated; status, message, code and meta go to the parent.
+            output = {
+                **result,
+                "payload": _validate_output(
+                    schema, result["payload"], deck_path=deck.path, is_root=False
+                ),
+            }
+        else:
+            output = _validate_output(schema, result, deck_path=deck.path, is_root=depth == 0)
+    except BaseException as exc:
+        ctx._cancel_spawned()
+        ctx._complete_emitter(False, str(exc))
+        raise
+    ctx._complete_emitter(True)
+    if emitted is not None:
+        emitted.extend(ctx.emitted_items)
+    return output
