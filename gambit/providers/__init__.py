@@ -22,6 +22,25 @@ The modules: `_registry` (prefix -> `ProviderSpec`), `_plugins` (entry points), 
 `agent_bridges` / `_agent_cli` (coding agents as providers).
 """
 
+import sys as _sys
+import types as _types
+
+# httpx imports its command-line client (`httpx._main`: click, rich, pygments) whenever
+# those are installed, and ours are: about 55 ms of every `gambit` command's start-up for a
+# CLI we never run (encode/httpx#3547 moves it to `python -m httpx`). A stand-in module
+# whose `main` imports the real one on demand keeps `httpx.main` working.
+if "httpx" not in _sys.modules and "httpx._main" not in _sys.modules:
+
+    def _httpx_cli_main(*args: object, **kwargs: object) -> object:
+        del _sys.modules["httpx._main"]
+        from httpx._main import main
+
+        return main(*args, **kwargs)
+
+    _stand_in = _types.ModuleType("httpx._main", "httpx's CLI, imported when first run")
+    _stand_in.main = _httpx_cli_main  # type: ignore[attr-defined]
+    _sys.modules["httpx._main"] = _stand_in
+
 from ._config import ConfigError, GambitConfig, ModelAlias, find_config, load_config
 from ._http import DEFAULT_TIMEOUT, RetryPolicy
 from ._pricing import DEFAULT_OPENAI_PRICING, ModelPricing

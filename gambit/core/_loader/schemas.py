@@ -11,7 +11,6 @@ from typing import Any
 
 from .._builtin_schemas import builtin_schema, resolve_builtin_schema_uri
 from .._schema import Schema, schema_from_json, schema_from_pydantic
-from .._zod import ZodTranslationError, translate_zod_file
 from .imports import import_module
 from .load import Load
 from .paths import local, read_text
@@ -94,6 +93,9 @@ def resolve_schema(load: Load, ref: Any, file: str, key: str) -> Schema | None:
             return None
         return schema_from_spec(load, module.schema, str(target), "schema")
     if name.endswith(".ts"):
+        # The zod translator is imported only for decks that have a .zod.ts schema.
+        from .._zod import ZodTranslationError, translate_zod_file
+
         try:
             translated = translate_zod_file(target)
             if not _shallow_enough(load, translated, str(target)):

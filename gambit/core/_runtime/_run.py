@@ -25,7 +25,7 @@ from .._deck import Deck
 from .._ids import new_id
 from .._loader import load_deck_tree
 from .._messages import ChatMessage, IncrementalMessages
-from .._openresponses import ResponseUsage, item_to_dict
+from .._openresponses import ResponseUsage, construct, item_to_dict
 from .._permissions import PermissionSet
 from .._provider import ModelProvider, ModelResolver
 from .._state import MessageRef, SavedState
@@ -252,7 +252,7 @@ def _with_items(
     refs.extend(
         prior[index]
         if index < len(prior) and prior[index].role == messages[index].role
-        else MessageRef(id=new_id("msg"), role=messages[index].role)
+        else construct(MessageRef, id=new_id("msg"), role=messages[index].role)
         for index in range(same, len(messages))
     )
     return state.model_copy(
