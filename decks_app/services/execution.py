@@ -37,12 +37,16 @@ from decks_app.services.sessions import with_message_refs
 from decks_app.services.workspaces import jailed_path
 from gambit.core import (
     DeckLoadError,
+    ModelCallEvent,
+    ModelResultEvent,
+    ResponseTraceEvent,
     item_to_dict,
     message_item,
     run_deck,
     run_scenario,
     state_from_dict,
     state_to_dict,
+    trace_event_view,
 )
 from gambit.core._runtime import _MISSING
 from gambit.providers.offline import ReplayProvider
@@ -222,13 +226,14 @@ def _partial_reply(payloads: list[dict[str, Any]]) -> str:
     """The root deck's text streamed after its last model call, if that call never ended."""
     text: list[str] = []
     for p in payloads:
-        kind = p.get("type")
-        if kind in ("model.call", "model.result") and not p.get("parentActionCallId"):
-            text = []  # a new call starts, or a finished one is in the saved state
-        elif kind == event_log.TEXT_DELTA:
-            meta = p.get("_gambit") or {}
-            if not meta.get("parent_action_call_id") and isinstance(p.get("delta"), str):
-                text.append(p["delta"])
+        match trace_event_view(p):
+            case ModelCallEvent() | ModelResultEvent() as call if not call.parent_action_call_id:
+                text = []  # a new call starts, or a finished one is in the saved state
+            case ResponseTraceEvent(type=event_log.TEXT_DELTA) as delta:
+                meta = delta.gambit if isinstance(delta.gambit, dict) else {}
+                piece = (delta.model_extra or {}).get("delta")
+                if not meta.get("parent_action_call_id") and isinstance(piece, str):
+                    text.append(piece)
     return "".join(text).strip()
 
 

@@ -13,6 +13,15 @@ from typing import Any
 from django.template.loader import render_to_string
 
 from decks_app.models import TraceEvent
+from gambit.core import (
+    LogEvent,
+    MessageUserEvent,
+    ResponseTraceEvent,
+    ToolCallEvent,
+    trace_event_view,
+)
+
+TEXT_DELTA = "response.output_text.delta"
 
 TEMPLATE = "decks_app/session.html"
 _SLUG = re.compile(r"[^A-Za-z0-9_-]")
@@ -22,26 +31,40 @@ def text_key(run_id: str, item_id: Any) -> str:
     return "text-" + _SLUG.sub("_", f"{run_id[-12:]}-{item_id}")[:120]
 
 
-def _is_root(payload: dict[str, Any]) -> bool:
-    meta = payload.get("_gambit") or {}
+def _is_root(event: Any) -> bool:
+    """A provider stream event of the root deck (not of an action deck it called)."""
+    meta = event.gambit if isinstance(event.gambit, dict) else {}
     return not meta.get("parent_action_call_id")
 
 
-def _block(event: TraceEvent) -> dict[str, Any] | None:
-    p = event.payload
-    t = event.type
-    if t == "message.user" and not p.get("parentActionCallId"):
-        content = (p.get("message") or {}).get("content")
-        return {"kind": "user", "text": content if isinstance(content, str) else str(content)}
-    if t == "response.output_item.added" and _is_root(p):
-        item = p.get("item") or {}
-        if item.get("type") == "message":
-            return {"kind": "assistant", "key": text_key(event.run_id, item.get("id")), "text": ""}
-    if t == "tool.call" and p.get("toolKind") in ("action", "external", "mcp_bridge"):
-        return {"kind": "tool", "name": p.get("name") or "tool"}
-    if t == "log" and not p.get("parentActionCallId"):
-        return {"kind": "log", "text": str(p.get("message") or p.get("title") or "")}
+def _block(row: TraceEvent) -> dict[str, Any] | None:
+    event = trace_event_view(row.payload)
+    match event:
+        case MessageUserEvent() if not event.parent_action_call_id:
+            message = event.message if isinstance(event.message, dict) else {}
+            content = message.get("content")
+            return {"kind": "user", "text": content if isinstance(content, str) else str(content)}
+        case ResponseTraceEvent(type="response.output_item.added") if _is_root(event):
+            item = (event.model_extra or {}).get("item") or {}
+            if isinstance(item, dict) and item.get("type") == "message":
+                key = text_key(row.run_id, item.get("id"))
+                return {"kind": "assistant", "key": key, "text": ""}
+        case ToolCallEvent() if event.tool_kind in ("action", "external", "mcp_bridge"):
+            return {"kind": "tool", "name": event.name or "tool"}
+        case LogEvent() if not event.parent_action_call_id:
+            return {"kind": "log", "text": str(event.message or event.title or "")}
     return None
+
+
+def _root_delta(row: TraceEvent) -> tuple[str, str] | None:
+    """(item id, text) of a root deck's text delta, else None."""
+    if row.type != TEXT_DELTA:
+        return None
+    event = trace_event_view(row.payload)
+    if not _is_root(event):
+        return None
+    extra = event.model_extra or {}
+    return extra.get("item_id"), extra.get("delta") or ""
 
 
 def live_blocks(events: Iterable[TraceEvent]) -> list[dict[str, Any]]:
@@ -54,10 +77,10 @@ def live_blocks(events: Iterable[TraceEvent]) -> list[dict[str, Any]]:
             blocks.append(block)
             if block.get("key"):
                 by_key[block["key"]] = block
-        elif event.type == "response.output_text.delta" and _is_root(event.payload):
-            key = text_key(event.run_id, event.payload.get("item_id"))
+        elif (delta := _root_delta(event)) is not None:
+            key = text_key(event.run_id, delta[0])
             if key in by_key:
-                by_key[key]["text"] += event.payload.get("delta") or ""
+                by_key[key]["text"] += delta[1]
     return blocks
 
 
@@ -70,14 +93,11 @@ def event_fragments(events: Iterable[TraceEvent], rows_only: bool = False) -> li
         block = _block(event)
         if block is not None:
             parts.append(render_to_string(TEMPLATE + "#live_append", {"block": block}))
-        elif event.type == "response.output_text.delta" and _is_root(event.payload):
+        elif (delta := _root_delta(event)) is not None:
             parts.append(
                 render_to_string(
                     TEMPLATE + "#delta",
-                    {
-                        "key": text_key(event.run_id, event.payload.get("item_id")),
-                        "delta": event.payload.get("delta") or "",
-                    },
+                    {"key": text_key(event.run_id, delta[0]), "delta": delta[1]},
                 )
             )
     for event in (

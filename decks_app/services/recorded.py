@@ -2,7 +2,8 @@
 it used, and the turns it ran.
 
 Plain functions over trace event payloads (the dicts stored in `TraceEvent.payload`, or the
-lines of a `gambit run --trace` file). The run executor uses them on the events of a live
+lines of a `gambit run --trace` file), read as their `gambit.core` event models
+(`trace_event_view`). The run executor uses them on the events of a live
 run, imports on the trace of a CLI run, and offline replays on the trace they replay, so
 the three agree on what a recording holds.
 
@@ -17,8 +18,10 @@ import os
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from gambit.core import ModelResultEvent, RunEndEvent, RunStartEvent, trace_event_view
+
 Payload = dict[str, Any]
-IsRoot = Callable[[Payload], bool]
+IsRoot = Callable[[Any], bool]  # takes an event model
 
 REPLAY_PROVIDER = "offline-replay"
 USAGE_KEYS = ("promptTokens", "completionTokens", "totalTokens", "reasoningTokens", "cachedTokens")
@@ -38,12 +41,10 @@ def root_matcher(
     trace recorded elsewhere (an import), the deck whose recorded path ends with
     `rel_path`; failing both, the deck of the trace's first `run.start`.
     """
-    payloads = [p for p in payloads if isinstance(p, dict)]
-    starts = [_norm(p.get("deckPath")) for p in payloads if p.get("type") == "run.start"]
+    events = [trace_event_view(p) for p in payloads if isinstance(p, dict)]
+    starts = [_norm(e.deck_path) for e in events if isinstance(e, RunStartEvent)]
     seen = [s for s in starts if s] or [
-        d
-        for d in (_norm(p.get("deckPath")) for p in payloads if p.get("type") == "model.result")
-        if d
+        d for d in (_norm(e.deck_path) for e in events if isinstance(e, ModelResultEvent)) if d
     ]
     exact, rel = _norm(abs_path), _norm(rel_path)
     wanted: set[str] | None = None
@@ -54,18 +55,18 @@ def root_matcher(
     elif starts and seen:
         wanted = {seen[0]}
 
-    def is_root(payload: Payload) -> bool:
-        if payload.get("parentActionCallId"):
+    def is_root(event: Any) -> bool:
+        if getattr(event, "parent_action_call_id", None):
             return False
-        return wanted is None or _norm(payload.get("deckPath")) in wanted
+        return wanted is None or _norm(getattr(event, "deck_path", None)) in wanted
 
     return is_root
 
 
-def _model_label(payload: Payload) -> str | None:
-    if payload.get("provider") == REPLAY_PROVIDER:
+def _model_label(event: ModelResultEvent) -> str | None:
+    if event.provider == REPLAY_PROVIDER:
         return REPLAY_PROVIDER  # the replay answered, whatever model the deck names
-    model = payload.get("model")
+    model = event.model
     return model if isinstance(model, str) and model else None
 
 
@@ -75,12 +76,13 @@ def answered_model(payloads: Iterable[Payload], is_root: IsRoot) -> tuple[str, b
     labels: list[str] = []
     offline = False
     for p in payloads:
-        if p.get("type") != "model.result" or not is_root(p):
+        event = trace_event_view(p)
+        if not isinstance(event, ModelResultEvent) or not is_root(event):
             continue
-        label = _model_label(p)
+        label = _model_label(event)
         if label and label not in labels:
             labels.append(label)
-        offline = offline or bool(p.get("offline"))
+        offline = offline or bool(event.offline)
     if not labels:
         return None
     return ", ".join(labels)[:200], offline
@@ -108,12 +110,11 @@ def trace_usage(payloads: Iterable[Payload]) -> dict[str, Any] | None:
     ended: dict[Any, dict[str, Any] | None] = {}
     calls: dict[Any, dict[str, Any] | None] = {}
     for p in payloads:
-        kind = p.get("type")
-        run = p.get("runId")
-        if kind == "run.end" and isinstance(p.get("usage"), dict):
-            ended[run] = add_usage(ended.get(run) or {}, p["usage"])
-        elif kind == "model.result":
-            calls[run] = add_usage(calls.get(run), p.get("usage"))
+        match trace_event_view(p):
+            case RunEndEvent(run_id=run, usage=dict() as usage):
+                ended[run] = add_usage(ended.get(run) or {}, usage)
+            case ModelResultEvent(run_id=run, usage=usage):
+                calls[run] = add_usage(calls.get(run), usage)
     total: dict[str, Any] | None = None
     for usage in ended.values():
         total = add_usage(total, usage)
@@ -132,9 +133,13 @@ def usage_totals(usage: dict[str, Any] | None) -> tuple[int, float | None]:
 
 def root_turns(payloads: Iterable[Payload], is_root: IsRoot) -> list[Payload]:
     """The root deck's recorded `run.start` events, in order: one per turn."""
-    return [p for p in payloads if p.get("type") == "run.start" and is_root(p)]
+    return [
+        p
+        for p in payloads
+        if isinstance(event := trace_event_view(p), RunStartEvent) and is_root(event)
+    ]
 
 
 def turn_message(start: Payload) -> Any:
     """The user message a recorded turn started with (None: the deck spoke first)."""
-    return start.get("initialUserMessage")
+    return trace_event_view(start).initial_user_message

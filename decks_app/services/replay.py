@@ -18,6 +18,13 @@ from decks_app.models import Run, Session, TraceEvent
 from decks_app.services import recorded, sessions
 from decks_app.services.trace_tree import build_tree
 from decks_app.services.workspaces import PathOutsideWorkspace, find_deck, jailed_path
+from gambit.core import (
+    MessageUserEvent,
+    ModelResultEvent,
+    ResponseTraceEvent,
+    ToolResultEvent,
+    trace_event_view,
+)
 
 
 class NotReplayable(ValueError):
@@ -28,47 +35,48 @@ def _fold_conversation(payloads: list[dict[str, Any]]) -> list[dict[str, Any]]:
     rows: list[dict[str, Any]] = []
     streaming: dict[str, dict[str, Any]] = {}
     for p in payloads:
-        t = p.get("type")
-        root = not p.get("parentActionCallId")
-        if t == "message.user" and root:
-            content = (p.get("message") or {}).get("content")
-            rows.append(
-                {
-                    "kind": "user",
-                    "text": content if isinstance(content, str) else json.dumps(content),
-                }
-            )
-        elif t == "response.output_text.delta" and not (p.get("_gambit") or {}).get(
-            "parent_action_call_id"
-        ):
-            key = str(p.get("item_id"))
-            if key not in streaming:
-                streaming[key] = {"kind": "assistant", "text": "", "partial": True}
-                rows.append(streaming[key])
-            streaming[key]["text"] += p.get("delta") or ""
-        elif t == "model.result" and root:
-            for row in [r for r in rows if r.get("partial")]:
-                rows.remove(row)
-            streaming.clear()
-            message = p.get("message") or {}
-            if message.get("content"):
-                rows.append({"kind": "assistant", "text": str(message["content"])})
-            for call in p.get("toolCalls") or []:
+        event = trace_event_view(p)
+        root = not getattr(event, "parent_action_call_id", None)
+        match event:
+            case MessageUserEvent() if root:
+                message = event.message if isinstance(event.message, dict) else {}
+                content = message.get("content")
+                text = content if isinstance(content, str) else json.dumps(content)
+                rows.append({"kind": "user", "text": text})
+            case ResponseTraceEvent(type="response.output_text.delta"):
+                meta = event.gambit if isinstance(event.gambit, dict) else {}
+                if meta.get("parent_action_call_id"):
+                    continue
+                extra = event.model_extra or {}
+                key = str(extra.get("item_id"))
+                if key not in streaming:
+                    streaming[key] = {"kind": "assistant", "text": "", "partial": True}
+                    rows.append(streaming[key])
+                streaming[key]["text"] += extra.get("delta") or ""
+            case ModelResultEvent() if root:
+                for row in [r for r in rows if r.get("partial")]:
+                    rows.remove(row)
+                streaming.clear()
+                message = event.message if isinstance(event.message, dict) else {}
+                if message.get("content"):
+                    rows.append({"kind": "assistant", "text": str(message["content"])})
+                for call in event.tool_calls or []:
+                    if isinstance(call, dict):
+                        rows.append(
+                            {
+                                "kind": "tool_call",
+                                "name": call.get("name"),
+                                "text": json.dumps(call.get("args")),
+                            }
+                        )
+            case ToolResultEvent() if event.tool_kind in ("action", "external"):
                 rows.append(
                     {
-                        "kind": "tool_call",
-                        "name": call.get("name"),
-                        "text": json.dumps(call.get("args")),
+                        "kind": "tool_result",
+                        "name": event.name,
+                        "text": json.dumps(event.result)[:2000],
                     }
                 )
-        elif t == "tool.result" and p.get("toolKind") in ("action", "external"):
-            rows.append(
-                {
-                    "kind": "tool_result",
-                    "name": p.get("name"),
-                    "text": json.dumps(p.get("result"))[:2000],
-                }
-            )
     return rows
 
 
@@ -148,12 +156,15 @@ def _plan(source: Session) -> tuple[list[Any], Any]:
         raise NotReplayable(
             "This session's trace records no run of its deck, so there are no turns to replay."
         )
-    if not any(p.get("type") == "model.result" and is_root(p) for p in payloads):
+    if not any(
+        isinstance(event := trace_event_view(p), ModelResultEvent) and is_root(event)
+        for p in payloads
+    ):
         raise NotReplayable(
             "This session's trace records no model results for its deck, so there is "
             "nothing a replay could answer from."
         )
-    first_input = starts[0].get("input")
+    first_input = trace_event_view(starts[0]).input
     context = first_input if first_input is not None else source.context
     return [recorded.turn_message(s) for s in starts], context
 

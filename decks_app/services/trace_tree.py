@@ -20,6 +20,22 @@ from typing import Any
 
 from django.db.models import Func, JSONField
 
+from gambit.core import (
+    ActionStartEvent,
+    DeckEndEvent,
+    DeckStartEvent,
+    LogEvent,
+    MessageUserEvent,
+    ModelCallEvent,
+    ModelResultEvent,
+    MonologEvent,
+    RunEndEvent,
+    RunStartEvent,
+    ToolCallEvent,
+    ToolResultEvent,
+    trace_event_view,
+)
+
 OPEN = ("running", "calling")
 
 
@@ -161,18 +177,19 @@ def item_summary(item: dict[str, Any]) -> dict[str, Any]:
     return {"type": kind, "text": _text(item)[:2000]}
 
 
-def _result_items(payload: dict[str, Any]) -> list[dict[str, Any]]:
-    items = payload.get("output") or payload.get("responseItems")
+def _result_items(event: ModelResultEvent) -> list[dict[str, Any]]:
+    items = event.output_items
     if isinstance(items, list) and items:
         return [item_summary(i) for i in items if isinstance(i, dict)]
-    message = payload.get("message") or {}
+    message = event.message if isinstance(event.message, dict) else {}
     out = []
     if message.get("content"):
         out.append({"type": "message", "role": "assistant", "text": _text(message.get("content"))})
-    for call in payload.get("toolCalls") or []:
-        out.append(
-            {"type": "function_call", "name": call.get("name"), "text": _text(call.get("args"))}
-        )
+    for call in event.tool_calls or []:
+        if isinstance(call, dict):
+            out.append(
+                {"type": "function_call", "name": call.get("name"), "text": _text(call.get("args"))}
+            )
     return out
 
 
@@ -205,26 +222,26 @@ def request_detail(payload: dict[str, Any]) -> dict[str, Any]:
             }
         )
     return {
-        **_request(payload),
+        **_request(trace_event_view(payload)),
         "instructions": "\n\n".join(i for i in instructions if i),
         "input": inputs,
         "tools": tools,
     }
 
 
-def _request(payload: dict[str, Any]) -> dict[str, Any]:
+def _request(event: ModelCallEvent) -> dict[str, Any]:
     """What the tree keeps of a model call's request: its size and settings. The items
     themselves are read on demand (`request_detail`): each call carries the whole
     conversation, so a long session's calls would be quadratic in its length."""
-    params = payload.get("params")
-    count = payload.get("messageCount")
+    params = event.params
+    count = event.message_count
     return {
         "itemCount": count if isinstance(count, int) else None,
-        "toolCount": payload.get("toolCount") or 0,
+        "toolCount": event.tool_count or 0,
         "params": params if isinstance(params, dict) and params else None,
-        "mode": payload.get("mode"),
-        "stream": payload.get("stream"),
-        "provider": payload.get("provider"),
+        "mode": event.mode,
+        "stream": event.stream,
+        "provider": event.provider,
     }
 
 
@@ -269,94 +286,99 @@ def build_tree(
         return node
 
     for pk, p in _rows(payloads):
-        t = p.get("type", "")
-        ts = p.get("ts") or 0
-        if isinstance(ts, int | float):
-            last_ts = max(last_ts, int(ts))
-        if t == "run.start" or run is None:
-            run = Node("run", p.get("runId") or "run", status="running", ts=ts)
+        event = trace_event_view(p)
+        ts = event.ts if isinstance(event.ts, int) else 0
+        last_ts = max(last_ts, ts)
+        if isinstance(event, RunStartEvent) or run is None:
+            run = Node("run", getattr(event, "run_id", None) or "run", status="running", ts=ts)
             run.opened, run.changed = pk, pk
             roots.append(run)
             decks, tools, models = {}, {}, {}  # call ids belong to their run
-            if t == "run.start":
+            if isinstance(event, RunStartEvent):
                 run.id = f"tn-{pk}"
-                run.detail = _short_path(p.get("deckPath"))
+                run.detail = _short_path(event.deck_path)
                 continue
             run.id = f"tn-{pk}-run"  # events without their run.start: this one goes inside
-        run.end_ts = max(run.end_ts, int(ts or 0))
-        if t == "run.end":
-            run.changed = pk
-            run.status = p.get("status") or "completed"
-            # Whatever was still open when the run ended ended with it: an interrupted,
-            # failed or canceled run shows no deck "running" or model "calling" for ever.
-            _close_open(run, "done" if run.status in ("completed", "ended") else run.status, pk)
-            run.usage = p.get("usage")
-            run.cost = _cost(run.usage)
-            run.duration_ms = p.get("durationMs")
-            if p.get("error"):
-                run.detail = f"{run.detail} — {p['error']}"
-        elif t == "deck.start":
-            node = Node("deck", _short_path(p.get("deckPath")), status="running", ts=ts)
-            decks[p.get("actionCallId") or ""] = add(
-                container(p.get("parentActionCallId")) or run, node, pk
-            )
-        elif t == "deck.end":
-            node = decks.get(p.get("actionCallId") or "")
-            if node:
-                node.status, node.changed = "done", pk
-                node.duration_ms = ts - node.ts if ts and node.ts else None
-        elif t == "message.user":
-            msg = p.get("message") or {}
-            node = Node("user", "user message", detail=_text(msg.get("content")), ts=ts)
-            add(container(p.get("actionCallId")) or run, node, pk)
-        elif t == "model.call":
-            node = Node("model", p.get("model") or "model", status="calling", ts=ts)
-            node.detail = f"{p.get('messageCount', '?')} items, {p.get('toolCount', 0)} tools"
-            node.request = _request(p)
-            models[p.get("actionCallId") or ""] = add(
-                container(p.get("actionCallId")) or run, node, pk
-            )
-        elif t == "model.result":
-            node = models.pop(p.get("actionCallId") or "", None)
-            if node is None:
-                node = add(
-                    container(p.get("actionCallId")) or run,
-                    Node("model", p.get("model") or "model", ts=ts),
-                    pk,
+        run.end_ts = max(run.end_ts, ts)
+        match event:
+            case RunEndEvent():
+                run.changed = pk
+                run.status = event.status or "completed"
+                # Whatever was still open when the run ended ended with it: an interrupted,
+                # failed or canceled run shows no deck "running" or model "calling" for ever.
+                ended = "done" if run.status in ("completed", "ended") else run.status
+                _close_open(run, ended, pk)
+                run.usage = event.usage
+                run.cost = _cost(run.usage)
+                run.duration_ms = event.duration_ms
+                if event.error:
+                    run.detail = f"{run.detail} — {event.error}"
+            case DeckStartEvent():
+                node = Node("deck", _short_path(event.deck_path), status="running", ts=ts)
+                parent = container(event.parent_action_call_id) or run
+                decks[event.action_call_id or ""] = add(parent, node, pk)
+            case DeckEndEvent():
+                node = decks.get(event.action_call_id or "")
+                if node:
+                    node.status, node.changed = "done", pk
+                    node.duration_ms = ts - node.ts if ts and node.ts else None
+            case MessageUserEvent():
+                message = event.message if isinstance(event.message, dict) else {}
+                text = _text(message.get("content"))
+                node = Node("user", "user message", detail=text, ts=ts)
+                add(container(event.action_call_id) or run, node, pk)
+            case ModelCallEvent():
+                node = Node("model", event.model or "model", status="calling", ts=ts)
+                count = event.message_count if event.message_count is not None else "?"
+                node.detail = f"{count} items, {event.tool_count or 0} tools"
+                node.request = _request(event)
+                models[event.action_call_id or ""] = add(
+                    container(event.action_call_id) or run, node, pk
                 )
-            node.changed = pk
-            node.label = p.get("model") or node.label  # the model that answered
-            node.status = p.get("finishReason") or "done"
-            node.usage = p.get("usage")
-            node.cost = _cost(node.usage)
-            duration = p.get("durationMs")
-            node.duration_ms = (
-                duration
-                if isinstance(duration, int)
-                else (ts - node.ts if ts and node.ts else None)
-            )
-            node.items = _result_items(p)
-        elif t in ("action.start", "tool.call"):
-            call_id = p.get("actionCallId") or ""
-            node = tools.get(call_id)
-            if node is None:
-                node = Node("tool", p.get("name") or "tool", status="running", ts=ts)
-                node.detail = p.get("toolKind") or ""
-                tools[call_id] = add(container(p.get("parentActionCallId")) or run, node, pk)
-            node.changed = pk
-            if t == "tool.call":
-                node.items.append({"type": "arguments", "text": _text(p.get("args"))})
-                node.detail = p.get("toolKind") or node.detail
-        elif t == "tool.result":
-            node = tools.get(p.get("actionCallId") or "")
-            if node is not None:
-                node.status, node.changed = "done", pk
-                node.duration_ms = ts - node.ts if ts and node.ts else None
-                node.items.append({"type": "result", "text": _text(p.get("result"))[:4000]})
-        elif t in ("log", "monolog"):
-            text = p.get("message") or p.get("title") or p.get("content") or p.get("body")
-            node = Node(t, p.get("level") or t, detail=_text(text), ts=ts)
-            add(container(p.get("actionCallId")) or run, node, pk)
+            case ModelResultEvent():
+                node = models.pop(event.action_call_id or "", None)
+                if node is None:
+                    node = Node("model", event.model or "model", ts=ts)
+                    node = add(container(event.action_call_id) or run, node, pk)
+                node.changed = pk
+                node.label = event.model or node.label  # the model that answered
+                node.status = event.finish_reason or "done"
+                node.usage = event.usage
+                node.cost = _cost(node.usage)
+                duration = event.duration_ms
+                node.duration_ms = (
+                    duration
+                    if isinstance(duration, int)
+                    else (ts - node.ts if ts and node.ts else None)
+                )
+                node.items = _result_items(event)
+            case ActionStartEvent() | ToolCallEvent():
+                call_id = event.action_call_id or ""
+                node = tools.get(call_id)
+                if node is None:
+                    kind = event.tool_kind if isinstance(event, ToolCallEvent) else None
+                    node = Node("tool", event.name or "tool", status="running", ts=ts)
+                    node.detail = kind or ""
+                    parent = container(event.parent_action_call_id) or run
+                    tools[call_id] = add(parent, node, pk)
+                node.changed = pk
+                if isinstance(event, ToolCallEvent):
+                    node.items.append({"type": "arguments", "text": _text(event.args)})
+                    node.detail = event.tool_kind or node.detail
+            case ToolResultEvent():
+                node = tools.get(event.action_call_id or "")
+                if node is not None:
+                    node.status, node.changed = "done", pk
+                    node.duration_ms = ts - node.ts if ts and node.ts else None
+                    result = _text(event.result)[:4000]
+                    node.items.append({"type": "result", "text": result})
+            case LogEvent():
+                text = event.message or event.title or event.body
+                node = Node("log", event.level or "log", detail=_text(text), ts=ts)
+                add(container(event.action_call_id) or run, node, pk)
+            case MonologEvent():
+                node = Node("monolog", "monolog", detail=_text(event.content), ts=ts)
+                add(container(event.action_call_id) or run, node, pk)
     for root in roots:
         _timeline(root, last_ts)
     return roots

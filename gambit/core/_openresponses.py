@@ -270,7 +270,12 @@ def _construct_plan(cls: type[BaseModel]) -> Any:
             required.append(name)
             continue
         if info.default_factory is not None:
-            if info.default_factory_takes_data:
+            # A factory that reads the other fields' validated data needs validation
+            # (the property's name changed across pydantic 2 releases).
+            takes_data = getattr(info, "default_factory_takes_validated_data", None)
+            if takes_data is None:
+                takes_data = getattr(info, "default_factory_takes_data", False)
+            if takes_data:
                 return False
             factories.append((name, info.default_factory))
         elif isinstance(info.default, _IMMUTABLE):

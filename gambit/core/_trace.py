@@ -68,6 +68,7 @@ from gambit.core._openresponses import (
     ResponseUsage,
     _CamelModel,
     _JsonModel,
+    construct,
     event_from_dict,
 )
 
@@ -99,6 +100,7 @@ __all__ = [
     "trace_event_from_dict",
     "trace_event_to_dict",
     "trace_event_to_json",
+    "trace_event_view",
 ]
 
 
@@ -252,6 +254,9 @@ class ModelCallEvent(_RunScoped):
     mode: Literal["chat", "responses"] | None = None
     items: list[ResponseItem] | None = None
     response_items: list[ResponseItem] | None = None
+    # The request's model parameters (temperature, max_output_tokens, reasoning, ...): the
+    # deck's [modelParams] as resolved for this call.
+    params: dict[str, Any] | None = None
 
     @property
     def input_items(self) -> list[Any] | None:
@@ -446,6 +451,62 @@ _TRACE_ADAPTER: TypeAdapter[Any] = TypeAdapter(TraceEvent, config=_DEFER)
 def trace_event_from_dict(data: Mapping[str, Any] | BaseModel) -> Any:
     """Validate one event dict into its `TraceEvent` model (raises pydantic ValidationError)."""
     return _TRACE_ADAPTER.validate_python(data)
+
+
+_READ_KEYS: dict[type, dict[str, str]] = {}
+
+
+def _read_keys(model: type[_TraceBase]) -> dict[str, str]:
+    keys = _READ_KEYS.get(model)
+    if keys is None:
+        keys = _READ_KEYS[model] = {
+            info.alias or info.serialization_alias or name: name
+            for name, info in model.model_fields.items()
+        }
+        keys.update({name: name for name in model.model_fields if name not in keys.values()})
+    return keys
+
+
+def trace_event_view(data: Mapping[str, Any]) -> Any:
+    """A stored trace event as its model class, read without validation.
+
+    For events this engine wrote (through `wire`) or validated when they came in (an imported
+    trace file): readers switch on the class (`match event: case ModelCallEvent(): ...`) and
+    read attributes instead of camelCase keys. Scalar fields are as stored; nested values
+    (usage, items, messages) stay the JSON they are stored as, and keys outside the model
+    are its extras. Use `trace_event_from_dict` for input that must be checked.
+    """
+    kind = data.get("type")
+    model: type[_TraceBase] = _TRACE_MODELS.get(kind) if isinstance(kind, str) else None  # type: ignore[assignment]
+    if model is None:
+        is_response = isinstance(kind, str) and kind.startswith("response.")
+        model = ResponseTraceEvent if is_response else UnknownTraceEvent
+    keys = _read_keys(model)
+    values: dict[str, Any] = {}
+    extra: dict[str, Any] = {}
+    for key, value in data.items():
+        name = keys.get(key)
+        if name is None:
+            extra[key] = value
+        else:
+            values[name] = value
+    for name in _required_names(model):
+        values.setdefault(name, None)  # a required field a stored event lacks reads as None
+    event = construct(model, **values)
+    object.__setattr__(event, "__pydantic_extra__", extra)
+    return event
+
+
+_REQUIRED: dict[type, tuple[str, ...]] = {}
+
+
+def _required_names(model: type[_TraceBase]) -> tuple[str, ...]:
+    names = _REQUIRED.get(model)
+    if names is None:
+        names = _REQUIRED[model] = tuple(
+            name for name, info in model.model_fields.items() if info.is_required()
+        )
+    return names
 
 
 def trace_event_to_dict(event: BaseModel | Mapping[str, Any]) -> dict[str, Any]:

@@ -16,9 +16,11 @@ from gambit.core._trace import (
     ModelCallEvent,
     ResponseTraceEvent,
     RunEndEvent,
+    ToolCallEvent,
     UnknownTraceEvent,
     trace_event_from_dict,
     trace_event_to_dict,
+    trace_event_view,
 )
 from gambit.providers.offline import Call, Reply, ScriptedProvider, Stream
 
@@ -124,6 +126,39 @@ async def test_read_back_fields_are_attributes(decks: DeckFolder):
         next(e for e in events if e["type"] == "response.output_text.delta")
     )
     assert delta.run_id == end.run_id and delta.gambit.run_id == end.run_id
+
+
+async def test_stored_events_read_as_their_models_without_validation(decks: DeckFolder):
+    """`trace_event_view` gives each stored event its own class (readers switch on it) with
+    the same field values `trace_event_from_dict` validates; nested values stay JSON."""
+    events = await emitted_events(decks)
+    for data in events:
+        view, checked = trace_event_view(data), trace_event_from_dict(data)
+        assert type(view) is type(checked), data["type"]
+        assert view.ts == checked.ts and getattr(view, "run_id", None) == getattr(
+            checked, "run_id", None
+        )
+    call = trace_event_view(next(e for e in events if e["type"] == "model.call"))
+    assert isinstance(call.items, list) and isinstance(call.items[0], dict)
+    assert trace_event_view({"type": "x.custom", "n": 1}).model_extra == {"n": 1}
+    tool = trace_event_view({"type": "tool.call", "name": "t"})  # a required field missing
+    assert isinstance(tool, ToolCallEvent) and tool.action_call_id is None
+
+
+async def test_model_call_carries_the_model_parameters(decks: DeckFolder):
+    deck = decks.deck("p/PROMPT.md", MODEL + "modelParams.temperature = 0.3\n")
+    sink: list[dict] = []
+    provider = ScriptedProvider()
+    provider.enqueue("hi")
+    await run_deck(
+        load_deck_tree(deck),
+        provider=provider,
+        message="x",
+        on_trace=sink.append,
+    )
+    [call] = [e for e in sink if e["type"] == "model.call"]
+    assert call["params"]["temperature"] == 0.3
+    assert trace_event_view(call).params["temperature"] == 0.3
 
 
 def test_a_misspelt_field_is_a_type_error():

@@ -258,6 +258,7 @@ class _LlmExecution(_ToolCalls, _RequestParts):
             tools=self._tool_dicts(tools) if run.on_trace is not None else None,
             mode=run.mode,
             items=self.traced.of(self.items) if run.on_trace is not None else None,
+            params=dict(resolved.params) if resolved.params else None,
         )
         started = time.monotonic()
         streamer = _StreamTracer(self, resolved.model)
