@@ -129,7 +129,7 @@ def _percentile(values: list[float], q: float) -> float:
 
 
 def run_level(browser, url: str, n: int) -> list[float]:
-    context = browser.new_context()
+    context = browser.new_context(bypass_csp=True)  # the bench injects its observer script
     pages = []
     for _ in range(n):
         page = context.new_page()
@@ -152,9 +152,12 @@ def run_level(browser, url: str, n: int) -> list[float]:
                 "document.getElementById('status').textContent.trim() === 'completed'",
                 timeout=float(os.environ.get("BENCH_TIMEOUT_MS", "120000")),
             )
-        except Exception:
+        except Exception as exc:
             runs = page.request.get(page.url + "?format=json").json()["runs"]
-            raise SystemExit(f"a session did not complete: {runs} (logs in {TMP})") from None
+            raise SystemExit(
+                f"a session did not complete ({type(exc).__name__}: {str(exc)[:300]}):"
+                f" {runs} (logs in {TMP})"
+            ) from None
     latencies = [x for page in pages for x in page.evaluate("window.__lat")]
     context.close()
     return latencies
