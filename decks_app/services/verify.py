@@ -239,7 +239,7 @@ async def execute_verify(
                     _save_scenario_run, session, run.id, record, events
                 )
             else:
-                await db(_save_grade, sessions_by_run.get(record.run_id), record, root)
+                await db(_save_grade, sessions_by_run.get(record.run_id), record, run.id)
 
     async def report_progress() -> None:
         while True:
@@ -356,7 +356,7 @@ def _save_scenario_run(
     return scenario.id
 
 
-def _save_grade(session_id: str | None, record: GradeRecord, root: Path) -> None:
+def _save_grade(session_id: str | None, record: GradeRecord, batch_run_id: str) -> None:
     if session_id is None or record.grading is None:
         return
     with transaction.atomic():
@@ -368,6 +368,7 @@ def _save_grade(session_id: str | None, record: GradeRecord, root: Path) -> None
                 "graderHash": record.grader_hash,
                 "graderPath": _relative(session.workspace, record.grader) or record.grader,
                 "repeat": record.repeat,
+                "verifyBatchRunId": batch_run_id,  # the Grade tab links back to the batch
             }
         )
         meta = dict(session.meta or {})

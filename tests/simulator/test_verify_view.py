@@ -69,6 +69,15 @@ def test_a_batch_runs_grades_and_reports(client, workspace):
     assert 'id="chart-scores"' in html and 'id="verify-chart-data"' in html
     assert "vendor/chart.js/chart.umd.min.js" in html
     assert f"/test/{sessions[0]}/" in html
+    # outliers link to their session's grades, which link back to the batch
+    assert 'class="outliers"' in html
+    assert any(
+        f'href="/grade/?session={sid}#imported-grades">its grades</a>' in html for sid in sessions
+    )
+    assert scenario.meta["gradingRuns"][0]["verifyBatchRunId"] == run_id
+    grades = client.get(f"/grade/?session={sessions[0]}").content.decode()
+    assert f'href="/grade/verify/{run_id}/">Verify batch, repeat ' in grades
+    assert f'id="grading-{scenario.meta["gradingRuns"][0]["id"]}"' in grades
     history = client.get("/grade/verify.json").json()["batches"]
     assert [b["id"] for b in history] == [run_id]
 
