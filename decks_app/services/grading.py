@@ -20,7 +20,7 @@ from django.db import transaction
 
 from decks_app.models import Run, Session, Workspace
 from decks_app.services import providers
-from decks_app.services import sessions as session_service
+from decks_app.services.conversation import content_text
 from decks_app.services.workspaces import PathOutsideWorkspace, find_deck, jailed_path
 from gambit.core import check_deck_tree, grade_state, grading_mode, is_valid_id, state_from_dict
 from gambit.core._grading import (
@@ -225,10 +225,10 @@ def _message_text(session: Session, index: int | None) -> tuple[str | None, str 
     messages = session.messages or []
     if index is None or not 0 <= index < len(messages):
         return None, None
-    graded = session_service._content_text(messages[index].get("content"))
+    graded = content_text(messages[index].get("content"))
     prior = next(
         (
-            session_service._content_text(m.get("content"))
+            content_text(m.get("content"))
             for m in reversed(messages[:index])
             if m.get("role") == "user"
         ),

@@ -15,7 +15,7 @@ from itertools import zip_longest
 from typing import Any
 
 from decks_app.models import Run, Session, TraceEvent
-from decks_app.services import recorded, sessions
+from decks_app.services import conversation, recorded, sessions
 from decks_app.services.trace_tree import build_tree
 from decks_app.services.workspaces import PathOutsideWorkspace, find_deck, jailed_path
 from gambit.core import (
@@ -248,8 +248,8 @@ def compare(replay: Session) -> dict[str, Any]:
     whose rows all match; "pending" while it is queued or running; else "different"."""
     source = replay.source
     assert source is not None
-    left = sessions.conversation(source)
-    right = sessions.conversation(replay)
+    left = conversation.conversation(source)
+    right = conversation.conversation(replay)
     rows = []
     first: int | None = None
     for index, (a, b) in enumerate(zip_longest(left, right)):

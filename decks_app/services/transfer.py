@@ -20,13 +20,9 @@ from django.utils import timezone
 
 from decks_app.models import Run, Session, TraceEvent, Workspace
 from decks_app.services import recorded
+from decks_app.services.conversation import feedback_dict
 from decks_app.services.execution import session_state_dict
-from decks_app.services.sessions import (
-    MAX_MESSAGE_CHARS,
-    InvalidInput,
-    feedback_dict,
-    with_message_refs,
-)
+from decks_app.services.sessions import MAX_MESSAGE_CHARS, InvalidInput, with_message_refs
 from decks_app.services.workspaces import find_deck, jailed_path
 from gambit.core import StateError, new_id, state_from_dict, state_to_dict
 

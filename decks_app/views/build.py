@@ -173,7 +173,7 @@ def build_scaffold(request: HttpRequest) -> HttpResponse:
 def _assistant_data(workspace, deck: str) -> dict:
     from decks_app.models import Run
     from decks_app.services import assistant
-    from decks_app.services.sessions import conversation
+    from decks_app.services.conversation import conversation
 
     session = assistant.assistant_session(workspace, deck)
     if session is None:

@@ -7,7 +7,7 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
 from decks_app.services import feedback as feedback_service
-from decks_app.services.sessions import feedback_dict
+from decks_app.services.conversation import feedback_dict
 from decks_app.views.base import error_response, is_htmx, json_response, session_or_404, wants_json
 
 

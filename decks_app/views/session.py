@@ -8,10 +8,10 @@ from django.views.decorators.http import require_GET, require_POST
 
 from decks_app.services import feedback as feedback_service
 from decks_app.services import replay
+from decks_app.services.conversation import earlier_blocks
 from decks_app.services.sessions import (
     InvalidInput,
     SessionBusy,
-    earlier_blocks,
     retry_run,
     send_message,
     session_detail,

@@ -303,9 +303,9 @@ def test_tool_calls_and_reasoning_fold_into_one_activity_block_per_turn(client, 
 def test_a_long_conversation_shows_its_newest_blocks_and_loads_the_rest(
     client, workspace, monkeypatch
 ):
-    from decks_app.services import sessions
+    from decks_app.services import conversation
 
-    monkeypatch.setattr(sessions, "BLOCKS_SHOWN", 4)
+    monkeypatch.setattr(conversation, "BLOCKS_SHOWN", 4)
     s = create_session(workspace, "support/PROMPT.md", model="offline/echo")
     s.messages = [
         {"role": role, "content": f"{role} {i} <x>"} for i in range(5) for role in ("user", "assistant")
