@@ -327,6 +327,10 @@ def test_a_failing_deck_streams_an_error_event_then_response_failed(server):
     assert error["type"] == "server_error" and "gave up" in error["message"]
     failed = events[-1]["response"]
     assert failed["status"] == "failed" and "gave up" in failed["error"]["message"]
+    # Stored as answered, the error with it.
+    stored = httpx.get(server + f"/v1/responses/{failed['id']}", headers=HEADERS).json()
+    conformance.validate_response(stored)
+    assert stored == failed
 
 
 def test_a_failed_upstream_answers_a_failed_response(server, client, fake):
