@@ -19,6 +19,10 @@ is namespaced (`gambit:<type>` unless it already is, as `[[responseItemExtension
 are). The request's sampling parameters (`temperature`, `top_p`, `max_output_tokens`,
 `tool_choice`) become the named deck's model parameters for this call, over its own
 `[modelParams]`.
+
+What a call stores (its resource and input items, per key), how the state endpoints read it,
+and how a `Gambit-Session` header (or `user`) routes calls into one session: see
+`response_store.py`.
 """
 
 from __future__ import annotations
