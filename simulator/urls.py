@@ -105,6 +105,12 @@ urlpatterns = [
     path("test/<str:session_id>/export/state.json", exports.export_state, name="export_state"),
     path("test/<str:session_id>/export/trace.jsonl", exports.export_trace, name="export_trace"),
     path("v1/responses", v1.responses, name="v1_responses"),
+    path("v1/responses/<str:response_id>", v1.response_detail, name="v1_response"),
+    path(
+        "v1/responses/<str:response_id>/input_items",
+        v1.response_input_items,
+        name="v1_response_input_items",
+    ),
     path("v1/models", v1.models, name="v1_models"),
     path("v1/chat/completions", v1.chat_completions, name="v1_chat_completions"),
     path("admin/", admin.site.urls),

@@ -20,7 +20,7 @@ from decks_app.services.responses_api import start_call
 from gambit.core import new_id
 
 
-async def handle(request: HttpRequest, data: Any) -> HttpResponse:
+async def handle(request: HttpRequest, data: Any, *, owner: str | None = None) -> HttpResponse:
     from decks_app.api.responses_schemas import ApiError  # the error envelope is shared
 
     try:
@@ -36,7 +36,7 @@ async def handle(request: HttpRequest, data: Any) -> HttpResponse:
             for m in chat.messages
         ],
     }
-    call = await sync_to_async(start_call)(body)
+    call = await sync_to_async(start_call)(body, owner=owner)
     completion_id = new_id("chatcmpl")
     created = int(time.time())
     if chat.stream:

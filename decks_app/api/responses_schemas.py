@@ -113,6 +113,17 @@ class CreateResponseBody(_Wire):
     previous_response_id: str | None = None
     temperature: float | None = Field(default=None, ge=0, le=2)
     top_p: float | None = Field(default=None, ge=0, le=1)
+    # `store: false`: the response is not kept for `GET /v1/responses/{id}` (nor for
+    # `previous_response_id`); the call is still recorded in the simulator.
+    store: bool | None = None
+    # Echoed by the response (the specification's bounds). Neither routes a call: a safety
+    # identifier names an end user for abuse monitoring, a cache key a prompt prefix.
+    safety_identifier: str | None = Field(default=None, max_length=64)
+    prompt_cache_key: str | None = Field(default=None, max_length=64)
+    # OpenAI's `user` (not in the specification, which replaced it with the two above):
+    # routes the call into one simulator session per key, model and value, like the
+    # `Gambit-Session` header (docs/endpoint.md, "Sessions").
+    user: str | None = Field(default=None, min_length=1, max_length=256)
 
     @field_validator("metadata")
     @classmethod

@@ -14,6 +14,7 @@ import os
 import secrets
 
 from django.utils import timezone
+from django.utils.crypto import salted_hmac
 
 from decks_app.models import ApiKey
 
@@ -57,6 +58,16 @@ def touch(record: ApiKey) -> None:
     now = timezone.now()
     if record.last_used_at is None or now - record.last_used_at >= TOUCH_EVERY:
         ApiKey.objects.filter(pk=record.pk).update(last_used_at=now)
+
+
+def owner(key: str, record: ApiKey | None) -> str:
+    """Who a call belongs to: the stored key's id (`key-...`), or for a key of
+    `GAMBIT_API_KEYS` an HMAC of it under the server's secret key (`env-<24 hex>`; the key
+    itself, which may be short, is never stored). Responses and routed sessions are kept
+    per owner: one key cannot read, continue or delete another's."""
+    if record is not None:
+        return record.id
+    return "env-" + salted_hmac("gambit.api_keys.owner", key, algorithm="sha256").hexdigest()[:24]
 
 
 def check_key(key: str | None) -> bool:

@@ -19,6 +19,10 @@ is namespaced (`gambit:<type>` unless it already is, as `[[responseItemExtension
 are). The request's sampling parameters (`temperature`, `top_p`, `max_output_tokens`,
 `tool_choice`) become the named deck's model parameters for this call, over its own
 `[modelParams]`.
+
+What a call stores (its resource and input items, per key), how the state endpoints read it,
+and how a `Gambit-Session` header (or `user`) routes calls into one session: see
+`response_store.py`.
 """
 
 from __future__ import annotations
@@ -48,7 +52,7 @@ from decks_app.api.responses_schemas import (
     MessageParam,
 )
 from decks_app.models import ApiKey, Run, Session, Workspace
-from decks_app.services import api_keys, execution, providers
+from decks_app.services import api_keys, execution, providers, response_store
 from decks_app.services import sessions as session_service
 from decks_app.services.workspaces import (
     DeckInfo,
@@ -191,15 +195,29 @@ class ResponseCall:
         items: list[Item],
         *,
         key: ApiKey | None = None,
+        owner: str | None = None,
+        route: tuple[str, str] | None = None,
     ):
         # An unsaved `Workspace` (its root only, see `served_workspace`) is resolved to its
         # row when the call is recorded.
         self.workspace = workspace
         self.key = key
+        # Who the call belongs to (`api_keys.owner`), and the conversation it is routed into
+        # (`response_store.route_of`: the value and the parameter it came from), if any.
+        self.owner = owner
+        self.route = route
         self.body = body
         self.items = items
+        self.store = body.store is not False
         self.response_id = new_id("resp")
+        # The session the call is recorded in, known before the first byte (the
+        # `Gambit-Session-Id` response header): a new one, the previous response's, or the
+        # routed one (`prepare`).
+        self.session_id = new_id("session")
+        self._session_exists = False
+        self.input_items: list[dict[str, Any]] = []
         self.created_at = int(time.time())
+        self.completed_at: int | None = None  # set once: the stored resource is the answered one
         self.sequence = 0
         self.output: list[dict[str, Any]] = []
         self.usage: dict[str, Any] | None = None
@@ -223,33 +241,36 @@ class ResponseCall:
 
     def prepare_reads_tables(self) -> bool:
         """Whether `prepare` touches the database or deck files (then it runs in the request's
-        sync thread); for a provider model without `previous_response_id` it reads neither."""
-        return bool(self.body.previous_response_id) or self.body.model.startswith(DECK_PREFIX)
+        sync thread); for a provider model without `previous_response_id` or routing it
+        reads neither."""
+        return (
+            bool(self.body.previous_response_id)
+            or self.route is not None
+            or self.body.model.startswith(DECK_PREFIX)
+        )
 
     def prepare(self) -> None:
-        """Find the deck (or provider model) and the previous response's run, if any."""
+        """Find the deck (or provider model), the previous response's run and the routed
+        session, if any."""
         model = self.body.model
         previous = None
         if self.body.previous_response_id:
-            previous = (
-                Run.objects.select_related("session")
-                .filter(kind="api", output__id=self.body.previous_response_id)
-                .first()
-            )
-            if previous is None:
-                raise ApiError(
-                    404,
-                    f"no response {self.body.previous_response_id!r} to continue",
-                    code="previous_response_not_found",
-                    param="previous_response_id",
-                )
-        if previous is not None and previous.session.runs.filter(status__in=Run.ACTIVE).exists():
-            raise ApiError(
-                409,
-                "the previous response's conversation is still running",
-                code="conversation_busy",
+            previous = response_store.find_call(
+                self.body.previous_response_id,
+                self.owner,
+                code="previous_response_not_found",
                 param="previous_response_id",
+                purpose="; it cannot be continued",
             )
+            self.session_id = previous.session_id
+            self._session_exists = True
+        if self.route is not None:
+            self._resolve_route(previous)
+        if (
+            self._session_exists
+            and Run.objects.filter(session_id=self.session_id, status__in=Run.ACTIVE).exists()
+        ):
+            raise self._busy()
         if model.startswith(DECK_PREFIX):
             self.deck = find_served_deck(self.workspace, model)
             if self.deck is None:
@@ -271,6 +292,57 @@ class ResponseCall:
                 )
         self._previous = previous
 
+    def _busy(self) -> ApiError:
+        return ApiError(
+            409,
+            "the conversation is still running (one call at a time per session)",
+            code="conversation_busy",
+            param="previous_response_id" if self.body.previous_response_id else self._route_param,
+        )
+
+    @property
+    def _route_param(self) -> str | None:
+        return self.route[1] if self.route is not None else None
+
+    def _resolve_route(self, previous: Run | None) -> None:
+        """The session a `Gambit-Session` header (or `user`) names: a session id continues
+        that API session (of this key and model); a name, the session of this key, model
+        and name (created by the first call)."""
+        assert self.route is not None
+        value, param = self.route
+        model = self.body.model
+        if param == response_store.SESSION_HEADER and response_store.is_session_id(value):
+            session = Session.objects.filter(pk=value, origin="api").first()
+            if session is None or not response_store.may_use(session, self.owner):
+                raise ApiError(
+                    404,
+                    f"no API session {value!r} ({param} holds a session name or the id of a "
+                    "session made through this endpoint with this key)",
+                    code="session_not_found",
+                    param=param,
+                )
+            used = ((session.meta or {}).get("api") or {}).get("model")
+            if used != model:
+                raise ApiError(
+                    400,
+                    f"session {value!r} is a conversation with {used!r}, not {model!r}",
+                    code="invalid_value",
+                    param="model",
+                )
+            routed, exists = value, True
+        else:
+            routed = response_store.routed_session_id(self.owner, self.workspace.root, model, value)
+            exists = Session.objects.filter(pk=routed).exists()
+        if previous is not None and previous.session_id != routed:
+            raise ApiError(
+                400,
+                f"previous_response_id belongs to another conversation than the one {param} "
+                "names; send one of the two",
+                code="invalid_value",
+                param="previous_response_id",
+            )
+        self.session_id, self._session_exists = routed, exists
+
     def record(self) -> None:
         """Create this call's session (or continue the previous one) and run. Done after the
         first bytes are sent, so recording adds nothing to the time to first byte."""
@@ -280,39 +352,42 @@ class ResponseCall:
             self.workspace = current_workspace()
         if self.key is not None:
             api_keys.touch(self.key)
+        fields = {
+            "workspace": self.workspace,
+            "deck_path": self.deck.path if self.deck else "",
+            "deck_label": (self.deck.label if self.deck else model)[:200],
+            "model": "" if self.deck else model[:200],
+            "origin": "api",
+            "format": "responses",
+            "state_run_id": new_id("run"),
+            "meta": {
+                "deckPath": self.deck.path if self.deck else None,
+                "api": {
+                    "model": model,
+                    "metadata": self.body.metadata or {},
+                    "owner": self.owner,
+                    "route": self.route[0] if self.route is not None else None,
+                },
+            },
+        }
         with transaction.atomic():
-            if previous is not None:
-                self.session = Session.objects.select_for_update().get(pk=previous.session_id)
+            if previous is not None or self.route is not None:
+                # Continued, or routed: the first call of a routed name creates its session
+                # (two racing first calls meet at the one row its derived id allows).
+                Session.objects.get_or_create(pk=self.session_id, defaults=fields)
+                self.session = Session.objects.select_for_update().get(pk=self.session_id)
                 if self.session.runs.filter(status__in=Run.ACTIVE).exists():
-                    raise ApiError(
-                        409,
-                        "the previous response's conversation is still running",
-                        code="conversation_busy",
-                        param="previous_response_id",
-                    )
+                    raise self._busy()
             else:
-                self.session = Session.objects.create(
-                    workspace=self.workspace,
-                    deck_path=self.deck.path if self.deck else "",
-                    deck_label=(self.deck.label if self.deck else model)[:200],
-                    model="" if self.deck else model[:200],
-                    origin="api",
-                    format="responses",
-                    state_run_id=new_id("run"),
-                    meta={
-                        "deckPath": self.deck.path if self.deck else None,
-                        "api": {"model": model, "metadata": self.body.metadata or {}},
-                    },
-                )
+                self.session = Session.objects.create(pk=self.session_id, **fields)
+            conversation = execution.session_state_dict(self.session) or {}
+            self.input_items = response_store.input_items(
+                self.items, [i for i in conversation.get("items") or [] if isinstance(i, dict)]
+            )
             try:
                 self.run = self._create_run(model)
             except session_service.SessionBusy:
-                raise ApiError(
-                    409,
-                    "the previous response's conversation is still running",
-                    code="conversation_busy",
-                    param="previous_response_id",
-                ) from None
+                raise self._busy() from None
 
     def _create_run(self, model: str) -> Run:
         return session_service.create_run(
@@ -324,8 +399,12 @@ class ResponseCall:
             worker_id="api",
             started_at=timezone.now(),
             heartbeat_at=timezone.now(),
-            output={"id": self.response_id},
+            output=self._record_of(self.resource("in_progress")),
         )
+
+    def _record_of(self, resource: dict[str, Any]) -> dict[str, Any]:
+        """The run's `output`: this call's record (`response_store.call_record`)."""
+        return response_store.call_record(self.response_id, self.store, resource, self.input_items)
 
     # -- events -----------------------------------------------------------------------------
 
@@ -336,6 +415,8 @@ class ResponseCall:
     def resource(self, status: str, error: dict[str, Any] | None = None) -> dict[str, Any]:
         """The `ResponseResource`, with every field the specification requires."""
         done = status in ("completed", "failed", "incomplete")
+        if done and self.completed_at is None:
+            self.completed_at = int(time.time())
         sampling = {
             key: float(self.sampling[key]) if self.sampling[key] is not None else default
             for key, default in DEFAULT_SAMPLING.items()
@@ -345,7 +426,7 @@ class ResponseCall:
             "id": self.response_id,
             "object": "response",
             "created_at": self.created_at,
-            "completed_at": int(time.time()) if done else None,
+            "completed_at": self.completed_at if done else None,
             "status": status,
             "incomplete_details": None,
             "model": self.body.model,
@@ -378,13 +459,13 @@ class ResponseCall:
             "usage": self.usage,
             "max_output_tokens": self.sampling["max_output_tokens"],
             "max_tool_calls": None,
-            "store": True,
+            "store": self.store,
             "background": False,
             "service_tier": "default",
             "metadata": self.body.metadata or {},
-            "safety_identifier": None,
-            "prompt_cache_key": None,
-            "user": None,
+            "safety_identifier": self.body.safety_identifier,
+            "prompt_cache_key": self.body.prompt_cache_key,
+            "user": self.body.user,
         }
 
     async def events(self) -> AsyncIterator[dict[str, Any]]:
@@ -467,10 +548,13 @@ class ResponseCall:
         if status == "failed":
             assert error is not None
             yield self._error_event(error.pop("type", "server_error"), error, None)
-            yield self._event("response.failed", response=self.resource("failed", error))
+            final = self.resource("failed", error)
         else:
-            yield self._event("response.completed", response=self.resource("completed"))
-        await asyncio.to_thread(self._store_resource, status)
+            final = self.resource("completed")
+        # Stored before it is sent: a client that leaves on the terminal event, or asks for
+        # the response the moment it has it, finds it as it was answered.
+        await asyncio.to_thread(self._store_resource, final)
+        yield self._event(f"response.{final['status']}", response=final)
 
     def _error_event(self, type_: str, error: dict[str, Any], param: str | None) -> dict[str, Any]:
         """The specification's `error` event; "any error incurred while streaming will be
@@ -593,7 +677,7 @@ class ResponseCall:
             self.run.id,
             "canceled",
             "the client disconnected",
-            self.resource("incomplete"),
+            self._record_of(self.resource("incomplete")),
             {"state": None, "usage": None},
             [],
             time.monotonic(),
@@ -669,7 +753,7 @@ class ResponseCall:
                 self.run.id,
                 "canceled",
                 error_text,
-                self.resource("incomplete"),
+                self._record_of(self.resource("incomplete")),
                 latest,
                 [],
                 started,
@@ -707,7 +791,7 @@ class ResponseCall:
             self.run.id,
             "failed" if status == "failed" else "completed",
             error_text,
-            {"id": self.response_id},
+            self._record_of(self.resource("in_progress")),
             latest,
             [],
             started,
@@ -863,7 +947,12 @@ class ResponseCall:
                 if isinstance(i, MessageParam) and i.role in ("system", "developer")
             ]
         ).strip()
-        items: list[Any] = []
+        # A continued (or routed) conversation: the upstream gets what was said before, as
+        # a deck's model does.
+        assert self.session is not None
+        data = execution.session_state_dict(self.session)
+        state = state_from_dict(data) if data else None
+        items: list[Any] = list(state_items(state)) if state is not None else []
         for item in self.items:
             if isinstance(item, MessageParam) and item.role in ("user", "assistant"):
                 items.append(message_item(item.role, item.text()))
@@ -873,6 +962,8 @@ class ResponseCall:
                 )
             elif isinstance(item, FunctionCallOutputParam):
                 items.append(FunctionCallOutputItem(call_id=item.call_id, output=item.text()))
+            elif isinstance(item, ItemReferenceParam):
+                items.append(self._reference(item.id, state))
         request = CreateResponseRequest(
             model=self.body.model,
             input=items,
@@ -958,12 +1049,13 @@ class ResponseCall:
         ]
         return "".join(texts)
 
-    def _store_resource(self, status: str) -> None:
+    def _store_resource(self, final: dict[str, Any]) -> None:
         if self.run is None:
             return
-        Run.objects.filter(pk=self.run.pk).update(
-            output=self.resource("failed" if status == "failed" else "completed")
-        )
+        try:
+            Run.objects.filter(pk=self.run.pk).update(output=self._record_of(final))
+        except Exception:  # the answer still goes out; the record keeps its last state
+            log.exception("response %s: storing the final resource failed", self.response_id)
 
 
 def _surfaced_item(event: dict[str, Any]) -> dict[str, Any] | None:
@@ -1008,12 +1100,12 @@ def run_error_status(exc: Exception) -> int:
     return 500
 
 
-def start_call(data: dict[str, Any]) -> ResponseCall:
+def start_call(data: dict[str, Any], *, owner: str | None = None) -> ResponseCall:
     """Parse an Open Responses body, prepare its call (synchronous; run it with `events()`)."""
     from decks_app.api.responses_schemas import parse_body
     from decks_app.services.workspaces import current_workspace
 
     body, items = parse_body(data)
-    call = ResponseCall(current_workspace(), body, items)
+    call = ResponseCall(current_workspace(), body, items, owner=owner)
     call.prepare()
     return call

@@ -1,12 +1,14 @@
-"""`/v1/*`: decks served over Open Responses (`POST /v1/responses`, `GET /v1/models`) and,
-when enabled, the legacy `POST /v1/chat/completions`. Every request needs an API key; every
-error is `{"error": {type, code, param, message}}` with its HTTP status, never a 500 page.
+"""`/v1/*`: decks served over Open Responses (`POST /v1/responses`, `GET /v1/models`), the
+stored responses (`GET` / `DELETE /v1/responses/{id}`, `GET /v1/responses/{id}/input_items`)
+and, when enabled, the legacy `POST /v1/chat/completions`. Every request needs an API key;
+every error is `{"error": {type, code, param, message}}` with its HTTP status, never a 500
+page.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 from asgiref.sync import sync_to_async
@@ -16,7 +18,7 @@ from django.views.decorators.csrf import csrf_exempt
 
 from decks_app.api.responses_schemas import ApiError, parse_body
 from decks_app.models import ApiKey
-from decks_app.services import api_keys
+from decks_app.services import api_keys, response_store
 from decks_app.services.responses_api import ResponseCall, list_models, served_workspace
 from decks_app.services.workspaces import current_workspace
 
@@ -24,7 +26,18 @@ MAX_BODY = 10 * 1024 * 1024
 
 
 def error(exc: ApiError) -> JsonResponse:
-    return JsonResponse(exc.to_json(), status=exc.status)
+    response = JsonResponse(exc.to_json(), status=exc.status)
+    if isinstance(exc, WrongMethod):
+        response["Allow"] = exc.allow
+    return response
+
+
+class WrongMethod(ApiError):
+    """405, with the methods the path answers (the `Allow` header)."""
+
+    def __init__(self, *allowed: str):
+        super().__init__(405, f"use {' or '.join(allowed)}", code="method_not_allowed")
+        self.allow = ", ".join(allowed)
 
 
 def _unauthorized() -> ApiError:
@@ -43,16 +56,17 @@ async def _authorized(request: HttpRequest) -> None:
         raise _unauthorized()
 
 
-async def _key_record(request: HttpRequest) -> ApiKey | None:
-    """Check the key with at most one read; the stored key's `last_used_at` is noted later,
-    with the call's recording (after the first bytes)."""
+async def _caller(request: HttpRequest) -> tuple[ApiKey | None, str]:
+    """(the stored key, or None for a key of `GAMBIT_API_KEYS`; the caller's owner id), with
+    at most one read; the stored key's `last_used_at` is noted later, with the call's
+    recording (after the first bytes)."""
     key = api_keys.bearer(request.headers.get("Authorization"))
-    if api_keys.environment_key(key):
-        return None
+    if key and api_keys.environment_key(key):
+        return None, api_keys.owner(key, None)
     record = await sync_to_async(api_keys.stored_key)(key) if key else None
-    if record is None:
+    if key is None or record is None:
         raise _unauthorized()
-    return record
+    return record, api_keys.owner(key, record)
 
 
 def _json_body(request: HttpRequest) -> Any:
@@ -71,7 +85,7 @@ def _json_body(request: HttpRequest) -> Any:
 async def models(request: HttpRequest) -> HttpResponse:
     try:
         if request.method != "GET":
-            raise ApiError(405, "use GET", code="method_not_allowed")
+            raise WrongMethod("GET")
         await _authorized(request)
     except ApiError as exc:
         return error(exc)
@@ -83,33 +97,93 @@ async def models(request: HttpRequest) -> HttpResponse:
 async def responses(request: HttpRequest) -> HttpResponse:
     try:
         if request.method != "POST":
-            raise ApiError(405, "use POST", code="method_not_allowed")
-        key = await _key_record(request)
+            raise WrongMethod("POST")
+        key, owner = await _caller(request)
         body, items = parse_body(_json_body(request))
+        route = response_store.route_of(
+            request.headers.get(response_store.SESSION_HEADER), body.user
+        )
         # Nothing before the first byte waits for the database when it need not: the
         # workspace row is looked up (or created) with the call's recording, and preparing
         # a provider model reads no table.
-        call = ResponseCall(served_workspace(), body, items, key=key)
+        call = ResponseCall(served_workspace(), body, items, key=key, owner=owner, route=route)
         if call.prepare_reads_tables():
             await sync_to_async(call.prepare)()
         else:
             call.prepare()
     except ApiError as exc:
         return error(exc)
+    response: HttpResponse
     if body.stream:
         response = StreamingHttpResponse(_sse(call), content_type="text/event-stream")
         response["Cache-Control"] = "no-cache"
         response["X-Accel-Buffering"] = "no"
-        return response
-    final: dict[str, Any] | None = None
-    async for event in call.events():
-        if event["type"] in ("response.completed", "response.failed", "response.incomplete"):
-            final = event["response"]
-    assert final is not None
-    if final["status"] == "failed" and final.get("error"):
-        # The run failed: the resource says why, with the spec's error fields.
-        return JsonResponse(final, status=200)
-    return JsonResponse(final)
+    else:
+        final: dict[str, Any] | None = None
+        async for event in call.events():
+            if event["type"] in ("response.completed", "response.failed", "response.incomplete"):
+                final = event["response"]
+        assert final is not None
+        # A run that failed answers 200 too: the resource says why, with the spec's fields.
+        response = JsonResponse(final)
+    # The simulator session the call is recorded in (the Test tab's /test/<id>/); a
+    # `Gambit-Session` header with this id routes later calls into it.
+    response[response_store.SESSION_ID_HEADER] = call.session_id
+    return response
+
+
+async def _as_caller(
+    request: HttpRequest, function: Callable[..., dict[str, Any]], *args: Any, **kwargs: Any
+) -> JsonResponse:
+    """Run a stored-response service function for the calling key, in a thread."""
+    key, owner = await _caller(request)
+
+    def work() -> dict[str, Any]:
+        if key is not None:
+            api_keys.touch(key)
+        return function(*args, owner, **kwargs)
+
+    return JsonResponse(await sync_to_async(work)())
+
+
+@csrf_exempt
+async def response_detail(request: HttpRequest, response_id: str) -> HttpResponse:
+    """`GET /v1/responses/{id}` (the stored resource), `DELETE` (the deletion object)."""
+    try:
+        if request.method == "DELETE":
+            return await _as_caller(request, response_store.delete, response_id)
+        if request.method != "GET":
+            raise WrongMethod("GET", "DELETE")
+        if request.GET.get("stream", "").lower() in ("true", "1"):
+            raise ApiError(
+                400,
+                "a stored response is retrieved whole; streaming it again is not supported",
+                code="unsupported_value",
+                param="stream",
+            )
+        return await _as_caller(request, response_store.retrieve, response_id)
+    except ApiError as exc:
+        return error(exc)
+
+
+@csrf_exempt
+async def response_input_items(request: HttpRequest, response_id: str) -> HttpResponse:
+    """`GET /v1/responses/{id}/input_items?limit=&order=&after=&before=`: the list object."""
+    try:
+        if request.method != "GET":
+            raise WrongMethod("GET")
+        query = request.GET
+        return await _as_caller(
+            request,
+            response_store.list_input_items,
+            response_id,
+            limit=query.get("limit"),
+            order=query.get("order"),
+            after=query.get("after"),
+            before=query.get("before"),
+        )
+    except ApiError as exc:
+        return error(exc)
 
 
 async def _sse(call: ResponseCall) -> AsyncIterator[bytes]:
@@ -136,8 +210,10 @@ async def chat_completions(request: HttpRequest) -> HttpResponse:
 
     try:
         if request.method != "POST":
-            raise ApiError(405, "use POST", code="method_not_allowed")
-        await _authorized(request)
-        return await handle(request, _json_body(request))
+            raise WrongMethod("POST")
+        key, owner = await _caller(request)
+        if key is not None:
+            await sync_to_async(api_keys.touch)(key)
+        return await handle(request, _json_body(request), owner=owner)
     except ApiError as exc:
         return error(exc)

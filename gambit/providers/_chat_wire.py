@@ -28,6 +28,7 @@ __all__ = [
     "ChatStreamError",
     "chat_body",
     "chat_result_from_response",
+    "chat_tool_choice",
     "parse_chat_completion",
 ]
 
@@ -52,6 +53,10 @@ def chat_body(
     params = dict(request.params or {})
     reasoning = params.pop("reasoning", None)
     body: dict[str, Any] = dict(params)
+    if "tool_choice" in body:
+        # A `tool_choice` among the parameters (a request's, through a deck's model
+        # parameters) may be in the Responses shape; Chat Completions nests the name.
+        body["tool_choice"] = chat_tool_choice(body["tool_choice"])
     if isinstance(reasoning, Mapping):
         if reasoning_object:
             body["reasoning"] = dict(reasoning)
@@ -92,6 +97,19 @@ def chat_body(
     if request.metadata is not None and "metadata" not in body:
         body["metadata"] = request.metadata
     return {k: v for k, v in body.items() if v is not None}
+
+
+def chat_tool_choice(choice: Any) -> Any:
+    """`tool_choice` as Chat Completions takes it: the string modes pass through, and the
+    Responses API's function form `{"type": "function", "name": N}` becomes
+    `{"type": "function", "function": {"name": N}}` (the chat form passes unchanged)."""
+    if isinstance(choice, Mapping) and choice.get("type") == "function":
+        if isinstance(choice.get("function"), Mapping):
+            return dict(choice)
+        if isinstance(choice.get("name"), str):
+            rest = {k: v for k, v in choice.items() if k not in ("type", "name")}
+            return {**rest, "type": "function", "function": {"name": choice["name"]}}
+    return choice
 
 
 def _reasoning_item(text: str, item_id: str | None = None) -> dict[str, Any]:

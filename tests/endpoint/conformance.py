@@ -163,6 +163,35 @@ def validate_error_body(body: Any, where: str = "error body") -> None:
     _strict(spec.ErrorPayload, body["error"], f"{where}.error")
 
 
+def validate_item_list(body: Any, where: str = "input item list") -> list[dict[str, Any]]:
+    """`GET /v1/responses/{id}/input_items`. The specification's OpenAPI document defines no
+    list object; the shape is the Responses API's (`object: "list"`, `data`, `first_id`,
+    `last_id`, `has_more`), checked exactly, and every item against the specification's item
+    schemas. Returns the items."""
+    keys = {"object", "data", "first_id", "last_id", "has_more"}
+    if not isinstance(body, dict) or set(body) != keys:
+        raise NonConformance(f"{where} must have exactly the keys {sorted(keys)}: {body!r}")
+    if body["object"] != "list" or not isinstance(body["has_more"], bool):
+        raise NonConformance(f"{where}: object must be 'list' and has_more a boolean")
+    data = body["data"]
+    if not isinstance(data, list):
+        raise NonConformance(f"{where}: data must be a list")
+    for index, item in enumerate(data):
+        validate_item(item, f"{where}.data[{index}]")
+    ids = [item["id"] for item in data]
+    expected = (ids[0], ids[-1]) if ids else (None, None)
+    if (body["first_id"], body["last_id"]) != expected:
+        raise NonConformance(f"{where}: first_id / last_id are not the page's ends: {body!r}")
+    return data
+
+
+def validate_deletion(body: Any, response_id: str, where: str = "deletion") -> None:
+    """`DELETE /v1/responses/{id}`: the Responses API's deletion object, exactly."""
+    expected = {"id": response_id, "object": "response", "deleted": True}
+    if body != expected:
+        raise NonConformance(f"{where} must be {expected!r}, not {body!r}")
+
+
 def validate_event(event: Any, where: str = "event") -> None:
     if not isinstance(event, dict) or not isinstance(event.get("type"), str):
         raise NonConformance(f"{where} has no type: {event!r}")

@@ -7,6 +7,8 @@ fake model server (tests/support/fake_model_server.py) on 127.0.0.1:
   calls a deck makes, over the deck's own `[modelParams]` (read back from the request the
   fake server recorded), and are echoed by the response;
 - a `tool_choice` the endpoint does not support is a structured 400;
+- a forced function reaches an upstream that only speaks Chat Completions in that API's
+  nested shape;
 - a run that fails streams the specification's `error` event, then `response.failed`;
 - every call is recorded, also when the client leaves at the first byte.
 
@@ -325,6 +327,10 @@ def test_a_failing_deck_streams_an_error_event_then_response_failed(server):
     assert error["type"] == "server_error" and "gave up" in error["message"]
     failed = events[-1]["response"]
     assert failed["status"] == "failed" and "gave up" in failed["error"]["message"]
+    # Stored as answered, the error with it.
+    stored = httpx.get(server + f"/v1/responses/{failed['id']}", headers=HEADERS).json()
+    conformance.validate_response(stored)
+    assert stored == failed
 
 
 def test_a_failed_upstream_answers_a_failed_response(server, client, fake):
@@ -364,3 +370,45 @@ def test_every_call_is_recorded_even_when_the_client_leaves_at_the_first_byte(se
 def _api_sessions(server: str) -> dict[str, dict]:
     sessions = httpx.get(server + "/test.json", timeout=10).json()["sessions"]
     return {s["id"]: s for s in sessions if s["origin"] == "api"}
+
+
+# ---------------------------------------------------------------- the chat fallback
+
+
+def test_a_forced_function_reaches_a_chat_completions_upstream_in_its_shape(tmp_path):
+    """An upstream without `/responses`: the deck's calls fall back to Chat Completions, and
+    the request's `{"type": "function", "name": N}` arrives as Chat Completions' nested
+    `{"type": "function", "function": {"name": N}}` (string forms unchanged)."""
+    chat_only = FakeModelServer().start()
+    chat_only.responses_enabled = False
+    write(
+        tmp_path,
+        "decks/plain/PROMPT.md",
+        '+++\nmodelParams.model = "openresponses/fake"\n+++\nAnswer briefly.\n',
+    )
+    proc, url, log = serve(tmp_path, env_extra=chat_only.env())
+    try:
+        client = openai.OpenAI(base_url=url + "/v1", api_key=KEY, max_retries=0)
+        chat_only.queue(
+            Reply(function_calls=[FunctionCall("get_weather", {"city": "Oslo"})]),
+            Reply(text="sure"),
+        )
+        forced = client.responses.create(
+            model="deck/plain",
+            input="Weather in Oslo?",
+            tools=[WEATHER],
+            tool_choice={"type": "function", "name": "get_weather"},
+        )
+        assert [o.type for o in forced.output] == ["function_call"]
+        client.responses.create(model="deck/plain", input="hi", tool_choice="none")
+        chats = [r.body for r in chat_only.requests_to("/chat/completions")]
+        assert [c["tool_choice"] for c in chats] == [
+            {"type": "function", "function": {"name": "get_weather"}},
+            "none",
+        ]
+        assert chats[0]["tools"][0]["function"]["name"] == "get_weather"
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+        log.close()
+        chat_only.stop()

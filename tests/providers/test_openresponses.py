@@ -346,6 +346,42 @@ async def test_falls_back_to_chat_completions_and_remembers(
     assert [r.path for r in fake_server.requests][2:] == ["/v1/chat/completions"]
 
 
+@pytest.mark.parametrize(
+    ("fields", "expected"),
+    [
+        # A request's `tool_choice` carried by the deck's model parameters: Responses shape.
+        (
+            {"params": {"tool_choice": {"type": "function", "name": "lookup"}}},
+            {"type": "function", "function": {"name": "lookup"}},
+        ),
+        # Already in the chat shape (a deck's own additionalParams): unchanged.
+        (
+            {"params": {"tool_choice": {"type": "function", "function": {"name": "lookup"}}}},
+            {"type": "function", "function": {"name": "lookup"}},
+        ),
+        ({"params": {"tool_choice": "required"}}, "required"),
+        ({"params": {"tool_choice": "none"}}, "none"),
+        # The request's declared field, in either form.
+        (
+            {"tool_choice": {"type": "function", "name": "lookup"}},
+            {"type": "function", "function": {"name": "lookup"}},
+        ),
+        ({"tool_choice": "auto"}, "auto"),
+    ],
+)
+async def test_the_chat_fallback_sends_tool_choice_in_the_chat_shape(
+    provider: OpenResponsesProvider, fake_server: FakeModelServer, fields, expected
+) -> None:
+    fake_server.responses_enabled = False
+    fake_server.queue(Reply(function_calls=[FunctionCall("lookup", {"id": 1}, call_id="c1")]))
+    result = await provider.responses(request(tools=[TOOL], **fields))
+    assert [r.path for r in fake_server.requests] == ["/v1/responses", "/v1/chat/completions"]
+    chat = fake_server.requests[1].body
+    assert chat["tool_choice"] == expected
+    assert chat["tools"][0]["function"]["name"] == "lookup"
+    assert result.response.output[0].name == "lookup"
+
+
 async def test_405_also_falls_back(
     provider: OpenResponsesProvider, fake_server: FakeModelServer
 ) -> None:
