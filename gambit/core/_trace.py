@@ -450,11 +450,10 @@ def trace_event_from_dict(data: Mapping[str, Any] | BaseModel) -> Any:
 
 def trace_event_to_dict(event: BaseModel | Mapping[str, Any]) -> dict[str, Any]:
     """A JSON-ready dict with camelCase keys; None-valued optional fields are omitted."""
-    if isinstance(event, Mapping):
-        event = trace_event_from_dict(event)
-    if isinstance(event, _JsonModel):
-        return event.to_dict()
-    return event.model_dump(mode="json", by_alias=True, exclude_none=True)
+    model: BaseModel = trace_event_from_dict(event) if isinstance(event, Mapping) else event
+    if isinstance(model, _JsonModel):
+        return model.to_dict()
+    return model.model_dump(mode="json", by_alias=True, exclude_none=True)
 
 
 def trace_event_to_json(event: BaseModel | Mapping[str, Any]) -> str:
