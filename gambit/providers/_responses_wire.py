@@ -191,8 +191,11 @@ def responses_body(
     if request.text is not None:
         text.update(request.text.to_dict())
     fmt = text.get("format")
-    is_schema = isinstance(fmt, Mapping) and fmt.get("type") == "json_schema"
-    if options.text_strict is not None and is_schema:
+    if (
+        options.text_strict is not None
+        and isinstance(fmt, Mapping)
+        and fmt.get("type") == "json_schema"
+    ):
         text["format"] = {**fmt, "strict": options.text_strict}
     if verbosity is not None:
         text["verbosity"] = verbosity
