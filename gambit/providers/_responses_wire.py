@@ -20,6 +20,7 @@ from gambit.core.provider import (
     FunctionCallItem,
     MessageItem,
     ResponseError,
+    ResponseStatus,
     ResponseToolDefinition,
     ResponseUsage,
     UnknownItem,
@@ -259,7 +260,7 @@ def parse_output_item(raw: Any) -> Any:
         return UnknownItem(**{**data, "type": str(data.get("type") or "unknown")})
 
 
-_STATUS = {
+_STATUS: dict[str, ResponseStatus] = {
     "completed": "completed",
     "in_progress": "in_progress",
     "queued": "in_progress",
