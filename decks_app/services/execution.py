@@ -18,7 +18,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from asgiref.sync import sync_to_async
 from django.db import (
@@ -178,7 +178,7 @@ def recover_interrupted_turn(run: Run, session: Session) -> None:
     saved_nothing = (
         len(session.messages or []) == base.get("savedMessages", -1) == base.get("messages")
     )
-    added: list[tuple[str, str]] = []
+    added: list[tuple[Literal["user", "assistant"], str]] = []
     if saved_nothing and run.message and run.kind in ("manual", "assistant"):
         added.append(("user", run.message))
     # The pass that was streaming never reached the saved state (a state only takes a reply
@@ -462,7 +462,7 @@ def _load(run_id: str) -> _Job:
         state=session_state_dict(session),
         next_seq=next_seq,
     )
-    if run.kind == "grader" and session.source_id:
+    if run.kind == "grader" and session.source is not None:
         job.graded_state = session_state_dict(session.source)
     if run.kind == "assistant":
         from decks_app.services.assistant import ASSISTANT_DECK

@@ -111,7 +111,7 @@ def session_fragments(detail: dict[str, Any], request: Any = None) -> list[str]:
     already appended: the consumer appends the rows in between). A list of pieces, each a whole OOB element; a long
     conversation is sent as its first blocks, then the rest appended in groups."""
     ctx = {**detail, "oob": True}
-    pieces = [render_to_string(f"{TEMPLATE}#status", ctx, request=request)]
+    pieces: list[str] = [render_to_string(f"{TEMPLATE}#status", ctx, request=request)]
     blocks = list(detail.get("blocks_shown") or [])
     rendered = [
         render_to_string(f"{TEMPLATE}#block", {**ctx, "block": b}, request=request) for b in blocks

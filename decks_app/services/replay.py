@@ -255,7 +255,7 @@ def compare(replay: Session) -> dict[str, Any]:
         )
     source_run = source.runs.order_by("-created_at").first()
     replay_run = replay.runs.order_by("-created_at").first()
-    status = {
+    status: dict[str, Any] = {
         "original": source_run.status if source_run else "idle",
         "replay": replay_run.status if replay_run else "idle",
         "replayError": (replay_run.error or None) if replay_run else None,

@@ -196,7 +196,8 @@ def request_detail(payload: dict[str, Any]) -> dict[str, Any]:
     for tool in payload.get("tools") or []:
         if not isinstance(tool, dict):
             continue
-        fn = tool.get("function") if isinstance(tool.get("function"), dict) else tool
+        fn = tool.get("function")
+        fn = fn if isinstance(fn, dict) else tool
         tools.append(
             {
                 "name": fn.get("name") or tool.get("type"),
@@ -235,7 +236,7 @@ def _cost(usage: dict[str, Any] | None) -> float | None:
 
 
 def _rows(
-    payloads: Sequence[dict[str, Any]] | Iterable[tuple[int, dict[str, Any]]],
+    payloads: Iterable[dict[str, Any] | tuple[int, dict[str, Any]]],
 ) -> Iterable[tuple[int, dict[str, Any]]]:
     for index, row in enumerate(payloads, start=1):
         if isinstance(row, tuple):
@@ -255,6 +256,7 @@ def build_tree(
     tools: dict[str, Node] = {}
     models: dict[str, Node] = {}
     last_ts = 0
+    node: Node | None
 
     def container(parent_id: str | None) -> Node | None:
         if parent_id and parent_id in tools:
