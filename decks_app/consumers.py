@@ -109,8 +109,9 @@ class SessionConsumer(AsyncWebsocketConsumer):
         await self.accept()
 
     async def disconnect(self, code: int) -> None:
-        if getattr(self, "poller", None) is not None:
-            self.poller.cancel()
+        poller = getattr(self, "poller", None)  # unset when connect() refused the socket
+        if poller is not None:
+            poller.cancel()
         if hasattr(self, "group"):
             await self.channel_layer.group_discard(self.group, self.channel_name)
 

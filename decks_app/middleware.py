@@ -15,7 +15,9 @@ TOKEN_COOKIE = "gambit_token"
 
 def token_ok(candidate: str | None) -> bool:
     expected = getattr(settings, "GAMBIT_ACCESS_TOKEN", "")
-    return bool(expected) and bool(candidate) and hmac.compare_digest(candidate, expected)
+    if not expected or not candidate:
+        return False
+    return hmac.compare_digest(candidate, expected)
 
 
 def access_token(get_response: Callable[[HttpRequest], HttpResponse]):

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import logging
 import os
+from collections.abc import Awaitable, Callable, Mapping
+from typing import TYPE_CHECKING, Any
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "simulator.settings")
 
@@ -13,11 +15,20 @@ from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler
 from django.core.asgi import get_asgi_application
 from django.core.handlers.asgi import ASGIHandler
 
+if TYPE_CHECKING:
+    from django.http import HttpRequest, HttpResponseBase, JsonResponse
+
+# ASGI callables, as Django's handlers type them.
+_Scope = dict[str, Any]
+_Receive = Callable[[], Awaitable[Mapping[str, Any]]]
+_Send = Callable[[Mapping[str, Any]], Awaitable[None]]
+_App = Callable[[_Scope, _Receive, _Send], Awaitable[None]]
+
 
 class StaticFiles(ASGIStaticFilesHandler):
     """Static files; a path that tries to leave the static folders is a 404, not a 500."""
 
-    async def get_response_async(self, request):  # type: ignore[no-untyped-def]
+    async def get_response_async(self, request: HttpRequest) -> HttpResponseBase:
         from django.core.exceptions import SuspiciousOperation
         from django.http import HttpResponseNotFound
 
@@ -38,11 +49,11 @@ class BodyLimit:
     at once; a body without one is counted as it arrives and cut off at the limit.
     """
 
-    def __init__(self, app, limit: int):  # type: ignore[no-untyped-def]
+    def __init__(self, app: _App, limit: int) -> None:
         self.app = app
         self.limit = limit
 
-    async def __call__(self, scope, receive, send):  # type: ignore[no-untyped-def]
+    async def __call__(self, scope: _Scope, receive: _Receive, send: _Send) -> None:
         if scope["type"] != "http":
             return await self.app(scope, receive, send)
         declared = dict(scope.get("headers") or []).get(b"content-length", b"")
@@ -52,7 +63,7 @@ class BodyLimit:
         over = False
         started = False
 
-        async def counted_receive():  # type: ignore[no-untyped-def]
+        async def counted_receive() -> Mapping[str, Any]:
             nonlocal seen, over
             message = await receive()
             if message["type"] == "http.request":
@@ -62,7 +73,7 @@ class BodyLimit:
                     return {"type": "http.disconnect"}  # Django stops reading: aborted
             return message
 
-        async def tracked_send(message):  # type: ignore[no-untyped-def]
+        async def tracked_send(message: Mapping[str, Any]) -> None:
             nonlocal started
             if message["type"] == "http.response.start":
                 started = True
@@ -72,7 +83,7 @@ class BodyLimit:
         if over and not started:
             await self._refuse(scope, send)
 
-    async def _refuse(self, scope, send):  # type: ignore[no-untyped-def]
+    async def _refuse(self, scope: _Scope, send: _Send) -> None:
         import json
 
         mb, rest = divmod(self.limit, 1024 * 1024)
@@ -110,18 +121,19 @@ class ApiHandler(ASGIHandler):
     """
 
     def load_middleware(self, is_async: bool = False) -> None:
-        self._view_middleware = []
-        self._template_response_middleware = []
-        self._exception_middleware = []
+        self._view_middleware: list[Callable[..., Any]] = []
+        self._template_response_middleware: list[Callable[..., Any]] = []
+        self._exception_middleware: list[Callable[..., Any]] = []
         self._middleware_chain = self._guarded
 
-    async def _guarded(self, request):  # type: ignore[no-untyped-def]
+    async def _guarded(self, request: HttpRequest) -> HttpResponseBase:
         from django.core.exceptions import PermissionDenied, SuspiciousOperation
         from django.http import Http404
 
         try:
             request.get_host()  # validates the Host header against ALLOWED_HOSTS
-            response = await self._get_response_async(request)
+            # the ignore: BaseHandler._get_response_async is private, absent from django-stubs
+            response = await self._get_response_async(request)  # type: ignore[attr-defined]
         except Http404:
             response = _api_error(404, "not_found", "not_found", f"no endpoint {request.path}")
         except PermissionDenied:
@@ -136,7 +148,7 @@ class ApiHandler(ASGIHandler):
         return response
 
 
-def _api_error(status: int, type_: str, code: str, message: str):  # type: ignore[no-untyped-def]
+def _api_error(status: int, type_: str, code: str, message: str) -> JsonResponse:
     from django.http import JsonResponse
 
     error = {"type": type_, "code": code, "param": None, "message": message}
@@ -146,11 +158,11 @@ def _api_error(status: int, type_: str, code: str, message: str):  # type: ignor
 class ApiFirst:
     """`/v1/...` to the API handler, everything else to the simulator's."""
 
-    def __init__(self, api, app):  # type: ignore[no-untyped-def]
+    def __init__(self, api: _App, app: _App) -> None:
         self.api = api
         self.app = app
 
-    async def __call__(self, scope, receive, send):  # type: ignore[no-untyped-def]
+    async def __call__(self, scope: _Scope, receive: _Receive, send: _Send) -> None:
         path = scope.get("path", "")
         if scope["type"] == "http" and (path == "/v1" or path.startswith("/v1/")):
             return await self.api(scope, receive, send)
@@ -172,10 +184,10 @@ class SameOrigin:
     another local app (another port) or a rebinding DNS name cannot use the socket. With an
     access token (non-loopback serve), the token cookie is required too."""
 
-    def __init__(self, app):  # type: ignore[no-untyped-def]
+    def __init__(self, app: Any) -> None:  # a channels router (its own ASGI typing)
         self.app = app
 
-    async def __call__(self, scope, receive, send):  # type: ignore[no-untyped-def]
+    async def __call__(self, scope: _Scope, receive: _Receive, send: _Send) -> None:
         from urllib.parse import urlsplit
 
         from django.http.request import split_domain_port, validate_host
@@ -207,6 +219,7 @@ class SameOrigin:
 application = ProtocolTypeRouter(
     {
         "http": django_asgi_app,
-        "websocket": SameOrigin(URLRouter(websocket_urlpatterns)),
+        # the ignore: channels-stubs want its own URL pattern type; these are Django's re_path
+        "websocket": SameOrigin(URLRouter(websocket_urlpatterns)),  # type: ignore[arg-type]
     }
 )

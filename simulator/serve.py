@@ -91,7 +91,7 @@ def _own_names() -> list[str]:
 
     names = [socket.gethostname(), socket.getfqdn()]
     try:
-        names += [info[4][0] for info in socket.getaddrinfo(socket.gethostname(), None)]
+        names += [str(info[4][0]) for info in socket.getaddrinfo(socket.gethostname(), None)]
     except OSError:
         pass
     return [n for n in dict.fromkeys(names) if n]
@@ -238,7 +238,9 @@ def serve(
         return defer.Deferred.fromFuture(asyncio.ensure_future(worker.stop_runs(8.0)))
 
     reactor.callWhenRunning(start_workers)
-    reactor.addSystemEventTrigger("before", "shutdown", stop_workers)
+    # the ignore: zope interface methods omit self, which mypy (without mypy-zope) takes as
+    # the first parameter, shifting the others by one
+    reactor.addSystemEventTrigger("before", "shutdown", stop_workers)  # type: ignore[arg-type]
     interface = host.strip("[]").replace(":", "\\:")
     daphne.server.Server(
         application=application,

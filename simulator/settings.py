@@ -3,10 +3,16 @@
 from __future__ import annotations
 
 import os
+from typing import TYPE_CHECKING
 
 from simulator.profiles import REPO_ROOT, build_settings
 
 globals().update(build_settings(os.environ))
+if TYPE_CHECKING:  # the names build_settings sets beyond Django's own, for the type checker
+    GAMBIT_PROFILE: str
+    GAMBIT_WORKSPACE: str
+    GAMBIT_ACCESS_TOKEN: str
+    GAMBIT_INPROCESS_WORKERS: int
 
 BASE_DIR = REPO_ROOT
 

@@ -12,7 +12,7 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 from asgiref.sync import sync_to_async
-from django.http import HttpRequest, HttpResponse, JsonResponse, StreamingHttpResponse
+from django.http import HttpRequest, HttpResponseBase, JsonResponse, StreamingHttpResponse
 from pydantic import ValidationError
 
 from decks_app.api.chat_schemas import ChatCompletionRequest
@@ -20,7 +20,7 @@ from decks_app.services.responses_api import start_call
 from gambit.core import new_id
 
 
-async def handle(request: HttpRequest, data: Any, *, owner: str | None = None) -> HttpResponse:
+async def handle(request: HttpRequest, data: Any, *, owner: str | None = None) -> HttpResponseBase:
     from decks_app.api.responses_schemas import ApiError  # the error envelope is shared
 
     try:

@@ -69,7 +69,7 @@ def content_text(content: Any) -> str:
 def conversation(session: Session) -> list[Bubble]:
     messages = session.messages or []
     refs = session.message_refs or []
-    feedback = {fb.message_ref_id: fb for fb in session.feedback.all()}
+    feedback: dict[str | None, Feedback] = {fb.message_ref_id: fb for fb in session.feedback.all()}
     bubbles: list[Bubble] = []
     for i, message in enumerate(messages):
         role = message.get("role")
@@ -200,6 +200,7 @@ def conversation_blocks(
     said = 0  # things said so far: the reasoning segment of the current gap
     current: Activity | None = None
     by_call: dict[str, ActivityCall] = {}
+    call: ActivityCall | None
 
     def activity() -> Activity:
         nonlocal current

@@ -18,7 +18,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from asgiref.sync import sync_to_async
 from django.db import (
@@ -41,6 +41,7 @@ from gambit.core import (
     ModelResultEvent,
     ResponseTraceEvent,
     item_to_dict,
+    json_dict,
     message_item,
     run_deck,
     run_scenario,
@@ -182,7 +183,7 @@ def recover_interrupted_turn(run: Run, session: Session) -> None:
     saved_nothing = (
         len(session.messages or []) == base.get("savedMessages", -1) == base.get("messages")
     )
-    added: list[tuple[str, str]] = []
+    added: list[tuple[Literal["user", "assistant"], str]] = []
     if saved_nothing and run.message and run.kind in ("manual", "assistant"):
         added.append(("user", run.message))
     # The pass that was streaming never reached the saved state (a state only takes a reply
@@ -230,9 +231,9 @@ def _partial_reply(payloads: list[dict[str, Any]]) -> str:
             case ModelCallEvent() | ModelResultEvent() as call if not call.parent_action_call_id:
                 text = []  # a new call starts, or a finished one is in the saved state
             case ResponseTraceEvent(type=event_log.TEXT_DELTA) as delta:
-                meta = delta.gambit if isinstance(delta.gambit, dict) else {}
                 piece = (delta.model_extra or {}).get("delta")
-                if not meta.get("parent_action_call_id") and isinstance(piece, str):
+                root = not json_dict(delta.gambit).get("parent_action_call_id")
+                if root and isinstance(piece, str):
                     text.append(piece)
     return "".join(text).strip()
 
@@ -467,7 +468,7 @@ def _load(run_id: str) -> _Job:
         state=session_state_dict(session),
         next_seq=next_seq,
     )
-    if run.kind == "grader" and session.source_id:
+    if run.kind == "grader" and session.source is not None:
         job.graded_state = session_state_dict(session.source)
     if run.kind == "assistant":
         from decks_app.services.assistant import ASSISTANT_DECK

@@ -37,7 +37,8 @@ def _kind(spec: dict[str, Any]) -> str:
     if kind == "object" and isinstance(spec.get("properties"), dict):
         return "object"
     if kind == "array":
-        items = spec.get("items") if isinstance(spec.get("items"), dict) else {}
+        items = spec.get("items")
+        items = items if isinstance(items, dict) else {}
         # A list of plain values is one value per line; anything else stays JSON.
         if items.get("enum") or _type(items) in ("string", "integer", "number"):
             return "lines"
@@ -84,7 +85,8 @@ def _field(name: str, label: str, spec: dict[str, Any], required: bool) -> dict[
         value = json.dumps(initial) if initial is not None else None
     else:
         value = initial
-    items = spec.get("items") if isinstance(spec.get("items"), dict) else {}
+    items = spec.get("items")
+    items = items if isinstance(items, dict) else {}
     return {
         "name": name,
         "label": label,
@@ -187,7 +189,8 @@ def _typed(spec: dict[str, Any], text: str, key: str) -> Any:
     if kind == "number":
         return _number(spec, text, key)
     if kind == "lines":
-        items = spec.get("items") if isinstance(spec.get("items"), dict) else {}
+        items = spec.get("items")
+        items = items if isinstance(items, dict) else {}
         lines = [line.strip() for line in text.splitlines() if line.strip()]
         if _type(items) in ("integer", "number"):
             return [_number(items, line, f"{key}[{i}]") for i, line in enumerate(lines)]

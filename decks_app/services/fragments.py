@@ -18,6 +18,7 @@ from gambit.core import (
     MessageUserEvent,
     ResponseTraceEvent,
     ToolCallEvent,
+    json_dict,
     trace_event_view,
 )
 
@@ -33,16 +34,14 @@ def text_key(run_id: str, item_id: Any) -> str:
 
 def _is_root(event: Any) -> bool:
     """A provider stream event of the root deck (not of an action deck it called)."""
-    meta = event.gambit if isinstance(event.gambit, dict) else {}
-    return not meta.get("parent_action_call_id")
+    return not json_dict(event.gambit).get("parent_action_call_id")
 
 
 def _block(row: TraceEvent) -> dict[str, Any] | None:
     event = trace_event_view(row.payload)
     match event:
         case MessageUserEvent() if not event.parent_action_call_id:
-            message = event.message if isinstance(event.message, dict) else {}
-            content = message.get("content")
+            content = json_dict(event.message).get("content")
             return {"kind": "user", "text": content if isinstance(content, str) else str(content)}
         case ResponseTraceEvent(type="response.output_item.added") if _is_root(event):
             item = (event.model_extra or {}).get("item") or {}
@@ -56,7 +55,7 @@ def _block(row: TraceEvent) -> dict[str, Any] | None:
     return None
 
 
-def _root_delta(row: TraceEvent) -> tuple[str, str] | None:
+def _root_delta(row: TraceEvent) -> tuple[Any, str] | None:
     """(item id, text) of a root deck's text delta, else None."""
     if row.type != TEXT_DELTA:
         return None
@@ -131,7 +130,7 @@ def session_fragments(detail: dict[str, Any], request: Any = None) -> list[str]:
     already appended: the consumer appends the rows in between). A list of pieces, each a whole OOB element; a long
     conversation is sent as its first blocks, then the rest appended in groups."""
     ctx = {**detail, "oob": True}
-    pieces = [render_to_string(f"{TEMPLATE}#status", ctx, request=request)]
+    pieces: list[str] = [render_to_string(f"{TEMPLATE}#status", ctx, request=request)]
     blocks = list(detail.get("blocks_shown") or [])
     rendered = [
         render_to_string(f"{TEMPLATE}#block", {**ctx, "block": b}, request=request) for b in blocks

@@ -363,10 +363,10 @@ def export_rows(workspace: Workspace, *, batch_run_id: str | None = None) -> lis
     plus the flag and the human rating of the graded message."""
     from decks_app.models import Feedback
 
-    sessions = Session.objects.filter(workspace=workspace).exclude(origin__in=("grade", "verify"))
+    chosen = Session.objects.filter(workspace=workspace).exclude(origin__in=("grade", "verify"))
     if batch_run_id:
-        sessions = sessions.filter(meta__verifyBatchRunId=batch_run_id)
-    sessions = list(sessions.order_by("created_at"))
+        chosen = chosen.filter(meta__verifyBatchRunId=batch_run_id)
+    sessions = list(chosen.order_by("created_at"))
     ratings = {
         (fb.session_id, fb.message_ref_id): fb.score
         for fb in Feedback.objects.filter(session__in=sessions)

@@ -18,7 +18,7 @@ import os
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from gambit.core import ModelResultEvent, RunEndEvent, RunStartEvent, trace_event_view
+from gambit.core import ModelResultEvent, RunEndEvent, RunStartEvent, json_dict, trace_event_view
 
 Payload = dict[str, Any]
 IsRoot = Callable[[Any], bool]  # takes an event model
@@ -111,16 +111,16 @@ def trace_usage(payloads: Iterable[Payload]) -> dict[str, Any] | None:
     calls: dict[Any, dict[str, Any] | None] = {}
     for p in payloads:
         match trace_event_view(p):
-            case RunEndEvent(run_id=run, usage=dict() as usage):
-                ended[run] = add_usage(ended.get(run) or {}, usage)
+            case RunEndEvent(run_id=run, usage=usage) if json_dict(usage):
+                ended[run] = add_usage(ended.get(run) or {}, json_dict(usage))
             case ModelResultEvent(run_id=run, usage=usage):
-                calls[run] = add_usage(calls.get(run), usage)
+                calls[run] = add_usage(calls.get(run), json_dict(usage) or None)
     total: dict[str, Any] | None = None
-    for usage in ended.values():
-        total = add_usage(total, usage)
-    for run, usage in calls.items():
+    for spent in ended.values():
+        total = add_usage(total, spent)
+    for run, spent in calls.items():
         if run not in ended:
-            total = add_usage(total, usage)
+            total = add_usage(total, spent)
     return total
 
 

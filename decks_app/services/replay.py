@@ -23,6 +23,7 @@ from gambit.core import (
     ModelResultEvent,
     ResponseTraceEvent,
     ToolResultEvent,
+    json_dict,
     trace_event_view,
 )
 
@@ -39,13 +40,11 @@ def _fold_conversation(payloads: list[dict[str, Any]]) -> list[dict[str, Any]]:
         root = not getattr(event, "parent_action_call_id", None)
         match event:
             case MessageUserEvent() if root:
-                message = event.message if isinstance(event.message, dict) else {}
-                content = message.get("content")
+                content = json_dict(event.message).get("content")
                 text = content if isinstance(content, str) else json.dumps(content)
                 rows.append({"kind": "user", "text": text})
             case ResponseTraceEvent(type="response.output_text.delta"):
-                meta = event.gambit if isinstance(event.gambit, dict) else {}
-                if meta.get("parent_action_call_id"):
+                if json_dict(event.gambit).get("parent_action_call_id"):
                     continue
                 extra = event.model_extra or {}
                 key = str(extra.get("item_id"))
@@ -57,7 +56,7 @@ def _fold_conversation(payloads: list[dict[str, Any]]) -> list[dict[str, Any]]:
                 for row in [r for r in rows if r.get("partial")]:
                     rows.remove(row)
                 streaming.clear()
-                message = event.message if isinstance(event.message, dict) else {}
+                message = json_dict(event.message)
                 if message.get("content"):
                     rows.append({"kind": "assistant", "text": str(message["content"])})
                 for call in event.tool_calls or []:
@@ -266,7 +265,7 @@ def compare(replay: Session) -> dict[str, Any]:
         )
     source_run = source.runs.order_by("-created_at").first()
     replay_run = replay.runs.order_by("-created_at").first()
-    status = {
+    status: dict[str, Any] = {
         "original": source_run.status if source_run else "idle",
         "replay": replay_run.status if replay_run else "idle",
         "replayError": (replay_run.error or None) if replay_run else None,

@@ -891,7 +891,7 @@ class ResponseCall:
         conversation: list[Any] = []
         for item in self.items:
             if isinstance(item, MessageParam):
-                if item.role in ("system", "developer"):
+                if item.role == "system" or item.role == "developer":
                     instructions.append(item.text())
                 else:
                     conversation.append(message_item(item.role, item.text()))
@@ -1045,7 +1045,7 @@ class ResponseCall:
             for item in response.output
             if isinstance(item, MessageItem)
             for part in item.content
-            if getattr(part, "text", None)
+            if part.text  # every content part has a text (optional on UnknownContent)
         ]
         return "".join(texts)
 

@@ -298,7 +298,7 @@ def session_detail(session: Session) -> dict[str, Any]:
         tree_runs = runs[-TREE_RUNS:]
         payloads = trace_tree.tree_rows(session, cursor, runs=tree_runs)
     totals = session.runs.aggregate(tokens=Sum("total_tokens"), cost=Sum("cost"))
-    blocks = fragments.live_blocks(live)
+    live_blocks = fragments.live_blocks(live)
     model, model_offline = shown_model(session, runs)
     gradings = grading_summaries(session)
     return {
@@ -307,11 +307,11 @@ def session_detail(session: Session) -> dict[str, Any]:
         "runs": runs,
         "active_run": active,
         "live_events": live,
-        "live_blocks": blocks,
+        "live_blocks": live_blocks,
         # The page's "thinking / responding" timer starts from these.
         "active_elapsed": (timezone.now() - active.created_at).total_seconds() if active else None,
         "active_phase": (
-            ("responding" if any(b.get("kind") == "assistant" for b in blocks) else "thinking")
+            ("responding" if any(b.get("kind") == "assistant" for b in live_blocks) else "thinking")
             if active
             else None
         ),

@@ -33,6 +33,7 @@ from gambit.core import (
     RunStartEvent,
     ToolCallEvent,
     ToolResultEvent,
+    json_dict,
     trace_event_view,
 )
 
@@ -181,7 +182,7 @@ def _result_items(event: ModelResultEvent) -> list[dict[str, Any]]:
     items = event.output_items
     if isinstance(items, list) and items:
         return [item_summary(i) for i in items if isinstance(i, dict)]
-    message = event.message if isinstance(event.message, dict) else {}
+    message = json_dict(event.message)
     out = []
     if message.get("content"):
         out.append({"type": "message", "role": "assistant", "text": _text(message.get("content"))})
@@ -213,7 +214,8 @@ def request_detail(payload: dict[str, Any]) -> dict[str, Any]:
     for tool in payload.get("tools") or []:
         if not isinstance(tool, dict):
             continue
-        fn = tool.get("function") if isinstance(tool.get("function"), dict) else tool
+        fn = tool.get("function")
+        fn = fn if isinstance(fn, dict) else tool
         tools.append(
             {
                 "name": fn.get("name") or tool.get("type"),
@@ -252,7 +254,7 @@ def _cost(usage: dict[str, Any] | None) -> float | None:
 
 
 def _rows(
-    payloads: Sequence[dict[str, Any]] | Iterable[tuple[int, dict[str, Any]]],
+    payloads: Iterable[dict[str, Any] | tuple[int, dict[str, Any]]],
 ) -> Iterable[tuple[int, dict[str, Any]]]:
     for index, row in enumerate(payloads, start=1):
         if isinstance(row, tuple):
@@ -272,6 +274,7 @@ def build_tree(
     tools: dict[str, Node] = {}
     models: dict[str, Node] = {}
     last_ts = 0
+    node: Node | None
 
     def container(parent_id: str | None) -> Node | None:
         if parent_id and parent_id in tools:
@@ -308,7 +311,7 @@ def build_tree(
                 # failed or canceled run shows no deck "running" or model "calling" for ever.
                 ended = "done" if run.status in ("completed", "ended") else run.status
                 _close_open(run, ended, pk)
-                run.usage = event.usage
+                run.usage = json_dict(event.usage) or None
                 run.cost = _cost(run.usage)
                 run.duration_ms = event.duration_ms
                 if event.error:
@@ -323,8 +326,7 @@ def build_tree(
                     node.status, node.changed = "done", pk
                     node.duration_ms = ts - node.ts if ts and node.ts else None
             case MessageUserEvent():
-                message = event.message if isinstance(event.message, dict) else {}
-                text = _text(message.get("content"))
+                text = _text(json_dict(event.message).get("content"))
                 node = Node("user", "user message", detail=text, ts=ts)
                 add(container(event.action_call_id) or run, node, pk)
             case ModelCallEvent():
@@ -343,7 +345,7 @@ def build_tree(
                 node.changed = pk
                 node.label = event.model or node.label  # the model that answered
                 node.status = event.finish_reason or "done"
-                node.usage = event.usage
+                node.usage = json_dict(event.usage) or None
                 node.cost = _cost(node.usage)
                 duration = event.duration_ms
                 node.duration_ms = (

@@ -137,7 +137,7 @@ def import_session(
             extra={k: v for k, v in state.items() if k not in KNOWN_KEYS},
             state_version=1,
         )
-        end = next((e for e in reversed(trace) if e.get("type") == "run.end"), {})
+        end: dict[str, Any] = next((e for e in reversed(trace) if e.get("type") == "run.end"), {})
         # Tokens and cost: every run the trace recorded (a CLI trace file gathers each
         # `gambit run` appended to it), not only the last; the model: the one whose
         # model.result events answered the deck.
@@ -154,7 +154,7 @@ def import_session(
             session=session,
             kind="manual",
             status={"completed": "completed", "failed": "failed", "canceled": "canceled"}.get(
-                end.get("status"), "completed"
+                end.get("status") or "", "completed"
             ),
             error=end.get("error") or "",
             finished_at=timezone.now(),

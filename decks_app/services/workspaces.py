@@ -113,11 +113,11 @@ def stat_key(entry: Path, files: list[str]) -> tuple:
     `files` (files the load read elsewhere)."""
     paths: set[str] = set(files)
     folder = entry.resolve().parent
-    for count, path in enumerate(folder.rglob("*")):
+    for count, found in enumerate(folder.rglob("*")):
         if count >= MAX_KEY_FILES:
             break
-        paths.add(str(path))
-    key = []
+        paths.add(str(found))
+    key: list[tuple[str, int | None, int | None]] = []
     for path in sorted(paths):
         try:
             st = os.stat(path)

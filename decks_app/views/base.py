@@ -43,7 +43,8 @@ def page(
     """The HTML page, its JSON twin, or (for htmx requests) one named partial."""
     if wants_json(request, fmt):
         return json_response(data)
-    if fragment and is_htmx(request) and not request.htmx.boosted:
+    # the ignore: request.htmx is set by django_htmx's middleware, unknown to HttpRequest
+    if fragment and is_htmx(request) and not request.htmx.boosted:  # type: ignore[attr-defined]
         return render(request, f"{template}#{fragment}", context)
     return render(request, template, context)
 

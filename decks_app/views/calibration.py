@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.http import HttpRequest, HttpResponse
 from django.views.decorators.http import require_GET
 
@@ -17,7 +19,7 @@ def calibration_page(request: HttpRequest, fmt: str | None = None) -> HttpRespon
     workspace = current_workspace()
     calibrations = workspace_calibrations(workspace)
     data = {"graders": [c.to_json() for c in calibrations]}
-    rows = []
+    rows: list[dict[str, Any]] = []
     for c in calibrations:
         figures = c.to_json()
         matrix = [

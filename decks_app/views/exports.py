@@ -21,7 +21,7 @@ def export_state(request: HttpRequest, session_id: str) -> HttpResponse:
 
 
 @require_GET
-def export_trace(request: HttpRequest, session_id: str) -> HttpResponse:
+def export_trace(request: HttpRequest, session_id: str) -> StreamingHttpResponse:
     session = session_or_404(session_id)
     response = StreamingHttpResponse(
         transfer.export_trace(session), content_type="application/x-ndjson; charset=utf-8"

@@ -65,6 +65,7 @@ def grade_tab(request: HttpRequest, fmt: str | None = None) -> HttpResponse:
         "imported": [
             {**g, "rows": grading.result_rows(selected, {**g, "runId": g.get("id")})}
             for g in imported
+            if selected is not None  # imported is empty without a selected session
         ],
     }
     return page(request, "decks_app/grade.html", ctx, data=data, fmt=fmt, fragment="history")
@@ -96,6 +97,14 @@ def _run_or_404(run_id: str) -> Run:
     return run
 
 
+def _graded(run: Run) -> Session:
+    """The session a grade run graded (`_run_or_404` made sure there is one)."""
+    source = run.session.source
+    if source is None:
+        raise Http404("no such grade run")
+    return source
+
+
 @require_GET
 def grade_run_page(request: HttpRequest, run_id: str, fmt: str | None = None) -> HttpResponse:
     run = _run_or_404(run_id)
@@ -122,7 +131,7 @@ def grade_flag(request: HttpRequest, run_id: str, position: str) -> HttpResponse
     run = _run_or_404(run_id)
     try:
         flag = grading.toggle_flag(
-            run.session.source, run, _position(position), request.POST.get("reason", "")
+            _graded(run), run, _position(position), request.POST.get("reason", "")
         )
     except grading.GradingError as exc:
         return error_response(request, str(exc), 400)
@@ -134,7 +143,7 @@ def grade_flag_reason(request: HttpRequest, run_id: str, position: str) -> HttpR
     run = _run_or_404(run_id)
     try:
         grading.set_flag_reason(
-            run.session.source, run, _position(position), request.POST.get("reason", "")
+            _graded(run), run, _position(position), request.POST.get("reason", "")
         )
     except grading.GradingError as exc:
         return error_response(request, str(exc), 400 if "longer" in str(exc) else 404)
@@ -145,8 +154,9 @@ def _after_flag(request: HttpRequest, run: Run, data: dict) -> HttpResponse:
     if wants_json(request):
         return json_response(data)
     if is_htmx(request):
-        run.session.source.refresh_from_db()
-        ctx = {"run": run, "grade": grading.grade_run_dict(run), "graded": run.session.source}
+        graded = _graded(run)
+        graded.refresh_from_db()
+        ctx = {"run": run, "grade": grading.grade_run_dict(run), "graded": graded}
         return render(request, "decks_app/grade_run.html#result", ctx)
     return redirect(f"/grade/runs/{run.id}/")
 

@@ -13,7 +13,13 @@ from typing import Any
 
 from asgiref.sync import sync_to_async
 from django.conf import settings
-from django.http import HttpRequest, HttpResponse, JsonResponse, StreamingHttpResponse
+from django.http import (
+    HttpRequest,
+    HttpResponse,
+    HttpResponseBase,
+    JsonResponse,
+    StreamingHttpResponse,
+)
 from django.views.decorators.csrf import csrf_exempt
 
 from decks_app.api.responses_schemas import ApiError, parse_body
@@ -73,7 +79,7 @@ def _json_body(request: HttpRequest) -> Any:
     declared = request.headers.get("Content-Length")
     if declared and declared.isdigit() and int(declared) > MAX_BODY:
         raise ApiError(413, f"the body is larger than {MAX_BODY} bytes", code="body_too_large")
-    if not request.content_type.startswith("application/json"):
+    if not (request.content_type or "").startswith("application/json"):
         raise ApiError(415, "send the body as application/json", code="unsupported_media_type")
     try:
         return json.loads(request.body or b"null")
@@ -94,7 +100,7 @@ async def models(request: HttpRequest) -> HttpResponse:
 
 
 @csrf_exempt
-async def responses(request: HttpRequest) -> HttpResponse:
+async def responses(request: HttpRequest) -> HttpResponseBase:
     try:
         if request.method != "POST":
             raise WrongMethod("POST")
@@ -113,7 +119,7 @@ async def responses(request: HttpRequest) -> HttpResponse:
             call.prepare()
     except ApiError as exc:
         return error(exc)
-    response: HttpResponse
+    response: HttpResponseBase
     if body.stream:
         response = StreamingHttpResponse(_sse(call), content_type="text/event-stream")
         response["Cache-Control"] = "no-cache"
@@ -194,7 +200,7 @@ async def _sse(call: ResponseCall) -> AsyncIterator[bytes]:
 
 
 @csrf_exempt
-async def chat_completions(request: HttpRequest) -> HttpResponse:
+async def chat_completions(request: HttpRequest) -> HttpResponseBase:
     """Legacy (seed 003): off unless enabled; see decks_app/api/chat_completions.py."""
     if not getattr(settings, "GAMBIT_CHAT_COMPLETIONS", False):
         return error(

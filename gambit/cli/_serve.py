@@ -7,13 +7,14 @@ command functions, so the engine never imports Django, Channels or Daphne.
 from __future__ import annotations
 
 import importlib
+from types import ModuleType
 
 import click
 
 from gambit.cli import HELP_OPTIONS
 
 
-def _simulator():
+def _simulator() -> ModuleType:
     try:
         return importlib.import_module("simulator.serve")
     except ImportError as exc:  # pragma: no cover - a broken install

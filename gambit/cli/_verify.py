@@ -204,6 +204,7 @@ def verify_command(
             fail(f"{root}: no grader; declare [[graders]] or pass --grader")
         router = make_router(root)
         sink = TraceSink(trace_path, False) if trace_path is not None else None
+        tracing: dict[str, Any] = {"on_trace": sink} if sink is not None else {}
         bar = _Progress(enabled=not quiet)
         writer = _SessionWriter(folder)
         try:
@@ -228,7 +229,7 @@ def verify_command(
                     default_model=model,
                     model_override=model_force,
                     model_resolver=router,
-                    **({"on_trace": sink} if sink is not None else {}),
+                    **tracing,
                 )
         finally:
             writer.close()
@@ -541,6 +542,7 @@ def run_batch(
         tree = load_tree(root, strict=flags.strict)
         router = make_router(root)
         sink = TraceSink(flags.trace_path, False) if flags.trace_path is not None else None
+        tracing: dict[str, Any] = {"on_trace": sink} if sink is not None else {}
         bar = _Progress(enabled=_sys.stderr.isatty())
         writer = _SessionWriter(folder)
         try:
@@ -564,7 +566,7 @@ def run_batch(
                     default_model=flags.model,
                     model_override=flags.model_force,
                     model_resolver=router,
-                    **({"on_trace": sink} if sink is not None else {}),
+                    **tracing,
                 )
         finally:
             writer.close()

@@ -92,6 +92,7 @@ from ._trace import (
     TraceError,
     TraceWriter,
     UnknownTraceEvent,
+    json_dict,
     read_trace,
     trace_event_from_dict,
     trace_event_view,
@@ -169,6 +170,7 @@ __all__ = [
     "read_trace",
     "trace_event_from_dict",
     "trace_event_view",
+    "json_dict",
     # trace events: one model per type (read stored ones with trace_event_view)
     "ActionEndEvent",
     "ActionStartEvent",

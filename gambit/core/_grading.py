@@ -149,7 +149,7 @@ async def grade_state(
     grade are kept beside the error of one that failed.
     """
     tree = grader if isinstance(grader, DeckTree) else None
-    if tree is None and not isinstance(grader, Deck):
+    if tree is None and not isinstance(grader, Deck | DeckTree):
         tree = load_deck_tree(grader, strict=strict)
     deck = tree.root if tree is not None else grader
     assert isinstance(deck, Deck)

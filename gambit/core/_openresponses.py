@@ -258,7 +258,7 @@ def _construct_plan(cls: type[BaseModel]) -> Any:
 
     if cls.__pydantic_root_model__ or (
         cls.__pydantic_post_init__ is not None
-        and cls.model_post_init is not init_private_attributes  # type: ignore[comparison-overlap]
+        and cls.model_post_init is not init_private_attributes
     ):
         return False
     defaults: dict[str, Any] = {}
@@ -664,11 +664,10 @@ def item_to_dict(item: BaseModel | Mapping[str, Any]) -> dict[str, Any]:
     """An item (or any wire model) as a JSON-ready dict, None-valued optional fields omitted."""
     if isinstance(item, _JsonModel):  # the usual case first: Mapping is an ABC, slow to test
         return item.to_dict()
-    if isinstance(item, Mapping):
-        item = item_from_dict(item)
-    if isinstance(item, _JsonModel):
-        return item.to_dict()
-    return item.model_dump(mode="json", by_alias=True, exclude_none=True)
+    model: BaseModel = item_from_dict(item) if isinstance(item, Mapping) else item
+    if isinstance(model, _JsonModel):
+        return model.to_dict()
+    return model.model_dump(mode="json", by_alias=True, exclude_none=True)
 
 
 def item_from_dict(data: Mapping[str, Any] | BaseModel) -> Any:
@@ -703,7 +702,9 @@ def message_item(
     if type(text) is str and role in _ROLES and (id is None or type(id) is str):
         # Valid by construction: built without validation (the runtime makes several per
         # model pass), the same instance `MessageItem(...)` gives.
-        part = construct(OutputTextContent if role == "assistant" else InputTextContent, text=text)
+        kind: type[InputTextContent | OutputTextContent]
+        kind = OutputTextContent if role == "assistant" else InputTextContent
+        part = construct(kind, text=text)
         return construct(MessageItem, role=role, content=[part], id=id)
     part = OutputTextContent(text=text) if role == "assistant" else InputTextContent(text=text)
     return MessageItem(role=role, content=[part], id=id)

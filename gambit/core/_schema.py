@@ -32,7 +32,7 @@ import json as _json
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from ._errors import GambitError
 
@@ -412,7 +412,7 @@ class Schema:
 
         Raises `SchemaValidationError` naming the dotted path of the first issue.
         """
-        fast = self._cache.get("fast")
+        fast: Callable[[Any], Any] | Literal[False] | None = self._cache.get("fast")
         if fast is None:
             fast = self._cache["fast"] = _compile_fast(self._validation_json()) or False
         if fast:
@@ -474,7 +474,8 @@ class Schema:
         if error.validator == "required" and isinstance(error.instance, dict):
             missing = [
                 name
-                for name in (error.validator_value or [])
+                # set whenever `validator` is (the stub's Unset is the "not given" default)
+                for name in (error.validator_value or [])  # type: ignore[union-attr]
                 if isinstance(name, str) and name not in error.instance
             ]
             if missing:
@@ -1043,8 +1044,10 @@ class _Comparer:
         return assign(0)
 
     def compare_objects(self, a: dict, b: dict, path: tuple[str, ...]) -> None:
-        a_props = a.get("properties") if isinstance(a.get("properties"), dict) else {}
-        b_props = b.get("properties") if isinstance(b.get("properties"), dict) else {}
+        a_props = a.get("properties")
+        a_props = a_props if isinstance(a_props, dict) else {}
+        b_props = b.get("properties")
+        b_props = b_props if isinstance(b_props, dict) else {}
         a_req, b_req = _required(a), _required(b)
         for name, b_sub in b_props.items():
             sub_path = (*path, name)
@@ -1090,8 +1093,10 @@ class _Comparer:
             self.compare(a_extra, b_extra, (*path, "*"))
 
     def compare_arrays(self, a: dict, b: dict, path: tuple[str, ...]) -> None:
-        a_prefix = a.get("prefixItems") if isinstance(a.get("prefixItems"), list) else []
-        b_prefix = b.get("prefixItems") if isinstance(b.get("prefixItems"), list) else []
+        a_prefix = a.get("prefixItems")
+        a_prefix = a_prefix if isinstance(a_prefix, list) else []
+        b_prefix = b.get("prefixItems")
+        b_prefix = b_prefix if isinstance(b_prefix, list) else []
         if len(a_prefix) != len(b_prefix):
             if self.mode == "compat":
                 self.report(path, f"tuple has {len(a_prefix)} items, expected {len(b_prefix)}")

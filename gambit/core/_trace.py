@@ -101,6 +101,7 @@ __all__ = [
     "trace_event_to_dict",
     "trace_event_to_json",
     "trace_event_view",
+    "json_dict",
 ]
 
 
@@ -477,10 +478,14 @@ def trace_event_view(data: Mapping[str, Any]) -> Any:
     are its extras. Use `trace_event_from_dict` for input that must be checked.
     """
     kind = data.get("type")
-    model: type[_TraceBase] = _TRACE_MODELS.get(kind) if isinstance(kind, str) else None  # type: ignore[assignment]
-    if model is None:
-        is_response = isinstance(kind, str) and kind.startswith("response.")
-        model = ResponseTraceEvent if is_response else UnknownTraceEvent
+    found = _TRACE_MODELS.get(kind) if isinstance(kind, str) else None
+    model: type[_TraceBase]
+    if found is not None:
+        model = found
+    elif isinstance(kind, str) and kind.startswith("response."):
+        model = ResponseTraceEvent
+    else:
+        model = UnknownTraceEvent
     keys = _read_keys(model)
     values: dict[str, Any] = {}
     extra: dict[str, Any] = {}
@@ -509,13 +514,23 @@ def _required_names(model: type[_TraceBase]) -> tuple[str, ...]:
     return names
 
 
+def json_dict(value: Any) -> dict[str, Any]:
+    """A nested object of an event (usage, message, `_gambit`) as a JSON dict, whether the
+    event was validated (the value is a model) or read by `trace_event_view` (already JSON);
+    {} when it is absent or not an object."""
+    if isinstance(value, _JsonModel):
+        return value.to_dict()
+    if isinstance(value, BaseModel):
+        return value.model_dump(mode="json", by_alias=True, exclude_none=True)
+    return value if isinstance(value, dict) else {}
+
+
 def trace_event_to_dict(event: BaseModel | Mapping[str, Any]) -> dict[str, Any]:
     """A JSON-ready dict with camelCase keys; None-valued optional fields are omitted."""
-    if isinstance(event, Mapping):
-        event = trace_event_from_dict(event)
-    if isinstance(event, _JsonModel):
-        return event.to_dict()
-    return event.model_dump(mode="json", by_alias=True, exclude_none=True)
+    model: BaseModel = trace_event_from_dict(event) if isinstance(event, Mapping) else event
+    if isinstance(model, _JsonModel):
+        return model.to_dict()
+    return model.model_dump(mode="json", by_alias=True, exclude_none=True)
 
 
 def trace_event_to_json(event: BaseModel | Mapping[str, Any]) -> str:

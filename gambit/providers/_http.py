@@ -19,7 +19,7 @@ import asyncio
 import json
 import random
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from email.utils import parsedate_to_datetime
 from typing import Any, NamedTuple
@@ -459,7 +459,9 @@ class HttpClient:
                     status=response.status_code,
                 ) from None
 
-    async def events(self, path: str, body: Any) -> AsyncIterator[ServerSentEvent | JsonBody]:
+    async def events(
+        self, path: str, body: Any
+    ) -> AsyncGenerator[ServerSentEvent | JsonBody, None]:
         """POST and yield the server-sent events as they arrive.
 
         Retries (see the module docstring) happen only while nothing has been yielded. A

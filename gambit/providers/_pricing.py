@@ -94,4 +94,5 @@ def apply_cost(usage: ResponseUsage | None, pricing: ModelPricing | None) -> Non
     extra = usage.model_extra if usage.model_extra is not None else {}
     if "costUsd" in extra:  # the provider reported it (OpenRouter)
         return
-    usage.costUsd = pricing.cost(usage)
+    # the ignore: costUsd is an extra field (usage models allow extras), unknown to mypy
+    usage.costUsd = pricing.cost(usage)  # type: ignore[attr-defined]

@@ -20,6 +20,7 @@ from gambit.core.provider import (
     FunctionCallItem,
     MessageItem,
     ResponseError,
+    ResponseStatus,
     ResponseToolDefinition,
     ResponseUsage,
     UnknownItem,
@@ -191,8 +192,11 @@ def responses_body(
     if request.text is not None:
         text.update(request.text.to_dict())
     fmt = text.get("format")
-    is_schema = isinstance(fmt, Mapping) and fmt.get("type") == "json_schema"
-    if options.text_strict is not None and is_schema:
+    if (
+        options.text_strict is not None
+        and isinstance(fmt, Mapping)
+        and fmt.get("type") == "json_schema"
+    ):
         text["format"] = {**fmt, "strict": options.text_strict}
     if verbosity is not None:
         text["verbosity"] = verbosity
@@ -256,7 +260,7 @@ def parse_output_item(raw: Any) -> Any:
         return UnknownItem(**{**data, "type": str(data.get("type") or "unknown")})
 
 
-_STATUS = {
+_STATUS: dict[str, ResponseStatus] = {
     "completed": "completed",
     "in_progress": "in_progress",
     "queued": "in_progress",

@@ -26,7 +26,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, Self
 
 from gambit.core.provider import (
     CreateResponseRequest,
@@ -107,7 +107,7 @@ class _AgentBridge:
         self.binary = binary or self.env.get(self.binary_env) or self.default_binary
 
     @classmethod
-    def from_env(cls, env: Mapping[str, str], **_: Any) -> _AgentBridge:
+    def from_env(cls, env: Mapping[str, str], **_: Any) -> Self:
         return cls(env=env)
 
     def _executable(self) -> str:
@@ -196,7 +196,8 @@ class CodexCliProvider(_AgentBridge):
                     reasoning=raw.get("reasoning_output_tokens"),
                 )
             elif kind in ("turn.failed", "error"):
-                error = event.get("error") if isinstance(event.get("error"), dict) else event
+                error = event.get("error")
+                error = error if isinstance(error, dict) else event
                 raise ProviderError(
                     f"codex-cli: {error.get('message') or 'the turn failed'}",
                     provider=self.name,

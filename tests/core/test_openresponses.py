@@ -7,7 +7,7 @@ import json
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from pydantic import ValidationError
+from pydantic import BaseModel, Field, ValidationError
 
 from gambit.core._openresponses import (
     CreateResponseRequest,
@@ -531,6 +531,11 @@ def test_message_item_is_the_validated_instance(role, item_id):
         message_item("tool", "text")  # type: ignore[arg-type]
 
 
+class _WithFactory(BaseModel):
+    tags: list[str] = Field(default_factory=list)
+    name: str
+
+
 def test_construct_is_model_construct():
     from gambit.core._openresponses import construct
     from gambit.core._state import SavedState
@@ -546,6 +551,11 @@ def test_construct_is_model_construct():
         assert made.model_fields_set == reference.model_fields_set
         assert made.model_extra == reference.model_extra
         assert made.__pydantic_private__ == reference.__pydantic_private__
+    # A field with a default factory gets a fresh value from it (FieldInfo's
+    # default_factory_takes_validated_data decides whether the plan may call it).
+    made = construct(_WithFactory, name="n")
+    assert made == _WithFactory.model_construct(name="n") and made.tags == []
+    assert made.tags is not construct(_WithFactory, name="n").tags
     # A missing required field or an unknown name: model_construct's own behaviour.
     assert construct(SavedState, format="chat").model_fields_set == {"format"}
     assert (

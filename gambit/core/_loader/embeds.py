@@ -136,8 +136,8 @@ def _embed(
             hint="remove one of the embeds in the chain",
         )
         return ""
-    text = read_text(load, path) if Path(path).is_file() else None
-    if text is None:
+    body = read_text(load, path) if Path(path).is_file() else None
+    if body is None:
         if not Path(path).is_file():
             load.diag.error(
                 f'embedded snippet "{target}" does not exist ({path})',
@@ -145,7 +145,7 @@ def _embed(
                 hint="check the path; it is relative to this file",
             )
         return ""
-    return _embed_text(load, path, text, stack, deck, embeds, base_file=path)
+    return _embed_text(load, path, body, stack, deck, embeds, base_file=path)
 
 
 def _embed_text(

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeGuard
 
 from .._builtin_tools import BUILTIN_TOOL_NAMES
 from .._deck import ActionDecl, Deck, DeckRef, ToolDecl
@@ -252,7 +252,7 @@ def _tables(
     return result
 
 
-def _given(value: Any) -> bool:
+def _given(value: Any) -> TypeGuard[str]:
     return isinstance(value, str) and bool(value.strip())
 
 
@@ -264,7 +264,7 @@ def _declarations(
     *,
     descriptions_required: bool,
 ) -> list[Any]:
-    kept: dict[str, Any] = {}  # by name, or for unnamed entries by target
+    kept: dict[str | None, Any] = {}  # by name, or for unnamed entries by target
     for source, index, entry in declared:
         key = f"{source}[{index + 1}]"
         values: dict[str, Any] = {}
@@ -324,7 +324,7 @@ def _declarations(
 def _keep(
     load: Load,
     spec: EntryArray,
-    kept: dict[str, Any],
+    kept: dict[str | None, Any],
     ident: str | None,
     target: str | None,
     file: str,

@@ -13,6 +13,7 @@ import sys
 import threading
 import traceback
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 from .load import Load
@@ -83,6 +84,7 @@ def import_module(load: Load, file: str) -> Any | None:
         load.modules[file] = None
         return None
     module = importlib.util.module_from_spec(spec)
+    loaded: ModuleType | None = module
     folder = str(Path(file).parent)
     added = folder not in sys.path
     if added:
@@ -97,7 +99,7 @@ def import_module(load: Load, file: str) -> Any | None:
             file=file,
             hint="do the slow work inside run(ctx), not when the module is imported",
         )
-        module = None
+        loaded = None
     except BaseException as exc:  # a user module may raise anything, SystemExit included
         if isinstance(exc, KeyboardInterrupt):
             raise
@@ -109,15 +111,15 @@ def import_module(load: Load, file: str) -> Any | None:
             line=line,
             hint="fix the error in the module",
         )
-        module = None
+        loaded = None
     finally:
         if added:
             try:
                 sys.path.remove(folder)
             except ValueError:
                 pass
-    load.modules[file] = module
-    return module
+    load.modules[file] = loaded
+    return loaded
 
 
 def _traceback_line(exc: BaseException, file: str) -> int | None:

@@ -9,7 +9,7 @@ inside a table warns and is ignored.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, cast
 
 from .._deck import (
     REASONING_EFFORTS,
@@ -25,6 +25,8 @@ from .load import Load
 from .paths import local, resolve_deck_path
 from .schemas import resolve_schema
 from .values import non_json_paths, opt_number, opt_str, table, type_name
+
+_HandlerKind = Literal["onBusy", "onIdle", "onError"]
 
 
 def parse_model_params(load: Load, value: Any, file: str) -> ModelParams:
@@ -163,7 +165,12 @@ def parse_permissions(load: Load, value: Any, file: str, key: str) -> Permission
         perms.run = bool(raw_run)
     elif isinstance(raw_run, list):
         commands = _permission_list(load, raw_run, "run", file, key, None)
-        perms.run = {"paths": [], "commands": commands} if commands else False
+        # a list in gives a list (or None, after an error), never True
+        perms.run = (
+            {"paths": [], "commands": commands}
+            if isinstance(commands, list) and commands
+            else False
+        )
     elif isinstance(raw_run, dict):
         for sub in raw_run:
             if sub not in ("paths", "commands"):
@@ -262,7 +269,7 @@ def parse_handlers(load: Load, value: Any, file: str) -> dict[str, HandlerDecl]:
             continue
         path = resolve_deck_path(load, entry.get("path"), file, f"{key}.path", allow_python=True)
         label = opt_str(load, entry, "label", file, key + ".")
-        handler = HandlerDecl(kind=kind, path=path or "", label=label)
+        handler = HandlerDecl(kind=cast(_HandlerKind, kind), path=path or "", label=label)
         allowed = {"path", "label"}
         if kind in ("onBusy", "onIdle"):
             allowed |= {"delayMs", "repeatMs", "intervalMs"}

@@ -16,7 +16,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, cast
 
 from .._compute import DeckDefinition
 from .._deck import Deck
@@ -123,7 +123,7 @@ class ComputeContext:
         if not text.strip():
             return
         items = list(state_items(self._root_state.state))
-        items.append(message_item(role, text.strip()))
+        items.append(message_item(cast(Literal["user", "assistant"], role), text.strip()))
         self._root_state.publish(items)
 
     def emit_output_item(self, item: dict[str, Any]) -> None:

@@ -294,8 +294,8 @@ class _LlmExecution(_ToolCalls, _RequestParts):
         if result.updated_state is not None and self.root_state is not None:
             self.root_state.state.meta = result.updated_state.meta or self.root_state.state.meta
         output_items = list(result.response.output)
-        text = "".join(
-            part.text
+        reply = "".join(
+            part.text or ""  # an output_text part always has text; UnknownContent's is optional
             for item in output_items
             if isinstance(item, MessageItem) and item.role == "assistant"
             for part in item.content
@@ -308,9 +308,9 @@ class _LlmExecution(_ToolCalls, _RequestParts):
         ]
         run.usage.add(result.response.usage)
         if run.on_trace is not None:  # the dicts below are built for a sink only
-            self._trace_result(provider, resolved.model, calls, text, result, started)
+            self._trace_result(provider, resolved.model, calls, reply, result, started)
         self.last_activity = self.limits.clock.monotonic()
-        return _PassOutput(output_items, text, calls, result.response.usage)
+        return _PassOutput(output_items, reply, calls, result.response.usage)
 
     def _trace_result(
         self,

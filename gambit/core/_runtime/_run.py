@@ -39,7 +39,7 @@ class RunResult:
 
     run_id: str
     output: Any
-    state: SavedState | None
+    state: SavedState  # the root conversation after the run (always set)
     usage: ResponseUsage
     ended: bool = False  # the model called gambit_end
 
@@ -229,7 +229,8 @@ def _trace_items(items: list[Any]) -> list[dict[str, Any]]:
             continue
         data = item_to_dict(item)
         try:
-            ref = weakref.ref(item, lambda _r, key=key: _ITEM_DICTS.pop(key, None))
+            # the ignore: mypy cannot infer the type of a lambda with a default argument
+            ref = weakref.ref(item, lambda _r, key=key: _ITEM_DICTS.pop(key, None))  # type: ignore[misc]
         except TypeError:  # a plain dict: nothing to hold weakly
             out.append(data)
             continue

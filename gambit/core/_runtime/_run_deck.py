@@ -121,7 +121,7 @@ async def run_deck(
     usage: ResponseUsage | None = None
     started = time.monotonic()
     try:
-        if context is _MISSING and resumed:
+        if context is _MISSING and resumed and state is not None:
             context = _recover_context(state)
         context = _resolve_root_input(root, context, message)
         if context is not _MISSING:
@@ -225,6 +225,7 @@ def _resolve_root_input(deck: Deck, context: Any, message: Any) -> Any:
         return _MISSING
     if message is not None:
         # A message-only run of a deck whose context is all optional (reference §2.3).
+        candidate: dict[str, Any] | str
         for candidate in ({}, ""):
             if schema.is_valid(candidate):
                 return candidate

@@ -7,6 +7,8 @@ The lexer, the parser and the evaluator build theirs through `_FileErrors`, whic
 
 from __future__ import annotations
 
+from typing import Any
+
 from .._errors import DeckError
 
 MAX_NESTING = 64
@@ -37,7 +39,7 @@ class ZodTranslationError(DeckError):
             return f"{self.file}: {self.message}"
         return f"{self.file}:{self.line}: {self.message}"
 
-    def __reduce__(self):
+    def __reduce__(self) -> tuple[Any, tuple[str, str, int | None, str | None]]:
         return (_rebuild_error, (self.message, self.file, self.line, self.construct))
 
 

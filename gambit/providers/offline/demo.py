@@ -98,8 +98,8 @@ def _placeholder(schema: Any, text: str, depth: int = 0) -> Any:
             for name in schema.get("required", [])
         }
     if kind in ("integer", "number"):
-        low = schema.get("minimum", schema.get("exclusiveMinimum", 0))
-        high = schema.get("maximum", low if low > 0 else 0)
+        low: Any = schema.get("minimum", schema.get("exclusiveMinimum", 0))  # JSON values
+        high: Any = schema.get("maximum", low if low > 0 else 0)
         return max(low, min(0, high))
     if kind == "boolean":
         return False
@@ -192,8 +192,8 @@ def demo_value(schema: Any, hint: str, words: str, depth: int = 0) -> Any:
             for name in schema.get("required", list(props)[:3])
         }
     if kind in ("integer", "number"):
-        low = schema.get("minimum", schema.get("exclusiveMinimum", 1))
-        high = schema.get("maximum", max(low, 5))
+        low: Any = schema.get("minimum", schema.get("exclusiveMinimum", 1))  # JSON values
+        high: Any = schema.get("maximum", max(low, 5))
         found = re.findall(r"\d+", words)
         value = int(found[0]) if found else 1
         value = max(low, min(high, value))
@@ -420,12 +420,12 @@ def _graded_text(items: Sequence[Any]) -> str:
                     return message["content"]
                 session = context.get("session")
                 if isinstance(session, dict):
-                    texts = [
+                    contents = [
                         m.get("content")
                         for m in session.get("messages") or []
                         if isinstance(m, dict) and m.get("role") == "assistant"
                     ]
-                    texts = [t for t in texts if isinstance(t, str)]
+                    texts = [t for t in contents if isinstance(t, str)]
                     if texts:
                         return texts[-1]
     return ""
