@@ -260,7 +260,10 @@ class DatabaseWorkers:
                 interval=POLL_SECONDS,
                 batch=False,
                 backend_name=self.backend,
-                startup_delay=False,
+                # A random first wait (up to one poll) spreads the slots' polls over the
+                # interval, so an idle worker picks a new run up in a fraction of a poll
+                # instead of every slot looking at the same moment.
+                startup_delay=True,
                 max_tasks=None,
                 worker_id=f"{self.name}/{index}",
                 excluded_queue_names=[],
