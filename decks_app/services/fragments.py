@@ -13,6 +13,7 @@ from typing import Any
 from django.template.loader import render_to_string
 
 from decks_app.models import TraceEvent
+from decks_app.services import events as event_log
 from gambit.core import (
     LogEvent,
     MessageUserEvent,
@@ -21,8 +22,6 @@ from gambit.core import (
     json_dict,
     trace_event_view,
 )
-
-TEXT_DELTA = "response.output_text.delta"
 
 TEMPLATE = "decks_app/session.html"
 _SLUG = re.compile(r"[^A-Za-z0-9_-]")
@@ -37,33 +36,28 @@ def _is_root(event: Any) -> bool:
     return not json_dict(event.gambit).get("parent_action_call_id")
 
 
-def _block(row: TraceEvent) -> dict[str, Any] | None:
+def _live(row: TraceEvent) -> tuple[dict[str, Any] | None, tuple[str, str] | None]:
+    """What one event adds to the live area: a block (the user's message, a reply starting,
+    a tool call, a log line) or a root deck's text delta `(text key, text)`; read once."""
     event = trace_event_view(row.payload)
     match event:
         case MessageUserEvent() if not event.parent_action_call_id:
             content = json_dict(event.message).get("content")
-            return {"kind": "user", "text": content if isinstance(content, str) else str(content)}
+            text = content if isinstance(content, str) else str(content)
+            return {"kind": "user", "text": text}, None
         case ResponseTraceEvent(type="response.output_item.added") if _is_root(event):
             item = (event.model_extra or {}).get("item") or {}
             if isinstance(item, dict) and item.get("type") == "message":
                 key = text_key(row.run_id, item.get("id"))
-                return {"kind": "assistant", "key": key, "text": ""}
+                return {"kind": "assistant", "key": key, "text": ""}, None
+        case ResponseTraceEvent(type=event_log.TEXT_DELTA) if _is_root(event):
+            extra = event.model_extra or {}
+            return None, (text_key(row.run_id, extra.get("item_id")), extra.get("delta") or "")
         case ToolCallEvent() if event.tool_kind in ("action", "external", "mcp_bridge"):
-            return {"kind": "tool", "name": event.name or "tool"}
+            return {"kind": "tool", "name": event.name or "tool"}, None
         case LogEvent() if not event.parent_action_call_id:
-            return {"kind": "log", "text": str(event.message or event.title or "")}
-    return None
-
-
-def _root_delta(row: TraceEvent) -> tuple[Any, str] | None:
-    """(item id, text) of a root deck's text delta, else None."""
-    if row.type != TEXT_DELTA:
-        return None
-    event = trace_event_view(row.payload)
-    if not _is_root(event):
-        return None
-    extra = event.model_extra or {}
-    return extra.get("item_id"), extra.get("delta") or ""
+            return {"kind": "log", "text": str(event.message or event.title or "")}, None
+    return None, None
 
 
 def live_blocks(events: Iterable[TraceEvent]) -> list[dict[str, Any]]:
@@ -71,37 +65,31 @@ def live_blocks(events: Iterable[TraceEvent]) -> list[dict[str, Any]]:
     blocks: list[dict[str, Any]] = []
     by_key: dict[str, dict[str, Any]] = {}
     for event in events:
-        block = _block(event)
+        block, delta = _live(event)
         if block is not None:
             blocks.append(block)
             if block.get("key"):
                 by_key[block["key"]] = block
-        elif (delta := _root_delta(event)) is not None:
-            key = text_key(event.run_id, delta[0])
-            if key in by_key:
-                by_key[key]["text"] += delta[1]
+        elif delta is not None and delta[0] in by_key:
+            by_key[delta[0]]["text"] += delta[1]
     return blocks
 
 
 def event_fragments(events: Iterable[TraceEvent], rows_only: bool = False) -> list[str]:
     """OOB fragments for new events: blocks appended to #live, deltas appended to their text,
-    and one row per event appended to the raw event list (#raw-events)."""
+    and one row per event appended to the raw event list (#raw-events). With `rows_only`,
+    the rows alone (the live area is being re-rendered whole)."""
     events = list(events)
     parts: list[str] = []
     for event in [] if rows_only else events:
-        block = _block(event)
+        block, delta = _live(event)
         if block is not None:
             parts.append(render_to_string(TEMPLATE + "#live_append", {"block": block}))
-        elif (delta := _root_delta(event)) is not None:
+        elif delta is not None:
             parts.append(
-                render_to_string(
-                    TEMPLATE + "#delta",
-                    {"key": text_key(event.run_id, delta[0]), "delta": delta[1]},
-                )
+                render_to_string(TEMPLATE + "#delta", {"key": delta[0], "delta": delta[1]})
             )
-    for event in (
-        [] if rows_only else events
-    ):  # one piece per row, so frames can be cut between rows
+    for event in events:  # one piece per row, so frames can be cut between rows
         parts.append(render_to_string(TEMPLATE + "#raw_events_append", {"events": [event]}))
     return parts
 

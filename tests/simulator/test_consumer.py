@@ -274,3 +274,19 @@ async def test_a_dropped_notification_of_a_new_run_reaches_an_idle_page(monkeypa
     html = await comm.receive_from(timeout=5)
     assert 'data-status="running"' in html and 'id="status"' in html
     await comm.disconnect()
+
+
+def test_rows_only_fragments_are_the_raw_rows_without_live_pieces():
+    """When a run starts or ends the live area is re-rendered whole; the events stored in
+    between still get their raw rows, and nothing is appended to the live area twice."""
+    from decks_app.services import fragments
+
+    session, run = _session_with_events(3)
+    rows = list(TraceEvent.objects.filter(run=run).order_by("id"))
+    pieces = fragments.event_fragments(rows, rows_only=True)
+    assert len(pieces) == 3 and all(
+        '<ol id="raw-events" hx-swap-oob="beforeend">' in p for p in pieces
+    )
+    full = fragments.event_fragments(rows)
+    assert len(full) == 6  # the reply's block, its two deltas, and the three rows
+    assert sum('id="live"' in p for p in full) == 1 and sum("&lt;d2&gt;" in p for p in full) == 2
