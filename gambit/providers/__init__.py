@@ -38,7 +38,7 @@ if "httpx" not in _sys.modules and "httpx._main" not in _sys.modules:
         return main(*args, **kwargs)
 
     _stand_in = _types.ModuleType("httpx._main", "httpx's CLI, imported when first run")
-    _stand_in.main = _httpx_cli_main  # type: ignore[attr-defined]
+    vars(_stand_in)["main"] = _httpx_cli_main
     _sys.modules["httpx._main"] = _stand_in
 
 from ._config import ConfigError, GambitConfig, ModelAlias, find_config, load_config

@@ -218,6 +218,15 @@ class _TracedItems:
 _ITEM_DICTS: dict[int, tuple[weakref.ref, dict[str, Any]]] = {}
 
 
+def _forget(key: int) -> Callable[[weakref.ref], None]:
+    """The weakref callback that drops an item's entry once the item is collected."""
+
+    def forget(_ref: weakref.ref) -> None:
+        _ITEM_DICTS.pop(key, None)
+
+    return forget
+
+
 def _trace_items(items: list[Any]) -> list[dict[str, Any]]:
     out = []
     cache = _ITEM_DICTS
@@ -229,8 +238,7 @@ def _trace_items(items: list[Any]) -> list[dict[str, Any]]:
             continue
         data = item_to_dict(item)
         try:
-            # the ignore: mypy cannot infer the type of a lambda with a default argument
-            ref = weakref.ref(item, lambda _r, key=key: _ITEM_DICTS.pop(key, None))  # type: ignore[misc]
+            ref = weakref.ref(item, _forget(key))
         except TypeError:  # a plain dict: nothing to hold weakly
             out.append(data)
             continue
