@@ -113,12 +113,7 @@ def resolve_deck_path(
         )
         return None
     if not target.is_file():
-        load.diag.error(
-            f"{raw!r} does not exist ({target})",
-            file=file,
-            key=key,
-            hint="check the path; it is relative to this file",
-        )
+        _missing(load, raw, target, file, key)
         return None
     if target.name == "PROMPT.md":
         return str(target)
@@ -201,11 +196,16 @@ def resolve_execute_path(load: Load, raw: str, file: str, key: str) -> str | Non
         )
         return None
     if not target.is_file():
-        load.diag.error(
-            f"{raw!r} does not exist ({target})",
-            file=file,
-            key=key,
-            hint="check the path; it is relative to this file",
-        )
+        _missing(load, raw, target, file, key)
         return None
     return str(target)
+
+
+def _missing(load: Load, raw: str, target: Path, file: str, key: str) -> None:
+    """A path that names no file: the error, always the same words."""
+    load.diag.error(
+        f"{raw!r} does not exist ({target})",
+        file=file,
+        key=key,
+        hint="check the path; it is relative to this file",
+    )

@@ -108,27 +108,22 @@ class _ToolCalls(_Handlers):
         except RunError as exc:
             # Improvement over the legacy runtime: the model is told and may try again.
             error = {"status": 400, "code": "invalid_payload", "message": str(exc)}
-            self.items.append(FunctionCallOutputItem(call_id=call.call_id, output=_json(error)))
-            self.run.trace(
-                ToolResultEvent,
-                action_call_id=call.call_id,
-                name=RESPOND_TOOL,
-                result=error,
-                tool_kind="internal",
-                parent_action_call_id=self.action_call_id,
-            )
-            return error, False
+            return self._respond_result(call, error), False
         envelope: dict[str, Any] = {"payload": payload, **_envelope_fields(args)}
-        self.items.append(FunctionCallOutputItem(call_id=call.call_id, output=_json(envelope)))
+        return self._respond_result(call, envelope), True
+
+    def _respond_result(self, call: _ToolCall, result: dict[str, Any]) -> dict[str, Any]:
+        """`gambit_respond`'s answer: the tool output the model sees, and its trace."""
+        self.items.append(FunctionCallOutputItem(call_id=call.call_id, output=_json(result)))
         self.run.trace(
             ToolResultEvent,
             action_call_id=call.call_id,
             name=RESPOND_TOOL,
-            result=envelope,
+            result=result,
             tool_kind="internal",
             parent_action_call_id=self.action_call_id,
         )
-        return envelope, True
+        return result
 
     def _end(self, call: _ToolCall) -> dict[str, Any]:
         args = call.args

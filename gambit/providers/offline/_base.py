@@ -162,6 +162,19 @@ async def _call(callback: Callable[[Any], Any], value: Any) -> None:
         await result
 
 
+def _numbered(emit: Callable[[Any], Any]) -> Callable[[Any], Awaitable[None]]:
+    """A sender that numbers a stream's events 1, 2, ... and hands each on as a dict."""
+    seq = 0
+
+    async def send(event: Any) -> None:
+        nonlocal seq
+        seq += 1
+        event.sequence_number = seq
+        await _call(emit, event.to_dict())
+
+    return send
+
+
 def _coerce_request(request: Any) -> CreateResponseRequest:
     if isinstance(request, CreateResponseRequest):
         return request
@@ -312,13 +325,7 @@ class OfflineBase:
         response: CreateResponseResponse,
         emit: StreamEventCallback,
     ) -> None:
-        seq = 0
-
-        async def send(event: Any) -> None:
-            nonlocal seq
-            seq += 1
-            event.sequence_number = seq
-            await _call(emit, event.to_dict())
+        send = _numbered(emit)
 
         created = CreateResponseResponse(
             id=response.id,
@@ -370,13 +377,7 @@ class OfflineBase:
         response_id: str,
         emit: StreamEventCallback,
     ) -> None:
-        seq = 0
-
-        async def send(event: Any) -> None:
-            nonlocal seq
-            seq += 1
-            event.sequence_number = seq
-            await _call(emit, event.to_dict())
+        send = _numbered(emit)
 
         created = int(time.time())
         await send(
