@@ -37,14 +37,6 @@ execute = "./add.py"
 +++
 You add numbers and explain each step at length.
 """
-ADD = """
-import gambit
-deck = gambit.define_deck(
-    run=lambda ctx: {"total": ctx.input["n"] + 1},
-    context_schema={"type": "object", "properties": {"n": {"type": "number"}}, "required": ["n"]},
-    response_schema={"type": "object", "properties": {"total": {"type": "number"}}},
-)
-"""
 WORDS = 40
 
 
@@ -129,6 +121,8 @@ def main() -> None:
         folder = Path(tmp)
         (folder / "long").mkdir()
         (folder / "long" / "PROMPT.md").write_text(textwrap.dedent(DECK).lstrip())
+        from bench_engine import ADD  # the engine bench's compute action, as it is
+
         (folder / "long" / "add.py").write_text(textwrap.dedent(ADD))
         setup_django(folder)
         from django.test import Client

@@ -29,7 +29,6 @@ import subprocess
 import sys
 import tempfile
 import textwrap
-import threading
 import time
 import urllib.parse
 import urllib.request
@@ -39,37 +38,22 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from tests.support.fake_model_server import FakeModelServer, Reply  # noqa: E402
+from tests.support.fake_model_server import Reply, TimedModelServer  # noqa: E402
 
 LATENCY = 0.1
 GAMBIT = str(Path(sys.executable).parent / "gambit")
 
 
-class BenchModel(FakeModelServer):
-    """Answers every request after LATENCY seconds; notes the request span."""
+class BenchModel(TimedModelServer):
+    """Answers every request after LATENCY seconds: the persona asks, the bot answers."""
 
     def __init__(self) -> None:
-        super().__init__()
-        self.lock = threading.Lock()
-        self.reset()
+        super().__init__(LATENCY)
 
-    def reset(self) -> None:
-        self.calls = 0
-        self.first: float | None = None
-        self.last: float | None = None
-
-    def _next_reply(self, request):
-        now = time.perf_counter()
-        with self.lock:
-            self.calls += 1
-            self.first = now if self.first is None else self.first
-            self.last = max(self.last or 0.0, now + LATENCY)
+    def answer(self, request):
         persona = "synthetic scenario participant" in json.dumps(request.body)
         text = "Where is my order A1002?" if persona else "It ships tomorrow."
         return Reply(text=text, delay_before=LATENCY)
-
-    def span(self) -> float:
-        return (self.last or 0.0) - (self.first or 0.0)
 
 
 def workspace(folder: Path) -> Path:
@@ -116,7 +100,7 @@ def _free_port() -> int:
 
 
 def cli_round(model: BenchModel, root: Path, runs: int, concurrency: int, env: dict) -> tuple:
-    model.reset()
+    model.reset_counts()
     started = time.perf_counter()
     done = subprocess.run(
         [
@@ -128,7 +112,7 @@ def cli_round(model: BenchModel, root: Path, runs: int, concurrency: int, env: d
     wall = time.perf_counter() - started
     if done.returncode != 0:
         raise SystemExit(f"gambit scenario failed:\n{done.stderr[-2000:]}")
-    return wall, model.span(), model.calls
+    return wall, model.span() or 0.0, model.calls
 
 
 class Simulator:
@@ -209,9 +193,9 @@ def main() -> None:
         try:
             for _ in range(args.rounds):
                 results["cli"].append(cli_round(model, root, args.runs, args.concurrency, env))
-                model.reset()
+                model.reset_counts()
                 wall = sim.batch(args.runs, args.concurrency)
-                results["simulator"].append((wall, model.span(), model.calls))
+                results["simulator"].append((wall, model.span() or 0.0, model.calls))
         finally:
             sim.stop()
     print(

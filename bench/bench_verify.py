@@ -31,15 +31,13 @@ import subprocess
 import sys
 import tempfile
 import textwrap
-import threading
-import time
 import zlib
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from tests.support.fake_model_server import FakeModelServer, FunctionCall, Reply  # noqa: E402
+from tests.support.fake_model_server import FunctionCall, Reply, TimedModelServer  # noqa: E402
 
 LATENCY = 0.1
 CONCURRENCY = 16
@@ -56,25 +54,13 @@ WRAPPER = (
 )
 
 
-class BenchModel(FakeModelServer):
+class BenchModel(TimedModelServer):
     """Answers after LATENCY seconds, in the shape each tool's grader expects; counts calls."""
 
     def __init__(self) -> None:
-        super().__init__()
-        self.lock = threading.Lock()
-        self.reset_counts()
+        super().__init__(LATENCY)
 
-    def reset_counts(self) -> None:
-        self.calls = 0
-        self.first: float | None = None
-        self.last: float | None = None
-
-    def _next_reply(self, request):
-        now = time.perf_counter()
-        with self.lock:
-            self.calls += 1
-            self.first = now if self.first is None else self.first
-            self.last = now + LATENCY
+    def answer(self, request):
         body = request.body if isinstance(request.body, dict) else {}
         text = json.dumps(body)
         if "gambit_respond" in json.dumps(body.get("tools") or []):
@@ -290,7 +276,7 @@ def measure(model: BenchModel, command: list[str], env: dict[str, str], cwd: Pat
         timeout=600,
     )
     wall, rss_kb, code = out.stdout.split()
-    span = (model.last - model.first) if model.first is not None and model.last else None
+    span = model.span()
     if int(code) != 0:
         print(f"  exit {code}: {out.stderr.strip()[-600:]}", flush=True)
     return {

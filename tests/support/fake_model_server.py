@@ -1013,6 +1013,37 @@ class RemoteFakeModelServer:
             return json.loads(resp.read())
 
 
+class TimedModelServer(FakeModelServer):
+    """A fake model for benchmarks: every request is answered by `answer(request)` after
+    `latency` seconds, and the server counts the calls and the request span (the first
+    request in to the last answer out) since `reset_counts()`."""
+
+    def __init__(self, latency: float) -> None:
+        super().__init__()
+        self.latency = latency
+        self._count_lock = threading.Lock()
+        self.reset_counts()
+
+    def reset_counts(self) -> None:
+        self.calls = 0
+        self.first: float | None = None
+        self.last: float | None = None
+
+    def span(self) -> float | None:
+        return self.last - self.first if self.first is not None and self.last else None
+
+    def answer(self, request: RecordedRequest) -> Reply:
+        return Reply(text="ok", delay_before=self.latency)
+
+    def _next_reply(self, request: RecordedRequest) -> Reply:
+        now = time.perf_counter()
+        with self._count_lock:
+            self.calls += 1
+            self.first = now if self.first is None else self.first
+            self.last = max(self.last or 0.0, now + self.latency)
+        return self.answer(request)
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description="Run the fake model server standalone.")
     parser.add_argument("--port", type=int, default=0)
