@@ -20,7 +20,7 @@ from django.db import transaction
 from decks_app.models import Run, Session, Workspace
 from decks_app.services import providers
 from decks_app.services import verify as verify_service
-from decks_app.services.workspaces import find_deck, list_decks
+from decks_app.services.workspaces import find_deck, is_listed_deck, list_decks
 
 MAX_TURNS = (1, 200)
 BATCH_RUNS = (1, 100)
@@ -43,6 +43,17 @@ def workspace_scenarios(workspace: Workspace) -> list[dict[str, Any]]:
         for ref in verify_service.deck_refs(workspace, deck.path)["scenarios"]:
             out.append({"deck": deck.path, "deckLabel": deck.label, **ref})
     return out
+
+
+def declared_scenario(
+    workspace: Workspace, deck_path: str, scenario_path: str
+) -> dict[str, Any] | None:
+    """The scenario `scenario_path` (label, description) when the listed deck `deck_path`
+    declares it in `[[scenarios]]`, else None. Nothing outside the listing is loaded."""
+    if not deck_path or not is_listed_deck(workspace, deck_path):
+        return None
+    refs = verify_service.deck_refs(workspace, deck_path)["scenarios"]
+    return next((ref for ref in refs if ref["path"] == scenario_path), None)
 
 
 def _bounded(raw: Any, name: str, bounds: tuple[int, int], default: int) -> int:
@@ -70,8 +81,7 @@ def start_scenario(
 ) -> Session:
     """Queue one scenario run; returns its session. `context` is the root deck's and
     `scenario_input` the scenario deck's own (already checked against their schemas)."""
-    declared = {r["path"] for r in verify_service.deck_refs(workspace, deck_path)["scenarios"]}
-    if scenario_path not in declared:
+    if declared_scenario(workspace, deck_path, scenario_path) is None:
         raise ScenarioError(
             f"{scenario_path!r} is not a scenario of {deck_path}; add it to [[scenarios]]"
         )
@@ -133,8 +143,7 @@ def start_batch(
         scenario_input=None if scenario_input is NO_INPUT else scenario_input,
         has_scenario_input=scenario_input is not NO_INPUT,
     )
-    declared = {r["path"] for r in verify_service.deck_refs(workspace, deck_path)["scenarios"]}
-    if scenario_path not in declared:
+    if declared_scenario(workspace, deck_path, scenario_path) is None:
         raise ScenarioError(
             f"{scenario_path!r} is not a scenario of {deck_path}; add it to [[scenarios]]"
         )

@@ -87,14 +87,7 @@ def context_form(request: HttpRequest) -> HttpResponse:
 def _declared_scenario(workspace, value: str) -> dict | None:
     """The `deck|scenario` choice of the scenario form, when the deck declares it."""
     deck, _, path = value.partition("|")
-    return next(
-        (
-            s
-            for s in scenarios.workspace_scenarios(workspace)
-            if (s["deck"], s["path"]) == (deck, path)
-        ),
-        None,
-    )
+    return scenarios.declared_scenario(workspace, deck, path)
 
 
 def _persona_ctx(workspace, choice: dict | None) -> dict:
