@@ -242,9 +242,16 @@ def conversation_blocks(
     return blocks
 
 
-def earlier_blocks(session: Session, before: int) -> dict[str, Any]:
-    """The BLOCKS_SHOWN conversation blocks before index `before` (for "Show earlier")."""
-    blocks = conversation_blocks(conversation(session), session.items)
+def shown_before(blocks: list[Any], before: int) -> tuple[list[Any], int]:
+    """The BLOCKS_SHOWN blocks before index `before`, and how many come before those (the
+    page shows the newest: `before` = all of them; "Show earlier" asks for the rest)."""
     before = max(0, min(before, len(blocks)))
     start = max(0, before - BLOCKS_SHOWN)
-    return {"session": session, "blocks_shown": blocks[start:before], "blocks_before": start}
+    return blocks[start:before], start
+
+
+def earlier_blocks(session: Session, before: int) -> dict[str, Any]:
+    """The conversation blocks before index `before` (for "Show earlier")."""
+    blocks = conversation_blocks(conversation(session), session.items)
+    shown, start = shown_before(blocks, before)
+    return {"session": session, "blocks_shown": shown, "blocks_before": start}

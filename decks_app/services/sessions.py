@@ -11,10 +11,9 @@ from django.db.models import Avg, Count, Q, Sum
 from django.utils import timezone
 
 from decks_app.models import Feedback, Run, Session, TraceEvent, Workspace
-from decks_app.services import conversation as conversation_module
 from decks_app.services import events as event_log
 from decks_app.services import fragments, providers, trace_tree
-from decks_app.services.conversation import conversation, conversation_blocks
+from decks_app.services.conversation import conversation, conversation_blocks, shown_before
 from decks_app.services.workspaces import DeckInfo, find_deck, is_listed_deck
 from gambit.core import is_valid_id, new_id
 
@@ -299,6 +298,8 @@ def session_detail(session: Session) -> dict[str, Any]:
         payloads = trace_tree.tree_rows(session, cursor, runs=tree_runs)
     totals = session.runs.aggregate(tokens=Sum("total_tokens"), cost=Sum("cost"))
     live_blocks = fragments.live_blocks(live)
+    blocks = conversation_blocks(bubbles, session.items)
+    shown, hidden = shown_before(blocks, len(blocks))
     model, model_offline = shown_model(session, runs)
     gradings = grading_summaries(session)
     return {
@@ -324,10 +325,10 @@ def session_detail(session: Session) -> dict[str, Any]:
         "cursor": cursor,
         "version": session.state_version,
         "bubbles": bubbles,
-        "blocks": (blocks := conversation_blocks(bubbles, session.items)),
-        # The page shows the newest blocks; "Show earlier" loads the rest, BLOCKS_SHOWN at a time.
-        "blocks_shown": blocks[-conversation_module.BLOCKS_SHOWN :],
-        "blocks_before": max(0, len(blocks) - conversation_module.BLOCKS_SHOWN),
+        "blocks": blocks,
+        # The page shows the newest blocks; "Show earlier" loads the rest.
+        "blocks_shown": shown,
+        "blocks_before": hidden,
         "status": runs[-1].status if runs else "idle",
         "tokens": totals["tokens"] or 0,
         "cost": totals["cost"],

@@ -510,10 +510,3 @@ def tree_rows(
     others = qs.exclude(type="model.call").order_by("id").values_list("id", "payload")
     calls = call_payloads(qs.filter(type="model.call").order_by("id"))
     return list(heapq.merge(others, calls, key=lambda row: row[0]))
-
-
-def tree_stats(payloads: list[dict[str, Any]]) -> dict[str, int]:
-    counts: dict[str, int] = {}
-    for p in payloads:
-        counts[p.get("type", "?")] = counts.get(p.get("type", "?"), 0) + 1
-    return counts
