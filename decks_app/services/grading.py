@@ -146,8 +146,9 @@ async def grade_session(
     if state is None:
         raise GradingError("this session has no conversation to grade")
     grader_file = Path(workspace_root) / grader_path
-    tree, diag = check_deck_tree(grader_file)
-    if tree is None:
+    # As a grader: the seed's compatibility rule holds here as under [[graders]].
+    tree, diag = check_deck_tree(grader_file, role="grader")
+    if tree is None or diag.errors:
         raise GradingError("; ".join(p.message for p in diag.errors) or "the grader does not load")
     grading, _ = await grade_state(tree, state_from_dict(state), **run_options)
     output = grading.to_json()

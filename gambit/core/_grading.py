@@ -18,7 +18,7 @@ from typing import Any, Literal
 
 from ._deck import Deck, DeckTree
 from ._ids import new_id
-from ._loader import load_deck_tree
+from ._loader import as_tree
 from ._provider import ModelProvider
 from ._runtime import is_end_signal, run_deck
 from ._state import SavedState, state_messages
@@ -148,12 +148,9 @@ async def grade_state(
     turns are graded concurrently (at most `turn_concurrency` at once) and the turns that did
     grade are kept beside the error of one that failed.
     """
-    tree = grader if isinstance(grader, DeckTree) else None
-    if tree is None and not isinstance(grader, Deck | DeckTree):
-        tree = load_deck_tree(grader, strict=strict)
-    deck = tree.root if tree is not None else grader
-    assert isinstance(deck, Deck)
-    target: Deck | DeckTree = tree if tree is not None else deck
+    tree = as_tree(grader, strict=strict, role="grader")
+    deck = tree.root
+    target: Deck | DeckTree = grader if isinstance(grader, Deck) else tree
     mode = grading_mode(deck)
     session = session_payload(state)
     grades: list[Grade] = []

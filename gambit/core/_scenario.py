@@ -16,10 +16,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from ._deck import Deck, DeckRole, DeckTree
+from ._deck import Deck, DeckTree
 from ._errors import GambitError
 from ._ids import new_id
-from ._loader import load_deck_tree
+from ._loader import as_tree
 from ._provider import ModelProvider
 from ._runtime import _MISSING, RunError, is_end_signal, run_deck
 from ._schema import Schema, SchemaValidationError
@@ -41,14 +41,6 @@ class ScenarioResult:
     turns: int
     stopped: StopReason
     context: Any = None
-
-
-def _tree(deck: str | Path | Deck | DeckTree, strict: bool, role: DeckRole = "root") -> DeckTree:
-    if isinstance(deck, DeckTree):
-        return deck
-    if isinstance(deck, Deck):
-        return DeckTree(root=deck, decks={deck.path: deck}, entries=[], warnings=[])
-    return load_deck_tree(deck, strict=strict, role=role)
 
 
 def _text(output: Any) -> str:
@@ -121,7 +113,8 @@ async def run_scenario(
 
     `run_options` go to every `run_deck` call (provider routing, mode, tracing, stream).
     """
-    root_tree, persona_tree = _tree(root, strict), _tree(persona, strict, "scenario")
+    root_tree = as_tree(root, strict=strict)
+    persona_tree = as_tree(persona, strict=strict, role="scenario")
     root_deck = root_tree.root
     scenario_run_id = new_id("scenario")
     persona_state: SavedState | None = None

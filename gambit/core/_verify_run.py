@@ -20,10 +20,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from ._deck import Deck, DeckRole, DeckTree
+from ._deck import Deck, DeckTree
 from ._grading import GradingRun, grade_state
 from ._ids import new_id
-from ._loader import load_deck_tree
+from ._loader import as_tree
 from ._provider import ModelProvider
 from ._runtime import _MISSING
 from ._scenario import run_scenario
@@ -254,16 +254,6 @@ def declared_refs(tree: DeckTree, role: Literal["scenarios", "graders"]) -> list
     return [ref.path for ref in getattr(tree.root, role)]
 
 
-def _load(deck: str | Path | Deck | DeckTree, strict: bool, role: DeckRole = "root") -> DeckTree:
-    """A deck tree, loaded as `role` (a persona as a scenario, a grader as a grader: their
-    seed rules and defaults apply, as under the root's `[[scenarios]]` / `[[graders]]`)."""
-    if isinstance(deck, DeckTree):
-        return deck
-    if isinstance(deck, Deck):
-        return DeckTree(root=deck, decks={deck.path: deck}, entries=[], warnings=[])
-    return load_deck_tree(deck, strict=strict, role=role)
-
-
 async def run_verify(
     root: str | Path | Deck | DeckTree,
     *,
@@ -298,13 +288,13 @@ async def run_verify(
     if runs < 1 or repeats < 1 or concurrency < 1:
         raise ValueError("runs, repeats and concurrency must be at least 1")
     started = time.perf_counter()
-    root_tree = _load(root, strict)
+    root_tree = as_tree(root, strict=strict)
     scenario_trees = [
-        _load(s, strict, "scenario")
+        as_tree(s, strict=strict, role="scenario")
         for s in (scenarios if scenarios is not None else declared_refs(root_tree, "scenarios"))
     ]
     grader_trees = [
-        _load(g, strict, "grader")
+        as_tree(g, strict=strict, role="grader")
         for g in (graders if graders is not None else declared_refs(root_tree, "graders"))
     ]
     if not scenario_trees:

@@ -95,3 +95,22 @@ def test_deprecations_warn_once_on_stderr_go_in_the_trace_and_fail_under_strict(
         "run", str(deck), "--message", "hi", cwd=tmp_path, env={"GAMBIT_STRICT": "1"}
     )
     assert env_strict.returncode == 1
+
+
+def test_the_engine_loads_a_grader_given_by_path_as_a_grader(tmp_path: Path):
+    """`grade_state` (and so verify and the Grade tab) checks a grader path as a grader,
+    the same rule `gambit grade` applies, before any model is called."""
+    import asyncio
+
+    import pytest
+
+    from gambit.core import DeckLoadError, grade_state, state_from_dict
+    from gambit.providers.offline import ScriptedProvider
+
+    grader = write(tmp_path, "g/PROMPT.md", BAD_GRADER)
+    write(tmp_path, "g/ctx.json", CTX)
+    state = state_from_dict({"runId": "r", "messages": [{"role": "user", "content": "hi"}]})
+    provider = ScriptedProvider()
+    with pytest.raises(DeckLoadError, match="not compatible with the built-in grader context"):
+        asyncio.run(grade_state(grader, state, provider=provider))
+    assert provider.requests == []

@@ -37,9 +37,10 @@ problem in a deck (only `DeckRunsCode`, when the caller asked for no imports).
 """
 
 from .imports import IMPORT_TIME_LIMIT, DeckRunsCode
-from .tree import check_deck_tree, find_workspace_decks, load_deck, load_deck_tree
+from .tree import as_tree, check_deck_tree, find_workspace_decks, load_deck, load_deck_tree
 
 __all__ = [
+    "as_tree",
     "IMPORT_TIME_LIMIT",
     "DeckRunsCode",
     "check_deck_tree",

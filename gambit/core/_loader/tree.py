@@ -37,6 +37,19 @@ def load_deck_tree(path: str | Path, *, strict: bool = False, role: DeckRole = "
     return tree
 
 
+def as_tree(
+    deck: str | Path | Deck | DeckTree, *, strict: bool = False, role: DeckRole = "root"
+) -> DeckTree:
+    """A deck tree from what the engine's callers may pass: a tree as it is, a lone deck
+    as a tree of one, a path loaded as `role` (a persona as a scenario, a grader as a
+    grader: their seed rules and defaults apply as under `[[scenarios]]` / `[[graders]]`)."""
+    if isinstance(deck, DeckTree):
+        return deck
+    if isinstance(deck, Deck):
+        return DeckTree(root=deck, decks={deck.path: deck}, entries=[], warnings=[])
+    return load_deck_tree(deck, strict=strict, role=role)
+
+
 def load_deck(path: str | Path, *, strict: bool = False) -> Deck:
     """Load a deck and its tree (so references are validated), returning the root deck."""
     return load_deck_tree(path, strict=strict).root
