@@ -74,12 +74,26 @@ def stop(*procs: subprocess.Popen) -> None:
             proc.wait(timeout=5)
 
 
+def _sixty_tokens() -> Reply:
+    return Reply(deltas=[f"tok{i} " for i in range(60)], delay=0.04)
+
+
 @pytest.fixture(scope="session")
 def fake_model():
     server = FakeModelServer().start()
-    server.default_reply = Reply(deltas=[f"tok{i} " for i in range(60)], delay=0.04)
+    server.default_reply = _sixty_tokens()
     yield server
     server.stop()
+
+
+@pytest.fixture(autouse=True)
+def _fake_model_as_started(request):
+    """Each test finds the shared fake model as the session started it: no replies queued by
+    an earlier test (a leftover queue answered the next file's chat), the sixty-token default."""
+    if "fake_model" in request.fixturenames or "live_url" in request.fixturenames:
+        server = request.getfixturevalue("fake_model")
+        server.reset()
+        server.default_reply = _sixty_tokens()
 
 
 @pytest.fixture(scope="session")

@@ -96,8 +96,10 @@ def test_a_rating_survives_a_reload(page, live_url):
     )
     # wait until htmx has processed the freshly swapped-in textarea, then type
     page.wait_for_function(
-        "(() => { const el = document.querySelector('#conversation textarea.reason');"
-        " return !!(el && el['htmx-internal-data'] && el['htmx-internal-data'].initHash); })()"
+        # a function, not an expression: Playwright evals expressions in the page on every
+        # poll, which the simulator's CSP (no 'unsafe-eval') refuses
+        "() => { const el = document.querySelector('#conversation textarea.reason');"
+        " return !!(el && el['htmx-internal-data'] && el['htmx-internal-data'].initHash); }"
     )
     with page.expect_response(lambda r: "/feedback/" in r.url and r.request.method == "POST"):
         page.locator("#conversation textarea.reason").first.fill("clear and short")

@@ -88,8 +88,10 @@ def test_a_reply_is_announced_once_and_focus_returns_to_the_box(page, live_url, 
         "aria-pressed", "true"
     )
     page.wait_for_function(
-        "(() => { const el = document.querySelector('#conversation textarea.reason');"
-        " return !!(el && el['htmx-internal-data'] && el['htmx-internal-data'].initHash); })()"
+        # a function, not an expression: Playwright evals expressions in the page on every
+        # poll, which the simulator's CSP (no 'unsafe-eval') refuses
+        "() => { const el = document.querySelector('#conversation textarea.reason');"
+        " return !!(el && el['htmx-internal-data'] && el['htmx-internal-data'].initHash); }"
     )
     page.focus("#conversation textarea.reason")
     with page.expect_response(lambda r: "/feedback/" in r.url and r.request.method == "POST"):
