@@ -9,7 +9,6 @@ are followed up to MAX_EMBED_DEPTH, a cycle is an error naming the chain, and th
 from __future__ import annotations
 
 import re
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +17,7 @@ from .._frontmatter import FrontMatterError, parse_front_matter
 from .entries import ACTIONS, GRADERS, SCENARIOS, merge_actions, parse_card_refs, parse_entries
 from .keys import front_matter_hint
 from .load import Load
-from .paths import local, read_text
+from .paths import bundled_files, local, read_text
 from .schemas import resolve_schema
 
 MAX_EMBED_DEPTH = 32  # snippets embedded inside snippets
@@ -115,7 +114,7 @@ def _embed(
                 hint=f"use ![]({DEPRECATED_SNIPPETS[rel]}) instead",
             )
         ident = target
-        text = resources.files(SNIPPET_PACKAGE).joinpath(rel).read_text(encoding="utf-8")
+        text = bundled_files(SNIPPET_PACKAGE).joinpath(rel).read_text(encoding="utf-8")
         return _embed_text(load, ident, text, stack, deck, embeds, base_file=file)
     if target.startswith("gambit://"):
         load.diag.error(
@@ -245,7 +244,7 @@ def _snippet_exists(rel: str) -> bool:
     if "/" in rel or "\\" in rel or rel.startswith("."):
         return False
     try:
-        return resources.files(SNIPPET_PACKAGE).joinpath(rel).is_file()
+        return bundled_files(SNIPPET_PACKAGE).joinpath(rel).is_file()
     except (OSError, ValueError):
         return False
 
@@ -253,6 +252,6 @@ def _snippet_exists(rel: str) -> bool:
 def _snippet_uris() -> list[str]:
     return sorted(
         f"gambit://snippets/{p.name}"
-        for p in resources.files(SNIPPET_PACKAGE).iterdir()
+        for p in bundled_files(SNIPPET_PACKAGE).iterdir()
         if p.name.endswith(".md") and p.name not in DEPRECATED_SNIPPETS
     )

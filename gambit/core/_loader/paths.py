@@ -12,14 +12,25 @@
 
 from __future__ import annotations
 
-from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .load import Load
 
+if TYPE_CHECKING:
+    from importlib.resources.abc import Traversable
+
 STDLIB_DECK_PACKAGE = "gambit.core.decks"  # gambit://decks/... (the agent bridge decks)
 CODE_SUFFIXES = (".ts", ".tsx", ".js", ".mjs", ".cjs", ".mts")
+
+
+def bundled_files(package: str) -> Traversable:
+    """The files bundled in `package` (snippets, stdlib decks). importlib.resources is
+    imported here, on first use, not with the loader: most decks embed nothing bundled, and
+    the import costs every command's start-up a few milliseconds."""
+    from importlib import resources
+
+    return resources.files(package)
 
 
 def folder_entrypoint(folder: Path) -> Path | None:
@@ -162,7 +173,7 @@ def _resolve_stdlib_deck(load: Load, raw: str, file: str, key: str) -> str | Non
             hint=f"use {raw.rstrip('/')}/PROMPT.md",
         )
         rel = rel.rstrip("/") + "/PROMPT.md"
-    bundled = resources.files(STDLIB_DECK_PACKAGE).joinpath(rel.removeprefix("decks/"))
+    bundled = bundled_files(STDLIB_DECK_PACKAGE).joinpath(rel.removeprefix("decks/"))
     if bundled.is_file():
         return str(Path(str(bundled)).resolve())
     load.diag.error(
