@@ -1,0 +1,91 @@
+"""The console script's start-up: the collector paused while a command loads, then back on.
+
+How long start-up takes is measured by bench/bench_cli.py, not asserted here; these tests
+check what the speed-up must not change.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+GAMBIT = str(Path(sys.executable).parent / "gambit")
+
+# A compute deck that reports, from inside the `gambit` process, the collector's state.
+PROBE = """
+import gc
+import sys
+
+import gambit
+
+
+def run(ctx):
+    return {
+        "collecting": gc.isenabled(),
+        "frozen": gc.get_freeze_count(),
+        "unused_loaded": sorted(
+            m for m in ("gambit.core._grading", "gambit.core._verify", "statistics")
+            if m in sys.modules
+        ),
+    }
+
+
+deck = gambit.define_deck(run=run)
+"""
+
+
+def _probe(tmp_path: Path) -> Path:
+    deck = tmp_path / "probe.py"
+    deck.write_text(textwrap.dedent(PROBE), encoding="utf-8")
+    return deck
+
+
+def test_deck_code_runs_with_the_collector_on_and_start_up_frozen(tmp_path):
+    done = subprocess.run(
+        [GAMBIT, "run", str(_probe(tmp_path))], capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    assert report["collecting"] is True
+    # what importing the engine allocated is frozen: later passes (and the one at exit) skip it
+    assert report["frozen"] > 10_000
+    assert report["unused_loaded"] == []
+
+
+def test_invoking_the_click_group_in_process_leaves_the_collector_alone(tmp_path):
+    # Tests and other hosts call `cli`, not the console script: nothing of theirs is frozen.
+    code = textwrap.dedent(
+        f"""
+        import gc, json
+        from click.testing import CliRunner
+        from gambit.cli.main import cli
+        result = CliRunner().invoke(cli, ["run", {str(_probe(tmp_path))!r}])
+        print(json.dumps([result.exit_code, gc.isenabled(), gc.get_freeze_count()]))
+        """
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout.splitlines()[-1]) == [0, True, 0]
+
+
+def test_the_collector_is_back_on_after_help_and_usage_errors():
+    code = textwrap.dedent(
+        """
+        import gc, sys
+        from gambit.cli.main import main
+        for argv in (["gambit", "--help"], ["gambit", "nosuchcommand"]):
+            sys.argv = argv
+            try:
+                main()
+            except SystemExit:
+                pass
+            assert gc.isenabled(), argv
+        print("ok")
+        """
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip().endswith("ok")
