@@ -105,11 +105,15 @@ def load_tree(path: Path, *, strict: bool = False, role: str = "root") -> Any:
     """Load a deck tree to run it; its warnings go to stderr once per deck per process."""
     tree = load_deck_tree(path, strict=strict_mode(strict), role=role)  # type: ignore[arg-type]
     for problem in tree.warnings:
-        line = problem.render()
-        if line not in _WARNED:
-            _WARNED.add(line)
-            click.echo(f"warning: {line}", err=True)
+        warn_once(problem.render())
     return tree
+
+
+def warn_once(line: str) -> None:
+    """A deck warning on stderr, once per process however often the deck is loaded."""
+    if line not in _WARNED:
+        _WARNED.add(line)
+        click.echo(f"warning: {line}", err=True)
 
 
 def read_state(path: Path | None) -> SavedState | None:
@@ -130,6 +134,8 @@ class TraceSink:
     def __call__(self, event: dict[str, Any]) -> None:
         if self.writer is not None:
             self.writer.write(event)
+        if event.get("type") == "log" and event.get("title") == "deck warning":
+            warn_once(str(event.get("message")))  # a deck loaded during the run, too
         if self.verbose:
             click.echo(self.describe(event), err=True)
 

@@ -24,7 +24,7 @@ from .._openresponses import FunctionCallItem, FunctionCallOutputItem, ResponseU
 from .._permissions import PermissionSet
 from .._provider import ModelProvider, ModelResolver
 from .._state import SavedState, new_state, state_items
-from .._trace import LogEvent, RunEndEvent, RunStartEvent
+from .._trace import RunEndEvent, RunStartEvent
 from ._common import (
     _MISSING,
     CONTEXT_TOOL,
@@ -148,14 +148,7 @@ async def run_deck(
             provider=provider.name,
             offline=True if getattr(provider, "offline", False) else None,
         )
-        for problem in load_warnings:  # deprecations and the like, in the run's own trace
-            run.trace(
-                LogEvent,
-                deck_path=problem.file or root.path,
-                level="warn",
-                title="deck warning",
-                message=problem.render(),
-            )
+        run.trace_warnings(load_warnings, root.path)  # in the run's own trace
         output = await execute_deck(
             run,
             root,
