@@ -29,14 +29,27 @@ from gambit.core._runtime import _MISSING
 MISSING = _MISSING
 
 
-def parse_value(raw: str | None) -> Any:
-    """`--context` / `--message` values: JSON when they parse as JSON, else the raw string."""
+def parse_value(raw: str | None, option: str = "--context") -> Any:
+    """`--context` / `--message` values: JSON when they parse as JSON, else the raw string.
+
+    JSON nested past the engine's limit is refused here, naming `option` and the limit."""
     if raw is None:
         return MISSING
+    from gambit.core._depth import MAX_VALUE_DEPTH, too_deep
+
     try:
-        return json.loads(raw)
+        value = json.loads(raw)
+        deep = too_deep(value)
+    except RecursionError:
+        deep = True
     except ValueError:
         return raw
+    if deep:
+        fail(
+            f"{option}: the JSON value is nested more than {MAX_VALUE_DEPTH} levels deep "
+            "(fix: flatten it)"
+        )
+    return value
 
 
 def select_mode(responses_flag: bool, env: Mapping[str, str]) -> str:
@@ -58,7 +71,7 @@ def context_option(context: str | None, init: str | None) -> Any:
         )
     if init is not None:
         click.echo("warning: --init is deprecated; use --context", err=True)
-        return parse_value(init)
+        return parse_value(init, "--init")
     return parse_value(context)
 
 
@@ -282,7 +295,7 @@ class RunFlags:
     def parse(cls, options: dict[str, Any]) -> RunFlags:
         return cls(
             context=context_option(options["context"], options["init"]),
-            message=parse_value(options["message"]),
+            message=parse_value(options["message"], "--message"),
             state_path=options["state_path"],
             trace_path=options["trace_path"],
             stream=options["stream"],

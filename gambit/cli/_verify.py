@@ -220,7 +220,7 @@ def verify_command(
                     max_turns=max_turns,
                     threshold=threshold,
                     context=parse_value(context),
-                    scenario_input=parse_value(scenario_input),
+                    scenario_input=parse_value(scenario_input, "--scenario-input"),
                     on_progress=bar.update,
                     on_run=writer.save,
                     strict=strict,

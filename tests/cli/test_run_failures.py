@@ -141,3 +141,28 @@ def test_scenario_exits_1_when_a_grader_fails(tmp_path: Path):
     assert "grader failed" in result.stderr and "rubric file missing" in result.stderr
     saved = json.loads((tmp_path / "s.json").read_text())
     assert saved["meta"]["gradingRuns"][0]["status"] == "error"  # recorded, not lost
+
+
+def test_context_nested_past_the_limit_is_one_line_naming_the_option(tmp_path: Path):
+    hello = ROOT / "examples" / "hello" / "deck.py"
+    for depth in (5_000, 50_000):  # past the engine's limit; past what json can parse
+        deep = "[" * depth + "]" * depth
+        result = gambit("run", str(hello), "--context", deep, cwd=tmp_path)
+        assert result.returncode == 1
+        assert result.stderr.splitlines() == [
+            "error: --context: the JSON value is nested more than 256 levels deep (fix: flatten it)"
+        ]
+
+
+def test_a_state_file_nested_past_the_limit_is_one_line_naming_the_file(tmp_path: Path):
+    deck = write(tmp_path, "d/PROMPT.md", '+++\nmodelParams.model = "offline/echo"\n+++\nEcho.\n')
+    for depth in (5_000, 100_000):
+        state = {"runId": "r", "messages": [{"role": "user", "content": "hi"}], "meta": {}}
+        text = json.dumps(state)[:-3] + '{"x": ' + "[" * depth + "]" * depth + "}}"
+        (tmp_path / "s.json").write_text(text)
+        result = gambit("run", str(deck), "--message", "x", "--state", "s.json", cwd=tmp_path)
+        assert result.returncode == 1
+        assert result.stderr.splitlines() == [
+            "error: s.json: the state is nested more than 256 levels deep "
+            "(fix: start a new state file)"
+        ]

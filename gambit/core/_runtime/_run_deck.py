@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from .._deck import Deck, DeckTree, Guardrails
+from .._depth import MAX_VALUE_DEPTH, too_deep
 from .._ids import new_id
 from .._loader import load_deck_tree
 from .._messages import IncrementalMessages
@@ -123,6 +124,14 @@ async def run_deck(
     try:
         if context is _MISSING and resumed and state is not None:
             context = _recover_context(state)
+        for what, value in (("context", context), ("message", message)):
+            if value is not _MISSING and too_deep(value):
+                raise RunError(
+                    f"{what} of {root.path} is nested more than {MAX_VALUE_DEPTH} levels deep"
+                    " (fix: flatten it)",
+                    code="invalid_input",
+                    deck_path=root.path,
+                )
         context = _resolve_root_input(root, context, message)
         if context is not _MISSING:
             context = _validate(
@@ -205,7 +214,7 @@ def _recover_context(state: SavedState) -> Any:
         ):
             try:
                 found = json.loads(item.output)
-            except ValueError:
+            except (ValueError, RecursionError):
                 found = item.output
     return found
 
