@@ -150,6 +150,10 @@ class TraceSink:
         if event.get("type") == "log" and event.get("title") == "deck warning":
             warn_once(str(event.get("message")))  # a deck loaded during the run, too
         if self.verbose:
+            if _STDOUT["open_line"] and _stdout_is_stderr():
+                # streamed text left a line open on the terminal both share: end it first
+                click.echo("", err=True)
+                _STDOUT["open_line"] = False
             click.echo(self.describe(event), err=True)
 
     def describe(self, event: dict[str, Any]) -> str:
@@ -170,7 +174,18 @@ class TraceSink:
         elif kind == "response.output_text.delta":
             detail = json.dumps(event.get("delta"), ensure_ascii=False)
         elif kind == "log":
-            detail = f"[{event.get('level')}] {event.get('message')}"
+            text = next(
+                (
+                    event[k]
+                    for k in ("message", "title", "body", "meta")
+                    if event.get(k) is not None
+                ),
+                "",
+            )
+            text = text if isinstance(text, str) else json.dumps(text, ensure_ascii=False)
+            detail = f"[{event.get('level')}] {text}"
+        # one line per event, whatever a message or an error holds
+        detail = detail.replace("\r\n", "\\n").replace("\n", "\\n").replace("\r", "\\r")
         return f"[trace +{elapsed}ms] {kind} {detail}".rstrip()
 
     def close(self) -> None:
@@ -234,6 +249,8 @@ def _deck_error_line(exc: DeckError) -> str:
 
 
 def fail(message: str) -> None:
+    if _STDOUT["open_line"] and _stdout_is_stderr():
+        click.echo("", err=True)  # not after "assistant> " on the terminal's same line
     click.echo(f"error: {message}", err=True)
     sys.exit(1)
 
@@ -326,10 +343,25 @@ class RunFlags:
         }
 
 
+# Whether streamed text left stdout in the middle of a line (see TraceSink).
+_STDOUT = {"open_line": False}
+
+
+def _stdout_is_stderr() -> bool:
+    """stdout and stderr are the same terminal, pipe or file (so their lines interleave)."""
+    try:
+        out, err = os.fstat(sys.stdout.fileno()), os.fstat(sys.stderr.fileno())
+    except (OSError, ValueError, AttributeError):
+        return False
+    return (out.st_dev, out.st_ino) == (err.st_dev, err.st_ino)
+
+
 def stdout_writer() -> Callable[[str], None]:
     def write(text: str) -> None:
-        sys.stdout.write(text)
-        sys.stdout.flush()
+        if text:
+            sys.stdout.write(text)
+            sys.stdout.flush()
+            _STDOUT["open_line"] = not text.endswith("\n")
 
     return write
 

@@ -166,3 +166,36 @@ def test_a_state_file_nested_past_the_limit_is_one_line_naming_the_file(tmp_path
             "error: s.json: the state is nested more than 256 levels deep "
             "(fix: start a new state file)"
         ]
+
+
+def test_verbose_lines_stay_whole_with_streamed_text_and_multiline_messages(tmp_path: Path):
+    echo = write(tmp_path, "d/PROMPT.md", '+++\nmodelParams.model = "offline/echo"\n+++\nEcho.\n')
+    env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
+    # stdout and stderr on one pipe, as on a terminal: the lines must not run into each other
+    merged = subprocess.run(
+        [GAMBIT, "run", str(echo), "--message", "hello there", "--stream", "--verbose"],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=tmp_path, env=env,
+        timeout=120,
+    )  # fmt: skip
+    assert merged.returncode == 0, merged.stdout
+    lines = merged.stdout.splitlines()
+    assert any(line.startswith("[trace") and "output_text.delta" in line for line in lines)
+    for line in lines:
+        assert "[trace" not in line or line.startswith("[trace +"), line
+    deck = write(
+        tmp_path,
+        "c/deck.py",
+        """
+        import gambit
+        def run(ctx):
+            ctx.log("line one\\nline two")
+            raise ValueError("bad\\nvalue")
+        deck = gambit.define_deck(run=run)
+        """,
+    )
+    result = gambit("run", str(deck), "--verbose", cwd=tmp_path)
+    assert result.returncode == 1
+    traced = [line for line in result.stderr.splitlines() if line.startswith("[trace")]
+    assert traced[1].endswith("log [info] line one\\nline two")
+    assert traced[-1].endswith("raised ValueError: bad\\nvalue")
+    assert not any(line in ("line two", "value") for line in result.stderr.splitlines()[:4])
