@@ -199,3 +199,16 @@ def test_verbose_lines_stay_whole_with_streamed_text_and_multiline_messages(tmp_
     assert traced[1].endswith("log [info] line one\\nline two")
     assert traced[-1].endswith("raised ValueError: bad\\nvalue")
     assert not any(line in ("line two", "value") for line in result.stderr.splitlines()[:4])
+
+
+def test_scenario_asks_no_init_fill_for_an_optional_context(tmp_path: Path):
+    """examples/hello's context is an optional string: nothing is missing, so the persona is
+    not asked to fill it in (it would answer in prose, not JSON)."""
+    result = gambit(
+        "scenario", str(ROOT / "examples/hello/deck.py"),
+        "--scenario", str(ROOT / "examples/support/scenarios/late_delivery/PROMPT.md"),
+        "--max-turns", "1", "--model-force", "offline/echo", "--state", "s.json", cwd=tmp_path,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines()[0] == "assistant> Hello, world!"
+    assert "init fill" not in result.stderr
