@@ -153,3 +153,23 @@ def test_a_deck_first_loaded_during_the_run_warns_too_and_fails_under_strict(tmp
     assert strict.stderr.splitlines()[-1].startswith(
         f"error: {tmp_path / 'child.py'}: context_schema:"
     )
+
+
+def test_the_engine_checks_a_grader_loaded_as_a_root_before_it_grades(tmp_path: Path):
+    """A grader handed to `grade_state` as a tree or a deck loaded in another role is checked
+    as a grader all the same: incompatible, it never runs."""
+    import asyncio
+
+    import pytest
+
+    from gambit.core import DeckLoadError, grade_state, load_deck, load_deck_tree, state_from_dict
+    from gambit.providers.offline import ScriptedProvider
+
+    grader = write(tmp_path, "g/PROMPT.md", BAD_GRADER)
+    write(tmp_path, "g/ctx.json", CTX)
+    state = state_from_dict({"runId": "r", "messages": [{"role": "user", "content": "hi"}]})
+    provider = ScriptedProvider()
+    for loaded in (load_deck_tree(grader), load_deck(grader)):
+        with pytest.raises(DeckLoadError, match="g/PROMPT.md: contextSchema: not compatible"):
+            asyncio.run(grade_state(loaded, state, provider=provider))
+    assert provider.requests == []
