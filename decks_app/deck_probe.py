@@ -20,7 +20,8 @@ from pathlib import Path
 def probe(path: str) -> dict:
     from gambit.core import check_deck_tree
 
-    tree, diag = check_deck_tree(path)
+    # GAMBIT_STRICT=1: the list shows a deprecated deck as not loading, as its runs would
+    tree, diag = check_deck_tree(path, strict=os.environ.get("GAMBIT_STRICT") == "1")
     files = {str(Path(path).resolve())}
     for name, module in list(sys.modules.items()):
         file = getattr(module, "__file__", None)

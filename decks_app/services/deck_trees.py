@@ -9,6 +9,7 @@ share one.
 
 from __future__ import annotations
 
+import os
 import threading
 from pathlib import Path
 from typing import Any
@@ -20,15 +21,22 @@ _trees: dict[str, tuple[tuple, list[str], DeckTree]] = {}
 _lock = threading.Lock()
 
 
+def strict_mode() -> bool:
+    """GAMBIT_STRICT=1: deprecated deck forms are errors in the simulator's runs, as they are
+    in the CLI (gambit.core reads no environment: each load here is told)."""
+    return os.environ.get("GAMBIT_STRICT") == "1"
+
+
 def load(path: str | Path, role: Any = "root") -> DeckTree:
     """The deck tree at `path`, loaded as `role` (raises `DeckLoadError` like
     `load_deck_tree`)."""
     entry = Path(path)
-    name = f"{role}:{entry.resolve()}"
+    strict = strict_mode()
+    name = f"{role}:{'strict:' if strict else ''}{entry.resolve()}"
     hit = _trees.get(name)
     if hit is not None and stat_key(entry, hit[1]) == hit[0]:
         return hit[2]
-    tree = load_deck_tree(entry, role=role)
+    tree = load_deck_tree(entry, role=role, strict=strict)
     files = {str(entry.resolve()), *(e.path for e in tree.entries)}
     with _lock:
         _trees[name] = (stat_key(entry, sorted(files)), sorted(files), tree)

@@ -580,6 +580,7 @@ async def execute_run(run_id: str, *, router: Any = None) -> str:
             "on_state": on_state,
             "stream": True,
             "run_id": run.id,
+            "strict": deck_trees.strict_mode(),  # a deck given by path is loaded as strictly
         }
         if resolver is not None:
             kwargs["model_resolver"] = resolver
@@ -629,6 +630,7 @@ async def execute_run(run_id: str, *, router: Any = None) -> str:
                 on_trace=on_trace,
                 stream=True,
                 run_id=run.id,
+                strict=deck_trees.strict_mode(),
                 model_resolver=resolver,
                 **({"model_override": override} if override else {}),
             )

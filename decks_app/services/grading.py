@@ -19,7 +19,7 @@ from typing import Any
 from django.db import transaction
 
 from decks_app.models import Run, Session, Workspace
-from decks_app.services import providers
+from decks_app.services import deck_trees, providers
 from decks_app.services.conversation import content_text
 from decks_app.services.workspaces import PathOutsideWorkspace, find_deck, jailed_path
 from gambit.core import check_deck_tree, grade_state, grading_mode, is_valid_id, state_from_dict
@@ -147,7 +147,7 @@ async def grade_session(
         raise GradingError("this session has no conversation to grade")
     grader_file = Path(workspace_root) / grader_path
     # As a grader: the seed's compatibility rule holds here as under [[graders]].
-    tree, diag = check_deck_tree(grader_file, role="grader")
+    tree, diag = check_deck_tree(grader_file, role="grader", strict=deck_trees.strict_mode())
     if tree is None or diag.errors:
         raise GradingError("; ".join(p.message for p in diag.errors) or "the grader does not load")
     grading, _ = await grade_state(tree, state_from_dict(state), **run_options)

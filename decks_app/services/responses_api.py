@@ -52,7 +52,7 @@ from decks_app.api.responses_schemas import (
     MessageParam,
 )
 from decks_app.models import ApiKey, Run, Session, Workspace
-from decks_app.services import api_keys, execution, providers, response_store
+from decks_app.services import api_keys, deck_trees, execution, providers, response_store
 from decks_app.services import sessions as session_service
 from decks_app.services.workspaces import (
     DeckInfo,
@@ -802,7 +802,7 @@ class ResponseCall:
     async def _run_deck(self, router, on_trace, on_tool, latest, deltas) -> str:
         assert self.deck is not None and self.session is not None
         file = jailed_path(self.workspace, self.deck.path)
-        tree, diag = await asyncio.to_thread(check_deck_tree, file)
+        tree, diag = await asyncio.to_thread(check_deck_tree, file, strict=deck_trees.strict_mode())
         if tree is None or diag.errors:
             raise ApiError(
                 500,

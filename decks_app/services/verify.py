@@ -29,7 +29,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from decks_app.models import Run, Session, TraceEvent, Workspace
-from decks_app.services import providers
+from decks_app.services import deck_trees, providers
 from decks_app.services.sessions import with_message_refs
 from decks_app.services.workspaces import PathOutsideWorkspace, find_deck, jailed_path
 from gambit.core import check_deck_tree, is_valid_id, state_to_dict
@@ -266,6 +266,7 @@ async def execute_verify(
             on_run=on_run,
             on_grade=on_grade,
             trace_for=trace_for,
+            strict=deck_trees.strict_mode(),
             **run_options,
         )
     finally:

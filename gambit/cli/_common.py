@@ -29,14 +29,27 @@ from gambit.core._runtime import _MISSING
 MISSING = _MISSING
 
 
-def parse_value(raw: str | None) -> Any:
-    """`--context` / `--message` values: JSON when they parse as JSON, else the raw string."""
+def parse_value(raw: str | None, option: str = "--context") -> Any:
+    """`--context` / `--message` values: JSON when they parse as JSON, else the raw string.
+
+    JSON nested past the engine's limit is refused here, naming `option` and the limit."""
     if raw is None:
         return MISSING
+    from gambit.core._depth import MAX_VALUE_DEPTH, too_deep
+
     try:
-        return json.loads(raw)
+        value = json.loads(raw)
+        deep = too_deep(value)
+    except RecursionError:
+        deep = True
     except ValueError:
         return raw
+    if deep:
+        fail(
+            f"{option}: the JSON value is nested more than {MAX_VALUE_DEPTH} levels deep "
+            "(fix: flatten it)"
+        )
+    return value
 
 
 def select_mode(responses_flag: bool, env: Mapping[str, str]) -> str:
@@ -58,7 +71,7 @@ def context_option(context: str | None, init: str | None) -> Any:
         )
     if init is not None:
         click.echo("warning: --init is deprecated; use --context", err=True)
-        return parse_value(init)
+        return parse_value(init, "--init")
     return parse_value(context)
 
 
@@ -105,11 +118,15 @@ def load_tree(path: Path, *, strict: bool = False, role: str = "root") -> Any:
     """Load a deck tree to run it; its warnings go to stderr once per deck per process."""
     tree = load_deck_tree(path, strict=strict_mode(strict), role=role)  # type: ignore[arg-type]
     for problem in tree.warnings:
-        line = problem.render()
-        if line not in _WARNED:
-            _WARNED.add(line)
-            click.echo(f"warning: {line}", err=True)
+        warn_once(problem.render())
     return tree
+
+
+def warn_once(line: str) -> None:
+    """A deck warning on stderr, once per process however often the deck is loaded."""
+    if line not in _WARNED:
+        _WARNED.add(line)
+        click.echo(f"warning: {line}", err=True)
 
 
 def read_state(path: Path | None) -> SavedState | None:
@@ -130,7 +147,13 @@ class TraceSink:
     def __call__(self, event: dict[str, Any]) -> None:
         if self.writer is not None:
             self.writer.write(event)
+        if event.get("type") == "log" and event.get("title") == "deck warning":
+            warn_once(str(event.get("message")))  # a deck loaded during the run, too
         if self.verbose:
+            if _STDOUT["open_line"] and _stdout_is_stderr():
+                # streamed text left a line open on the terminal both share: end it first
+                click.echo("", err=True)
+                _STDOUT["open_line"] = False
             click.echo(self.describe(event), err=True)
 
     def describe(self, event: dict[str, Any]) -> str:
@@ -151,7 +174,18 @@ class TraceSink:
         elif kind == "response.output_text.delta":
             detail = json.dumps(event.get("delta"), ensure_ascii=False)
         elif kind == "log":
-            detail = f"[{event.get('level')}] {event.get('message')}"
+            text = next(
+                (
+                    event[k]
+                    for k in ("message", "title", "body", "meta")
+                    if event.get(k) is not None
+                ),
+                "",
+            )
+            text = text if isinstance(text, str) else json.dumps(text, ensure_ascii=False)
+            detail = f"[{event.get('level')}] {text}"
+        # one line per event, whatever a message or an error holds
+        detail = detail.replace("\r\n", "\\n").replace("\n", "\\n").replace("\r", "\\r")
         return f"[trace +{elapsed}ms] {kind} {detail}".rstrip()
 
     def close(self) -> None:
@@ -215,6 +249,8 @@ def _deck_error_line(exc: DeckError) -> str:
 
 
 def fail(message: str) -> None:
+    if _STDOUT["open_line"] and _stdout_is_stderr():
+        click.echo("", err=True)  # not after "assistant> " on the terminal's same line
     click.echo(f"error: {message}", err=True)
     sys.exit(1)
 
@@ -276,7 +312,7 @@ class RunFlags:
     def parse(cls, options: dict[str, Any]) -> RunFlags:
         return cls(
             context=context_option(options["context"], options["init"]),
-            message=parse_value(options["message"]),
+            message=parse_value(options["message"], "--message"),
             state_path=options["state_path"],
             trace_path=options["trace_path"],
             stream=options["stream"],
@@ -307,10 +343,25 @@ class RunFlags:
         }
 
 
+# Whether streamed text left stdout in the middle of a line (see TraceSink).
+_STDOUT = {"open_line": False}
+
+
+def _stdout_is_stderr() -> bool:
+    """stdout and stderr are the same terminal, pipe or file (so their lines interleave)."""
+    try:
+        out, err = os.fstat(sys.stdout.fileno()), os.fstat(sys.stderr.fileno())
+    except (OSError, ValueError, AttributeError):
+        return False
+    return (out.st_dev, out.st_ino) == (err.st_dev, err.st_ino)
+
+
 def stdout_writer() -> Callable[[str], None]:
     def write(text: str) -> None:
-        sys.stdout.write(text)
-        sys.stdout.flush()
+        if text:
+            sys.stdout.write(text)
+            sys.stdout.flush()
+            _STDOUT["open_line"] = not text.endswith("\n")
 
     return write
 

@@ -62,6 +62,7 @@ def run_command(deck: Path, **options: Any) -> None:
                 state=read_state(flags.state_path),
                 on_state=state_saver(flags.state_path),
                 on_stream_text=on_text if flags.stream else None,
+                strict=flags.strict,  # also for decks first loaded during the run
                 **flags.run_options(router, sink),
             )
         finally:
@@ -99,7 +100,7 @@ def repl_command(deck: Path, **options: Any) -> None:
         write = stdout_writer()
         state = read_state(flags.state_path)
         save = state_saver(flags.state_path)
-        options = flags.run_options(router, sink, stream=True)
+        options = {**flags.run_options(router, sink, stream=True), "strict": flags.strict}
         pending_context: Any = flags.context
 
         compute = tree.root.kind == "compute"

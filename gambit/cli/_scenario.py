@@ -135,7 +135,7 @@ def scenario_command(
             max_turns,
             json_path,
             flags,
-            parse_value(scenario_input),
+            parse_value(scenario_input, "--scenario-input"),
         )
         return
     state_file = flags.state_path or _default_state_path(root)
@@ -167,7 +167,7 @@ def scenario_command(
                 persona_tree,
                 provider=router,
                 context=flags.context,
-                scenario_input=parse_value(scenario_input),
+                scenario_input=parse_value(scenario_input, "--scenario-input"),
                 message=flags.message_or_none,
                 state=read_state(flags.state_path),
                 max_turns=max_turns,

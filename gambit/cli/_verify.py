@@ -220,7 +220,7 @@ def verify_command(
                     max_turns=max_turns,
                     threshold=threshold,
                     context=parse_value(context),
-                    scenario_input=parse_value(scenario_input),
+                    scenario_input=parse_value(scenario_input, "--scenario-input"),
                     on_progress=bar.update,
                     on_run=writer.save,
                     strict=strict,
@@ -352,8 +352,22 @@ def _print_summary(report: VerifyReport, summaries: dict[str, GraderSummary]) ->
                     f"  {outlier.conversation} ({outlier.scenario}): "
                     f"mean {_fmt(outlier.mean)}, {outlier.failures} failed"
                 )
-    for run in failed_runs[:5]:
-        console.print(f"failed run {run.id} ({run.scenario_label or run.scenario}): {run.error}")
+    for run in failed_runs[:5]:  # whole lines, as written (an error is no rich markup)
+        console.print(
+            f"failed run {run.id} ({run.scenario_label or run.scenario}): {run.error}",
+            soft_wrap=True,
+            markup=False,
+        )
+    # A grader that raised or gave no score, on a run that did not fail: say why, as for runs.
+    ran = {r.id for r in report.runs if r.status != "failed"}
+    failed_grades = [g for g in report.grades if g.status == "failed" and g.run_id in ran]
+    for grade in failed_grades[:5]:
+        console.print(
+            f"failed grade {grade.id} ({_label(report, grade.grader)} on {grade.run_id}): "
+            f"{grade.error}",
+            soft_wrap=True,
+            markup=False,
+        )
 
 
 def _threshold_problems(

@@ -9,6 +9,8 @@ from typing import Any, Literal
 
 import tomli  # TOML 1.1 (newlines and trailing commas in inline tables); tomllib is 1.0 until 3.15
 
+from ._depth import too_deep
+
 FrontMatterFormat = Literal["toml", "yaml", "json", "none"]
 
 _OPENERS: dict[str, FrontMatterFormat] = {
@@ -111,7 +113,7 @@ def _parse(raw: str, fmt: FrontMatterFormat, first_line: int) -> dict[str, Any]:
             problem = getattr(exc, "problem", None) or str(exc)
             raise FrontMatterError(f"invalid YAML front matter: {problem}", line=line) from None
         except RecursionError:
-            raise FrontMatterError("invalid YAML front matter: nested too deeply") from None
+            raise FrontMatterError(_too_deep("YAML")) from None
     else:
         try:
             data = json.loads(raw) if raw.strip() else {}
@@ -120,11 +122,21 @@ def _parse(raw: str, fmt: FrontMatterFormat, first_line: int) -> dict[str, Any]:
                 f"invalid JSON front matter: {exc.msg}", line=first_line + exc.lineno - 1
             ) from None
         except RecursionError:
-            raise FrontMatterError("invalid JSON front matter: nested too deeply") from None
+            raise FrontMatterError(_too_deep("JSON")) from None
     if data is None:
         data = {}
     if not isinstance(data, dict):
         raise FrontMatterError(
             f"front matter must be a table of keys, not a {type(data).__name__}", line=first_line
         )
+    if fmt != "toml" and too_deep(data, TOML_NESTING_LIMIT):  # tomli stops at its own limit
+        raise FrontMatterError(_too_deep(fmt.upper()))
     return data
+
+
+def _too_deep(fmt: str) -> str:
+    """The same limit for every front matter format, whichever parser gave up first."""
+    return (
+        f"invalid {fmt} front matter: arrays or tables nested more than "
+        f"{TOML_NESTING_LIMIT} levels deep"
+    )

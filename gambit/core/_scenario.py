@@ -66,6 +66,8 @@ def missing_context_fields(schema: Schema | None, context: Any) -> list[str]:
     """Required top-level fields of an object context schema that have no value."""
     if schema is None:
         return []
+    if schema.is_optional and (context is _MISSING or context is None):
+        return []  # an optional context given nothing has nothing missing
     if not schema.is_object:
         return ["(root)"] if context is _MISSING or context in (None, "") else []
     current = context if isinstance(context, dict) else {}

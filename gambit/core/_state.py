@@ -39,6 +39,7 @@ from typing import Any, Literal
 
 from pydantic import PrivateAttr, ValidationError
 
+from gambit.core._depth import MAX_VALUE_DEPTH, too_deep
 from gambit.core._errors import GambitError
 from gambit.core._ids import new_id
 from gambit.core._messages import ChatMessage, items_to_messages, messages_to_items
@@ -235,10 +236,19 @@ def load_state(path: str | os.PathLike[str]) -> SavedState:
         raise StateError(f"cannot read state file ({exc.strerror or exc})", file=name) from None
     try:
         data = json.loads(text)
+        deep = too_deep(data)
     except json.JSONDecodeError as exc:
         raise StateError(
             f"invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}", file=name
         ) from None
+    except RecursionError:
+        deep = True
+    if deep:  # the engine walks states recursively (validation, tracing, saving)
+        raise StateError(
+            f"the state is nested more than {MAX_VALUE_DEPTH} levels deep "
+            "(fix: start a new state file)",
+            file=name,
+        )
     return state_from_dict(data, file=name)
 
 

@@ -114,3 +114,62 @@ def test_the_engine_loads_a_grader_given_by_path_as_a_grader(tmp_path: Path):
     with pytest.raises(DeckLoadError, match="not compatible with the built-in grader context"):
         asyncio.run(grade_state(grader, state, provider=provider))
     assert provider.requests == []
+
+
+def test_a_deck_first_loaded_during_the_run_warns_too_and_fails_under_strict(tmp_path: Path):
+    """A compute deck's spawn_and_wait target is loaded when the run reaches it: its
+    deprecations reach stderr and the trace like the root's, and --strict refuses it."""
+    write(
+        tmp_path,
+        "child.py",
+        """
+        import gambit
+        deck = gambit.define_deck(
+            run=lambda ctx: f"child got {ctx.input}",
+            context_schema="gambit://schemas/scenarios/plain_chat_input_optional.ts",
+            response_schema="gambit://schemas/scenarios/plain_chat_output.zod.ts",
+        )
+        """,
+    )
+    parent = write(
+        tmp_path,
+        "parent.py",
+        """
+        import gambit
+        deck = gambit.define_deck(run=lambda ctx: ctx.spawn_and_wait("./child.py", "hi"))
+        """,
+    )
+    trace = tmp_path / "t.jsonl"
+    ran = gambit("run", str(parent), "--trace", str(trace), cwd=tmp_path)
+    assert ran.returncode == 0, ran.stderr
+    assert ran.stdout == "child got hi\n"
+    warnings = [line for line in ran.stderr.splitlines() if line.startswith("warning:")]
+    assert len(warnings) == 1 and 'plain_chat_input_optional.ts" is deprecated' in warnings[0]
+    events = [json.loads(line) for line in trace.read_text().splitlines()]
+    logs = [e for e in events if e["type"] == "log" and e.get("level") == "warn"]
+    assert len(logs) == 1 and logs[0]["deckPath"] == str(tmp_path / "child.py")
+    strict = gambit("run", str(parent), "--strict", cwd=tmp_path)
+    assert strict.returncode == 1
+    assert strict.stderr.splitlines()[-1].startswith(
+        f"error: {tmp_path / 'child.py'}: context_schema:"
+    )
+
+
+def test_the_engine_checks_a_grader_loaded_as_a_root_before_it_grades(tmp_path: Path):
+    """A grader handed to `grade_state` as a tree or a deck loaded in another role is checked
+    as a grader all the same: incompatible, it never runs."""
+    import asyncio
+
+    import pytest
+
+    from gambit.core import DeckLoadError, grade_state, load_deck, load_deck_tree, state_from_dict
+    from gambit.providers.offline import ScriptedProvider
+
+    grader = write(tmp_path, "g/PROMPT.md", BAD_GRADER)
+    write(tmp_path, "g/ctx.json", CTX)
+    state = state_from_dict({"runId": "r", "messages": [{"role": "user", "content": "hi"}]})
+    provider = ScriptedProvider()
+    for loaded in (load_deck_tree(grader), load_deck(grader)):
+        with pytest.raises(DeckLoadError, match="g/PROMPT.md: contextSchema: not compatible"):
+            asyncio.run(grade_state(loaded, state, provider=provider))
+    assert provider.requests == []

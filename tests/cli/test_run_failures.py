@@ -141,3 +141,74 @@ def test_scenario_exits_1_when_a_grader_fails(tmp_path: Path):
     assert "grader failed" in result.stderr and "rubric file missing" in result.stderr
     saved = json.loads((tmp_path / "s.json").read_text())
     assert saved["meta"]["gradingRuns"][0]["status"] == "error"  # recorded, not lost
+
+
+def test_context_nested_past_the_limit_is_one_line_naming_the_option(tmp_path: Path):
+    hello = ROOT / "examples" / "hello" / "deck.py"
+    for depth in (5_000, 50_000):  # past the engine's limit; past what json can parse
+        deep = "[" * depth + "]" * depth
+        result = gambit("run", str(hello), "--context", deep, cwd=tmp_path)
+        assert result.returncode == 1
+        assert result.stderr.splitlines() == [
+            "error: --context: the JSON value is nested more than 256 levels deep (fix: flatten it)"
+        ]
+
+
+def test_a_state_file_nested_past_the_limit_is_one_line_naming_the_file(tmp_path: Path):
+    deck = write(tmp_path, "d/PROMPT.md", '+++\nmodelParams.model = "offline/echo"\n+++\nEcho.\n')
+    for depth in (5_000, 100_000):
+        state = {"runId": "r", "messages": [{"role": "user", "content": "hi"}], "meta": {}}
+        text = json.dumps(state)[:-3] + '{"x": ' + "[" * depth + "]" * depth + "}}"
+        (tmp_path / "s.json").write_text(text)
+        result = gambit("run", str(deck), "--message", "x", "--state", "s.json", cwd=tmp_path)
+        assert result.returncode == 1
+        assert result.stderr.splitlines() == [
+            "error: s.json: the state is nested more than 256 levels deep "
+            "(fix: start a new state file)"
+        ]
+
+
+def test_verbose_lines_stay_whole_with_streamed_text_and_multiline_messages(tmp_path: Path):
+    echo = write(tmp_path, "d/PROMPT.md", '+++\nmodelParams.model = "offline/echo"\n+++\nEcho.\n')
+    env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
+    # stdout and stderr on one pipe, as on a terminal: the lines must not run into each other
+    merged = subprocess.run(
+        [GAMBIT, "run", str(echo), "--message", "hello there", "--stream", "--verbose"],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=tmp_path, env=env,
+        timeout=120,
+    )  # fmt: skip
+    assert merged.returncode == 0, merged.stdout
+    lines = merged.stdout.splitlines()
+    assert any(line.startswith("[trace") and "output_text.delta" in line for line in lines)
+    for line in lines:
+        assert "[trace" not in line or line.startswith("[trace +"), line
+    deck = write(
+        tmp_path,
+        "c/deck.py",
+        """
+        import gambit
+        def run(ctx):
+            ctx.log("line one\\nline two")
+            raise ValueError("bad\\nvalue")
+        deck = gambit.define_deck(run=run)
+        """,
+    )
+    result = gambit("run", str(deck), "--verbose", cwd=tmp_path)
+    assert result.returncode == 1
+    traced = [line for line in result.stderr.splitlines() if line.startswith("[trace")]
+    assert traced[1].endswith("log [info] line one\\nline two")
+    assert traced[-1].endswith("raised ValueError: bad\\nvalue")
+    assert not any(line in ("line two", "value") for line in result.stderr.splitlines()[:4])
+
+
+def test_scenario_asks_no_init_fill_for_an_optional_context(tmp_path: Path):
+    """examples/hello's context is an optional string: nothing is missing, so the persona is
+    not asked to fill it in (it would answer in prose, not JSON)."""
+    result = gambit(
+        "scenario", str(ROOT / "examples/hello/deck.py"),
+        "--scenario", str(ROOT / "examples/support/scenarios/late_delivery/PROMPT.md"),
+        "--max-turns", "1", "--model-force", "offline/echo", "--state", "s.json", cwd=tmp_path,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines()[0] == "assistant> Hello, world!"
+    assert "init fill" not in result.stderr

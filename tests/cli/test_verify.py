@@ -180,3 +180,29 @@ def test_a_deck_without_graders_is_named(fake_server: FakeModelServer, workspace
 def test_min_pass_rate_must_be_a_rate(fake_server: FakeModelServer, workspace: Path):
     result = verify(fake_server, "--min-pass-rate", "lots", cwd=workspace)
     assert result.returncode == 2 and "is not a rate" in result.stderr
+
+
+def test_a_grader_that_raises_is_named_with_its_error(
+    fake_server: FakeModelServer, workspace: Path
+):
+    write(
+        workspace,
+        "boom/deck.py",
+        """
+        import gambit
+        def run(ctx):
+            raise RuntimeError("rubric file missing")
+        deck = gambit.define_deck(
+            run=run,
+            context_schema="gambit://schemas/graders/contexts/conversation.zod.ts",
+            response_schema="gambit://schemas/graders/grader_output.zod.ts",
+        )
+        """,
+    )
+    fake_server.queue(*conversation())
+    result = verify(fake_server, "--grader", "boom/deck.py", cwd=workspace)
+    assert result.returncode == 1
+    assert "deck: 1 grades failed" in result.stderr
+    (line,) = [line for line in result.stdout.splitlines() if line.startswith("failed grade")]
+    boom = (workspace / "boom/deck.py").resolve()
+    assert line.endswith(f": DeckCodeError: {boom} raised RuntimeError: rubric file missing")

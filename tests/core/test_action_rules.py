@@ -303,6 +303,25 @@ def test_unknown_keys_in_entries_warn(decks: DeckFolder, table, key):
     assert any(f"{key}: unknown key; it is ignored" in w for w in _warnings(path)), _warnings(path)
 
 
+def test_a_misspelt_key_in_an_entry_gets_the_closest_key_like_a_top_level_one(
+    decks: DeckFolder,
+):
+    decks.deck("d/child/PROMPT.md", MODEL + ACTION_SCHEMAS)
+    table = '[[actions]]\nname = "a"\ndescripton = "d"\npath = "./child/PROMPT.md"\n'
+    path = decks.deck("d/PROMPT.md", MODEL + 'lable = "x"\n' + table)
+    warnings = _warnings(path)
+    assert any(
+        w.endswith("lable: unknown key; it is ignored (fix: did you mean 'label'?)")
+        for w in warnings
+    )
+    assert any(
+        w.endswith(
+            "actions[1].descripton: unknown key; it is ignored (fix: did you mean 'description'?)"
+        )
+        for w in warnings
+    ), warnings
+
+
 def test_mcp_servers_in_a_snippet_fail_fast(decks: DeckFolder):
     decks.write("d/snip.md", '+++\n[[mcpServers]]\nname = "x"\n+++\nSnippet text.\n')
     path = decks.deck("d/PROMPT.md", MODEL, "![](./snip.md)")

@@ -94,3 +94,44 @@ def test_deep_json_front_matter_values_never_raise(decks: DeckFolder, depth: int
     value = "[" * depth + "]" * depth
     path = decks.deck("d/PROMPT.md", f"label = 'x'\n[modelParams]\nextra = {json.dumps(value)}")
     check_deck_tree(path)  # a string, whatever it holds: no exception
+
+
+@pytest.mark.parametrize("fmt", ["json", "yaml"])
+def test_legacy_front_matter_nested_past_the_limit_names_it(decks: DeckFolder, fmt: str):
+    deep = "[" * 3000 + "]" * 3000
+    text = f'{{"label": "x", "modelParams": {{"extra": {deep}}}}}' if fmt == "json" else ""
+    text = f"---json\n{text}\n---\nHi\n" if fmt == "json" else f"---\nlabel: {deep}\n---\nHi\n"
+    path = decks.write("legacy.deck.md", text)
+    _, diag = check_deck_tree(path)
+    (error,) = diag.errors
+    assert error.file == str(path)
+    assert f"invalid {fmt.upper()} front matter: arrays or tables nested more than 400" in (
+        error.message
+    )
+    assert "flatten the nesting" in error.hint
+
+
+def test_a_json_schema_too_deep_to_parse_names_the_limit(decks: DeckFolder):
+    schema = decks.write("d/s.json", "[" * 200_000 + "]" * 200_000)
+    path = decks.deck("d/PROMPT.md", 'contextSchema = "./s.json"')
+    _, diag = check_deck_tree(path)
+    (error,) = diag.errors
+    assert error.file == str(schema)
+    assert error.message == "the schema is nested more than 128 levels deep"
+
+
+def test_a_compute_decks_schema_dict_nested_past_the_limit_names_the_key(decks: DeckFolder):
+    path = decks.write(
+        "c/deck.py",
+        """
+        import gambit
+        schema = {"type": "string"}
+        for _ in range(1000):
+            schema = {"type": "object", "properties": {"a": schema}}
+        deck = gambit.define_deck(run=lambda ctx: "x", context_schema=schema)
+        """,
+    )
+    _, diag = check_deck_tree(path)
+    (error,) = diag.errors
+    assert (error.file, error.key) == (str(path.resolve()), "context_schema")
+    assert error.message == "the schema is nested more than 128 levels deep"

@@ -486,6 +486,33 @@ async def test_invalid_action_arguments_give_400(decks: DeckFolder):  # item 91
     assert (envelope["status"], envelope["code"]) == (400, "invalid_input")
 
 
+async def test_action_arguments_nested_past_the_limit_give_400_not_a_recursion_error(
+    decks: DeckFolder,
+):
+    decks.write("d/rollup.py", COMPUTE_ROLLUP)
+    path = decks.deck(
+        "d/PROMPT.md",
+        MODEL + '[[actions]]\nname = "compute_rollup"\ndescription = "d"\nexecute = "./rollup.py"',
+    )
+    provider = ScriptedProvider()
+    deep = '{"count": ' + "[" * 5000 + "]" * 5000 + "}"
+    provider.enqueue(Call("compute_rollup", deep), "done")
+    rec = Recorder()  # the trace walks the arguments too
+    assert (await run_deck(path, provider=provider, **rec.kwargs())).output == "done"
+    envelope = json.loads(
+        [i for i in input_items(provider, 1) if i.type == "function_call_output"][0].output
+    )
+    assert (envelope["status"], envelope["code"]) == (400, "invalid_input")
+
+
+async def test_a_context_nested_past_the_limit_is_a_run_error_naming_it(decks: DeckFolder):
+    path = decks.deck("d/PROMPT.md", MODEL)
+    provider = ScriptedProvider()
+    with pytest.raises(RunError, match="context of .*PROMPT.md is nested more than 256 levels"):
+        await run_deck(path, provider=provider, context=json.loads("[" * 5000 + "]" * 5000))
+    assert provider.requests == []
+
+
 async def test_llm_action_runs_as_a_nested_deck(decks: DeckFolder):  # items 86, 88
     decks.deck("d/child/PROMPT.md", MODEL + ACTION_SCHEMAS)
     path = decks.deck(

@@ -228,3 +228,35 @@ async def test_an_assistant_first_deck_speaks_first(tmp_path, settings):
     session = await type(session).objects.aget(pk=session.id)
     roles = [m["role"] for m in session.messages if m.get("content")]
     assert roles[-1] == "assistant" and "user" not in roles
+
+
+async def test_gambit_strict_makes_a_deprecated_deck_fail_its_run(tmp_path, settings, monkeypatch):
+    deck = tmp_path / "legacy"
+    deck.mkdir()
+    (deck / "PROMPT.md").write_text(
+        '+++\ninputSchema = "gambit://schemas/scenarios/plain_chat_input_optional.zod.ts"\n'
+        'startMode = "user"\n+++\n\nHelp.\n'
+    )
+    settings.GAMBIT_WORKSPACE = str(tmp_path)
+
+    def setup():
+        session = create_session(current_workspace(), "legacy/PROMPT.md", model="offline/echo")
+        return send_message(session, "hi")
+
+    async def finish(run) -> tuple[str, list]:
+        await sync_to_async(execution.claim_next_run)("w1")
+        status = await asyncio.wait_for(execution.execute_run(run.id), 20)
+        events = [
+            e async for e in TraceEvent.objects.filter(run_id=run.id).values_list("type", "payload")
+        ]
+        return status, events
+
+    status, events = await finish(await sync_to_async(setup)())  # a warning in the trace
+    assert status == "completed"
+    assert any(t == "log" and 'deprecated "inputSchema"' in p["message"] for t, p in events)
+    queued = await sync_to_async(setup)()
+    monkeypatch.setenv("GAMBIT_STRICT", "1")  # the 1.0 rule: the same deck is refused
+    status, _ = await finish(queued)
+    assert status == "failed"
+    failed = await Run.objects.aget(pk=queued.id)
+    assert 'legacy/PROMPT.md: inputSchema: deprecated "inputSchema"' in failed.error

@@ -243,11 +243,16 @@ def _tables(
         for index, entry in result:
             for name in entry:
                 if name not in known:
+                    import difflib  # only for an unknown key, as for top-level keys
+
+                    close = difflib.get_close_matches(name, sorted(known), n=1)
                     load.diag.warn(
                         "unknown key; it is ignored",
                         file=file,
                         key=f"{key}[{index + 1}].{name}",
-                        hint="known keys: " + ", ".join(sorted(known)),
+                        hint=f"did you mean {close[0]!r}?"
+                        if close
+                        else "known keys: " + ", ".join(sorted(known)),
                     )
     return result
 

@@ -138,4 +138,6 @@ def front_matter_hint(exc: FrontMatterError) -> str:
     text = str(exc)
     if "never closed" in text:
         return "close the front matter with a line holding only +++"
+    if "levels deep" in text:
+        return "flatten the nesting, or move the data into a file the deck reads"
     return "fix the front matter syntax (TOML between +++ lines)"

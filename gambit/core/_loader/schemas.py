@@ -10,6 +10,7 @@ import json
 from typing import Any
 
 from .._builtin_schemas import builtin_schema, resolve_builtin_schema_uri
+from .._depth import json_depth
 from .._schema import Schema, schema_from_json, schema_from_pydantic
 from .imports import import_module
 from .load import Load
@@ -67,8 +68,12 @@ def resolve_schema(load: Load, ref: Any, file: str, key: str) -> Schema | None:
         except json.JSONDecodeError as exc:
             load.diag.error(f"invalid JSON: {exc.msg}", file=str(target), line=exc.lineno)
             return None
-        except RecursionError:
-            load.diag.error("invalid JSON: nested too deeply", file=str(target))
+        except RecursionError:  # far deeper than the limit
+            load.diag.error(
+                f"the schema is nested more than {MAX_SCHEMA_DEPTH} levels deep",
+                file=str(target),
+                hint="flatten it, or split it with $defs and $ref",
+            )
             return None
         if not isinstance(data, dict):
             load.diag.error("a JSON Schema file must hold an object", file=str(target))
@@ -139,6 +144,8 @@ def schema_from_spec(load: Load, spec: Any, file: str, key: str) -> Schema | Non
     if isinstance(spec, str):
         return resolve_schema(load, spec, file, key)
     if isinstance(spec, dict):
+        if not _shallow_enough(load, spec, file, key):
+            return None
         try:
             return schema_from_json(spec, source=f"{file}#{key}")
         except ValueError as exc:
@@ -160,32 +167,16 @@ def schema_from_spec(load: Load, spec: Any, file: str, key: str) -> Schema | Non
     return None
 
 
-def _shallow_enough(load: Load, data: Any, file: str) -> bool:
+def _shallow_enough(load: Load, data: Any, file: str, key: str | None = None) -> bool:
     """A schema nested past MAX_SCHEMA_DEPTH is an error naming the file and the limit
     (deeper ones would exhaust the recursion of the validators)."""
-    depth = _json_depth(data, MAX_SCHEMA_DEPTH + 1)
+    depth = json_depth(data, MAX_SCHEMA_DEPTH + 1)
     if depth > MAX_SCHEMA_DEPTH:
         load.diag.error(
             f"the schema is nested more than {MAX_SCHEMA_DEPTH} levels deep",
             file=file,
+            key=key,
             hint="flatten it, or split it with $defs and $ref",
         )
         return False
     return True
-
-
-def _json_depth(value: Any, stop: int) -> int:
-    """Nesting depth of a JSON value, counted without recursion (stops counting at `stop`)."""
-    deepest = 0
-    pending: list[tuple[Any, int]] = [(value, 1)]
-    while pending:
-        item, depth = pending.pop()
-        if depth > deepest:
-            deepest = depth
-            if deepest >= stop:
-                return deepest
-        if isinstance(item, dict):
-            pending.extend((child, depth + 1) for child in item.values())
-        elif isinstance(item, list):
-            pending.extend((child, depth + 1) for child in item)
-    return deepest

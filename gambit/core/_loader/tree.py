@@ -43,10 +43,21 @@ def as_tree(
     """A deck tree from what the engine's callers may pass: a tree as it is, a lone deck
     as a tree of one, a path loaded as `role` (a persona as a scenario, a grader as a
     grader: their seed rules and defaults apply as under `[[scenarios]]` / `[[graders]]`)."""
-    if isinstance(deck, DeckTree):
-        return deck
-    if isinstance(deck, Deck):
-        return DeckTree(root=deck, decks={deck.path: deck}, entries=[], warnings=[])
+    if isinstance(deck, DeckTree | Deck):
+        tree = (
+            deck
+            if isinstance(deck, DeckTree)
+            else DeckTree(root=deck, decks={deck.path: deck}, entries=[], warnings=[])
+        )
+        if role == "grader" and not any(
+            e.path == tree.root.path and e.role == "grader" for e in tree.entries
+        ):
+            # Loaded as something else (a root, a lone Deck): a grader still has to be a
+            # compatible grader, with the error `gambit check --as grader` gives.
+            load = Load(Diagnostics(strict=strict))
+            _apply_role_rules(load, tree.root, "grader")
+            load.diag.raise_if_errors()
+        return tree
     return load_deck_tree(deck, strict=strict, role=role)
 
 

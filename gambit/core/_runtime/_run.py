@@ -29,7 +29,7 @@ from .._openresponses import ResponseUsage, construct, item_to_dict
 from .._permissions import PermissionSet
 from .._provider import ModelProvider, ModelResolver
 from .._state import MessageRef, SavedState
-from .._trace import ResponseTraceEvent, _TraceBase
+from .._trace import LogEvent, ResponseTraceEvent, _TraceBase
 from ._common import Mode, StateCallback, ToolHandler, TraceCallback
 
 
@@ -150,10 +150,25 @@ class _Run:
     def deck(self, path: str) -> Deck:
         deck = self.decks.get(path)
         if deck is None:
+            # A deck first loaded while the run goes on (a compute deck's spawn_and_wait
+            # target): its warnings go in the trace like those of the decks loaded before.
             tree = load_deck_tree(path, strict=self.strict)
+            known = set(self.decks)
             self.decks.update(tree.decks)
             deck = tree.root
+            self.trace_warnings([w for w in tree.warnings if w.file not in known], deck.path)
         return deck
+
+    def trace_warnings(self, problems: list[Any], deck_path: str) -> None:
+        """Deck warnings (deprecations and the like) as `warn` log events of the run."""
+        for problem in problems:
+            self.trace(
+                LogEvent,
+                deck_path=problem.file or deck_path,
+                level="warn",
+                title="deck warning",
+                message=problem.render(),
+            )
 
 
 @dataclass

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from .._deck import Deck, DeckTree, Guardrails
+from .._depth import MAX_VALUE_DEPTH, too_deep
 from .._ids import new_id
 from .._loader import load_deck_tree
 from .._messages import IncrementalMessages
@@ -24,7 +25,7 @@ from .._openresponses import FunctionCallItem, FunctionCallOutputItem, ResponseU
 from .._permissions import PermissionSet
 from .._provider import ModelProvider, ModelResolver
 from .._state import SavedState, new_state, state_items
-from .._trace import LogEvent, RunEndEvent, RunStartEvent
+from .._trace import RunEndEvent, RunStartEvent
 from ._common import (
     _MISSING,
     CONTEXT_TOOL,
@@ -123,6 +124,14 @@ async def run_deck(
     try:
         if context is _MISSING and resumed and state is not None:
             context = _recover_context(state)
+        for what, value in (("context", context), ("message", message)):
+            if value is not _MISSING and too_deep(value):
+                raise RunError(
+                    f"{what} of {root.path} is nested more than {MAX_VALUE_DEPTH} levels deep"
+                    " (fix: flatten it)",
+                    code="invalid_input",
+                    deck_path=root.path,
+                )
         context = _resolve_root_input(root, context, message)
         if context is not _MISSING:
             context = _validate(
@@ -148,14 +157,7 @@ async def run_deck(
             provider=provider.name,
             offline=True if getattr(provider, "offline", False) else None,
         )
-        for problem in load_warnings:  # deprecations and the like, in the run's own trace
-            run.trace(
-                LogEvent,
-                deck_path=problem.file or root.path,
-                level="warn",
-                title="deck warning",
-                message=problem.render(),
-            )
+        run.trace_warnings(load_warnings, root.path)  # in the run's own trace
         output = await execute_deck(
             run,
             root,
@@ -212,7 +214,7 @@ def _recover_context(state: SavedState) -> Any:
         ):
             try:
                 found = json.loads(item.output)
-            except ValueError:
+            except (ValueError, RecursionError):
                 found = item.output
     return found
 

@@ -27,6 +27,7 @@ from typing import Any
 
 from .._builtin_tools import call_builtin_tool
 from .._deck import ActionDecl
+from .._depth import too_deep
 from .._ids import new_id
 from .._openresponses import FunctionCallItem, FunctionCallOutputItem
 from .._permissions import EffectivePermissions
@@ -298,8 +299,12 @@ class _ToolCalls(_Handlers):
 
 
 def _parse_args(arguments: str) -> dict[str, Any]:
+    """The model's arguments; unparsable ones, and ones nested past MAX_VALUE_DEPTH, are none
+    (the call then fails its schema, and the model is told why)."""
     try:
         value = json.loads(arguments) if arguments else {}
-    except ValueError:
+        if too_deep(value):
+            return {}
+    except (ValueError, RecursionError):
         return {}
     return value if isinstance(value, dict) else {}

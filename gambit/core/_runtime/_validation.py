@@ -45,7 +45,7 @@ def _validate_output(schema: Schema | None, value: Any, *, deck_path: str, is_ro
     if isinstance(value, str):
         try:
             parsed = json.loads(value)
-        except ValueError:
+        except (ValueError, RecursionError):
             parsed = _MISSING
         if parsed is not _MISSING:
             try:
