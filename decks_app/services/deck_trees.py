@@ -9,8 +9,10 @@ share one.
 
 from __future__ import annotations
 
+import logging
 import os
 import threading
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +21,8 @@ from gambit.core import DeckTree, load_deck_tree
 
 _trees: dict[str, tuple[tuple, list[str], DeckTree]] = {}
 _lock = threading.Lock()
+_warned: set[str] = set()
+log = logging.getLogger("decks_app.decks")
 
 
 def strict_mode() -> bool:
@@ -41,3 +45,18 @@ def load(path: str | Path, role: Any = "root") -> DeckTree:
     with _lock:
         _trees[name] = (stat_key(entry, sorted(files)), sorted(files), tree)
     return tree
+
+
+def report_warning(event: Mapping[str, Any]) -> None:
+    """A run's deck warning (a `log` event titled "deck warning": every run traces the
+    warnings of the decks it loads, those loaded while it runs too) on the server's stderr,
+    through the `decks_app` logger, once per process, as the CLI prints them. The session
+    page shows it in the run's trace."""
+    if event.get("type") != "log" or event.get("title") != "deck warning":
+        return
+    line = str(event.get("message"))
+    with _lock:
+        if line in _warned:
+            return
+        _warned.add(line)
+    log.warning("warning: %s", line)

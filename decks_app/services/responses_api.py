@@ -708,6 +708,8 @@ class ResponseCall:
                 item = _surfaced_item(event)
                 if item is not None:
                     deltas.put_nowait(item)
+            elif kind == "log":
+                deck_trees.report_warning(event)
             writer.add(event)
 
         async def on_tool(request: dict[str, Any]) -> Any:

@@ -219,7 +219,12 @@ async def execute_verify(
 
     def trace_for(record: ScenarioRunRecord | GradeRecord):
         events = traces.setdefault(record.id, [])
-        return events.append
+
+        def on_trace(event: dict[str, Any]) -> None:
+            deck_trees.report_warning(event)
+            events.append(event)
+
+        return on_trace
 
     def on_run(record: ScenarioRunRecord) -> None:
         queue.put_nowait(("run", record, traces.pop(record.id, [])))

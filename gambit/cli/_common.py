@@ -338,6 +338,8 @@ class RunFlags:
             "model_override": self.model_force,
             "model_resolver": router,
             "on_trace": sink,
+            # --strict / GAMBIT_STRICT=1 also for decks first loaded while the run goes on
+            "strict": self.strict,
             # exec, a built-in tool, sees only the variables a deck's [permissions] env grants
             "host_env": dict(os.environ),
         }

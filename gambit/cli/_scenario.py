@@ -174,7 +174,6 @@ def scenario_command(
                 on_turn=on_turn,
                 on_state=lambda s: save_state(state_file, s),
                 on_stream_text=on_stream if flags.stream else None,
-                strict=strict,
                 **options,
             )
             if flags.stream:
@@ -264,10 +263,11 @@ def grade_command(
         mode=select_mode(responses, os.environ),
         model=model,
         model_force=model_force,
+        strict=strict_mode(strict_flag),
     )
 
     async def main() -> None:
-        tree = load_tree(grader, strict=strict_mode(strict_flag), role="grader")
+        tree = load_tree(grader, strict=flags.strict, role="grader")
         state = read_state(state_path)
         assert state is not None
         sink = TraceSink(trace_path, verbose)

@@ -171,6 +171,7 @@ async def grade_state(
                         target,
                         provider=provider,
                         context={"session": session, "messageToGrade": to_grade},
+                        strict=strict,
                         **run_options,
                     )
                 grade = _grade_from_output(result.output)
@@ -196,7 +197,11 @@ async def grade_state(
                     error = f"{type(outcome).__name__}: {outcome}"
         else:
             result = await run_deck(
-                target, provider=provider, context={"session": session}, **run_options
+                target,
+                provider=provider,
+                context={"session": session},
+                strict=strict,
+                **run_options,
             )
             grades.append(_grade_from_output(result.output))
             if on_grade is not None:

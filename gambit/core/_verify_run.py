@@ -364,6 +364,7 @@ async def run_verify(
                     state,
                     provider=provider,
                     on_trace=tracer(meter, record),
+                    strict=strict,
                     **{**run_options, "stream": False},
                 )
                 record.grading = grading

@@ -116,21 +116,20 @@ def test_the_engine_loads_a_grader_given_by_path_as_a_grader(tmp_path: Path):
     assert provider.requests == []
 
 
+DEPRECATED_CHILD = """
+import gambit
+deck = gambit.define_deck(
+    run=lambda ctx: f"child got {ctx.input}",
+    context_schema="gambit://schemas/scenarios/plain_chat_input_optional.ts",
+    response_schema="gambit://schemas/scenarios/plain_chat_output.zod.ts",
+)
+"""
+
+
 def test_a_deck_first_loaded_during_the_run_warns_too_and_fails_under_strict(tmp_path: Path):
     """A compute deck's spawn_and_wait target is loaded when the run reaches it: its
     deprecations reach stderr and the trace like the root's, and --strict refuses it."""
-    write(
-        tmp_path,
-        "child.py",
-        """
-        import gambit
-        deck = gambit.define_deck(
-            run=lambda ctx: f"child got {ctx.input}",
-            context_schema="gambit://schemas/scenarios/plain_chat_input_optional.ts",
-            response_schema="gambit://schemas/scenarios/plain_chat_output.zod.ts",
-        )
-        """,
-    )
+    write(tmp_path, "child.py", DEPRECATED_CHILD)
     parent = write(
         tmp_path,
         "parent.py",
@@ -153,6 +152,62 @@ def test_a_deck_first_loaded_during_the_run_warns_too_and_fails_under_strict(tmp
     assert strict.stderr.splitlines()[-1].startswith(
         f"error: {tmp_path / 'child.py'}: context_schema:"
     )
+
+
+def test_scenario_and_grade_strict_reach_decks_first_loaded_during_the_run(tmp_path: Path):
+    """--strict of `gambit scenario` and `gambit grade` (and GAMBIT_STRICT=1) refuse a
+    deprecated deck that a compute root or a compute grader loads while it runs."""
+    write(tmp_path, "child.py", DEPRECATED_CHILD)
+    root = write(
+        tmp_path,
+        "root.py",
+        """
+        import gambit
+        deck = gambit.define_deck(run=lambda ctx: ctx.spawn_and_wait("./child.py", "hi"))
+        """,
+    )
+    persona = write(
+        tmp_path,
+        "persona/PROMPT.md",
+        """
+        +++
+        contextSchema = "gambit://schemas/scenarios/plain_chat_input_optional.zod.ts"
+        responseSchema = "gambit://schemas/scenarios/plain_chat_output.zod.ts"
+        +++
+        You are a customer. Say hello.
+        """,
+    )
+    grader = write(
+        tmp_path,
+        "grader.py",
+        """
+        import gambit
+
+        def run(ctx):
+            ctx.spawn_and_wait("./child.py", "hi")
+            return {"score": 1, "reason": "fine"}
+
+        deck = gambit.define_deck(
+            run=run,
+            context_schema="gambit://schemas/graders/contexts/conversation.zod.ts",
+            response_schema="gambit://schemas/graders/grader_output.zod.ts",
+        )
+        """,
+    )
+    scenario = ["scenario", str(root), "--scenario", str(persona), "--max-turns", "1"]
+    scenario += ["--model-force", "offline/echo", "--state", str(tmp_path / "s.json")]
+    grade = ["grade", str(grader), "--state", str(tmp_path / "s.json")]
+    lenient = gambit(*scenario, cwd=tmp_path)
+    assert lenient.returncode == 0, lenient.stderr
+    assert gambit(*grade, cwd=tmp_path).returncode == 0
+    child_refused = f"{tmp_path / 'child.py'}: context_schema:"
+    for command in (scenario, grade):
+        by_flag = gambit(*command, "--strict", cwd=tmp_path)
+        by_env = gambit(*command, cwd=tmp_path, env={"GAMBIT_STRICT": "1"})
+        for strict in (by_flag, by_env):
+            assert strict.returncode == 1, (command, strict.stdout)
+            error = strict.stderr.splitlines()[-1]
+            assert error.startswith("error: ") and child_refused in error, (command, error)
 
 
 def test_the_engine_checks_a_grader_loaded_as_a_root_before_it_grades(tmp_path: Path):

@@ -322,6 +322,19 @@ def test_a_misspelt_key_in_an_entry_gets_the_closest_key_like_a_top_level_one(
     ), warnings
 
 
+@pytest.mark.parametrize("array", ["actionDecks", "testDecks", "graderDecks"])
+def test_a_misspelt_key_in_a_legacy_array_entry_warns_too(decks: DeckFolder, array):
+    decks.deck("d/child/PROMPT.md", MODEL + ACTION_SCHEMAS)
+    table = f'[[{array}]]\nname = "a"\npath = "./child/PROMPT.md"\nlable = "x"\n'
+    if array != "actionDecks":
+        table = table.replace('name = "a"\n', "")
+    warnings = _warnings(decks.deck("d/PROMPT.md", MODEL + table))
+    assert any(
+        w.endswith(f"{array}[1].lable: unknown key; it is ignored (fix: did you mean 'label'?)")
+        for w in warnings
+    ), warnings
+
+
 def test_mcp_servers_in_a_snippet_fail_fast(decks: DeckFolder):
     decks.write("d/snip.md", '+++\n[[mcpServers]]\nname = "x"\n+++\nSnippet text.\n')
     path = decks.deck("d/PROMPT.md", MODEL, "![](./snip.md)")

@@ -230,7 +230,9 @@ async def test_an_assistant_first_deck_speaks_first(tmp_path, settings):
     assert roles[-1] == "assistant" and "user" not in roles
 
 
-async def test_gambit_strict_makes_a_deprecated_deck_fail_its_run(tmp_path, settings, monkeypatch):
+async def test_gambit_strict_makes_a_deprecated_deck_fail_its_run(
+    tmp_path, settings, monkeypatch, caplog
+):
     deck = tmp_path / "legacy"
     deck.mkdir()
     (deck / "PROMPT.md").write_text(
@@ -251,9 +253,15 @@ async def test_gambit_strict_makes_a_deprecated_deck_fail_its_run(tmp_path, sett
         ]
         return status, events
 
+    caplog.set_level("WARNING", logger="decks_app.decks")
     status, events = await finish(await sync_to_async(setup)())  # a warning in the trace
     assert status == "completed"
     assert any(t == "log" and 'deprecated "inputSchema"' in p["message"] for t, p in events)
+    assert (await finish(await sync_to_async(setup)()))[0] == "completed"
+    # and on the server's stderr (the decks_app logger's console handler), once per process
+    logged = [r.getMessage() for r in caplog.records if r.name == "decks_app.decks"]
+    assert len(logged) == 1, logged
+    assert logged[0].startswith("warning: ") and "legacy/PROMPT.md: inputSchema:" in logged[0]
     queued = await sync_to_async(setup)()
     monkeypatch.setenv("GAMBIT_STRICT", "1")  # the 1.0 rule: the same deck is refused
     status, _ = await finish(queued)

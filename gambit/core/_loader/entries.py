@@ -4,7 +4,7 @@ written once. A spec says:
 
 - the array's deprecated alias (`actionDecks`, `testDecks`, `graderDecks`), read after it
   with a warning;
-- the keys an entry may have (derived from the spec; others warn, in the canonical array);
+- the keys an entry may have (derived from the spec; others warn, in the array and its alias);
 - whether entries are named (`name`, checked against reserved and built-in tool names) and
   whether they need a description (actions: the model reads it);
 - the target keys, exactly one of which must be given, and what each must point at (a
@@ -197,7 +197,9 @@ def parse_entries(
         )
         declared += [
             (spec.legacy, index, entry)
-            for index, entry in _tables(load, attrs.get(spec.legacy), file, spec.legacy)
+            for index, entry in _tables(
+                load, attrs.get(spec.legacy), file, spec.legacy, spec.known_keys
+            )
         ]
     return _declarations(load, spec, declared, file, descriptions_required=not in_card)
 
@@ -209,7 +211,9 @@ def parse_card_refs(
     assert spec.legacy is not None
     declared = [
         (spec.legacy, index, entry)
-        for index, entry in _tables(load, attrs.get(spec.legacy), file, spec.legacy)
+        for index, entry in _tables(
+            load, attrs.get(spec.legacy), file, spec.legacy, spec.known_keys
+        )
     ]
     return _declarations(load, spec, declared, file, descriptions_required=False)
 
