@@ -49,6 +49,7 @@ from gambit.core import (
     state_to_dict,
     trace_event_view,
 )
+from gambit.core._compute import input_from_text
 from gambit.core._runtime import _MISSING
 from gambit.providers.offline import ReplayProvider
 
@@ -496,15 +497,7 @@ def _load(run_id: str) -> _Job:
 
 
 def _parse_compute_input(text: str | None, default: Any) -> Any:
-    if text is None:
-        return default
-    stripped = text.strip()
-    if stripped[:1] in ("{", "["):
-        try:
-            return json.loads(stripped)
-        except ValueError:
-            pass
-    return text
+    return default if text is None else input_from_text(text)
 
 
 def _as_text(value: Any) -> str:
@@ -564,6 +557,8 @@ async def execute_run(run_id: str, *, router: Any = None) -> str:
                     for k in ("type", "deckPath", "model", "provider", "offline", "runId")
                 }
             )
+        elif kind == "log":
+            deck_trees.report_warning(event)
         writer.add(event)
 
     def on_state(state: Any) -> None:

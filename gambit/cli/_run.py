@@ -9,7 +9,9 @@ from typing import Any
 import click
 
 from gambit.cli import HELP_OPTIONS
-from gambit.core import is_end_signal, run_deck
+from gambit.core import is_end_signal, new_state, run_deck
+from gambit.core._compute import input_from_text
+from gambit.core._state import with_exchange
 
 from ._common import (
     MISSING,
@@ -62,7 +64,6 @@ def run_command(deck: Path, **options: Any) -> None:
                 state=read_state(flags.state_path),
                 on_state=state_saver(flags.state_path),
                 on_stream_text=on_text if flags.stream else None,
-                strict=flags.strict,  # also for decks first loaded during the run
                 **flags.run_options(router, sink),
             )
         finally:
@@ -100,7 +101,7 @@ def repl_command(deck: Path, **options: Any) -> None:
         write = stdout_writer()
         state = read_state(flags.state_path)
         save = state_saver(flags.state_path)
-        options = {**flags.run_options(router, sink, stream=True), "strict": flags.strict}
+        options = flags.run_options(router, sink, stream=True)
         pending_context: Any = flags.context
 
         compute = tree.root.kind == "compute"
@@ -114,11 +115,23 @@ def repl_command(deck: Path, **options: Any) -> None:
                 streamed.append(text)
                 write(text)
 
-            if compute:  # each line is the compute deck's input; it keeps no conversation
-                context = user if user is not None else pending_context
-                result = await run_deck(
-                    tree, provider=router, context=context, on_stream_text=on_text, **options
+            if compute:  # each line is the compute deck's input; it keeps no conversation,
+                # so the exchange is recorded here (--state keeps it, for `gambit grade`)
+                said = (
+                    None if user is None else user if isinstance(user, str) else render_output(user)
                 )
+                result = await run_deck(
+                    tree,
+                    provider=router,
+                    context=pending_context if user is None else input_from_text(said or ""),
+                    state=state or new_state(),
+                    on_state=save,
+                    on_stream_text=on_text,
+                    **options,
+                )
+                state = with_exchange(result.state, said, render_output(result.output))
+                if save is not None:
+                    save(state)
             else:
                 result = await run_deck(
                     tree,

@@ -57,3 +57,18 @@ def define_deck(
         label=label,
         description=description,
     )
+
+
+def input_from_text(text: str) -> Any:
+    """A compute deck's input from what someone typed to it (a chat message, a scenario
+    persona's line): the JSON object or array the text holds, else the text itself. A compute
+    deck keeps no conversation, so each message is its input."""
+    stripped = text.strip()
+    if stripped[:1] in ("{", "["):
+        import json
+
+        try:
+            return json.loads(stripped)
+        except ValueError:
+            pass
+    return text

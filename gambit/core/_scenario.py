@@ -6,6 +6,10 @@ when the persona sends an empty message or an end signal, when the root ends the
 or after `max_turns` persona messages. Before the first turn, required context fields of
 the root that are missing are filled by the persona (the init-fill protocol of
 `gambit://snippets/init.md`).
+
+A compute root keeps no conversation of its own: each persona message is its input (as in
+`gambit run DECK --message` and the simulator's chat), and the loop records the exchange, the
+persona's message and the deck's answer, in the root's state, where graders read it.
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+from ._compute import input_from_text
 from ._deck import Deck, DeckTree
 from ._errors import GambitError
 from ._ids import new_id
@@ -23,7 +28,7 @@ from ._loader import as_tree
 from ._provider import ModelProvider
 from ._runtime import _MISSING, RunError, is_end_signal, run_deck
 from ._schema import Schema, SchemaValidationError
-from ._state import SavedState, state_messages
+from ._state import SavedState, new_state, state_messages, with_exchange
 
 FIRST_TURN_PROMPT = (
     "Start the conversation as the user. Do not wait for the assistant to speak first."
@@ -150,6 +155,7 @@ async def run_scenario(
             message=prompt,
             state=persona_state,
             on_stream_text=stream_for("user"),
+            strict=strict,
             **run_options,
         )
         persona_state = result.state
@@ -188,6 +194,8 @@ async def run_scenario(
                 ) from None
 
     async def root_says(user_text: str | None, *, first: bool) -> Any:
+        if root_deck.kind == "compute":
+            return await compute_root_says(user_text, first=first)
         result = await run_deck(
             root_tree,
             provider=provider,
@@ -196,9 +204,28 @@ async def run_scenario(
             state=root_state,
             on_state=lambda s: publish(s, persona_message=user_text is not None),
             on_stream_text=stream_for("assistant"),
+            strict=strict,
             **run_options,
         )
         publish(result.state, persona_message=user_text is not None)
+        return result.output
+
+    async def compute_root_says(user_text: str | None, *, first: bool) -> Any:
+        if user_text is not None:
+            given = input_from_text(user_text)
+        else:
+            given = context if first and root_state is None else _MISSING
+        result = await run_deck(
+            root_tree,
+            provider=provider,
+            context=given,
+            state=root_state or new_state(),
+            on_stream_text=stream_for("assistant"),
+            strict=strict,
+            **run_options,
+        )
+        exchanged = with_exchange(result.state, user_text, _text(result.output))
+        publish(exchanged, persona_message=user_text is not None)
         return result.output
 
     turns = 0

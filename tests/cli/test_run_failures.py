@@ -75,6 +75,22 @@ def test_repl_on_a_compute_deck_prints_every_answer_and_no_empty_turn(tmp_path: 
     assert result.stdout.splitlines() == ["assistant> Hello, Ada!", "assistant> Hello, Bob!"]
 
 
+def test_repl_on_a_compute_deck_keeps_the_conversation_in_state(tmp_path: Path):
+    """--state works for a compute deck too: the deck keeps no conversation, so each line
+    and its answer are recorded, resumed by the next session, and a grader can read them."""
+    hello = ROOT / "examples" / "hello" / "deck.py"
+    for line in ("Ada", "Bob"):
+        result = gambit("repl", str(hello), "--state", "s.json", cwd=tmp_path, stdin=line + "\n")
+        assert result.returncode == 0, result.stderr
+    state = json.loads((tmp_path / "s.json").read_text())
+    assert [(m["role"], m["content"]) for m in state["messages"]] == [
+        ("user", "Ada"),
+        ("assistant", "Hello, Ada!"),
+        ("user", "Bob"),
+        ("assistant", "Hello, Bob!"),
+    ]
+
+
 def test_stream_prints_the_answer_once(tmp_path: Path):
     deck = write(
         tmp_path,
@@ -212,3 +228,28 @@ def test_scenario_asks_no_init_fill_for_an_optional_context(tmp_path: Path):
     assert result.returncode == 0, result.stderr
     assert result.stdout.splitlines()[0] == "assistant> Hello, world!"
     assert "init fill" not in result.stderr
+
+
+def test_a_compute_root_gets_each_persona_message_as_its_input(tmp_path: Path):
+    """A compute deck keeps no conversation: in a scenario each persona message is its input,
+    as with `gambit run --message`, and the exchange is recorded in the state for graders."""
+    result = gambit(
+        "scenario", str(ROOT / "examples/hello/deck.py"),
+        "--scenario", str(ROOT / "examples/support/scenarios/late_delivery/PROMPT.md"),
+        "--max-turns", "1", "--model-force", "offline/echo", "--state", "s.json", cwd=tmp_path,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    persona = "You said: Hello, world!"  # offline/echo repeats the deck's greeting
+    assert result.stdout.splitlines()[:3] == [
+        "assistant> Hello, world!",
+        f"user> {persona}",
+        f"assistant> Hello, {persona}!",
+    ]
+    state = json.loads((tmp_path / "s.json").read_text())
+    said = [(m["role"], m["content"]) for m in state["messages"]]
+    assert said == [
+        ("assistant", "Hello, world!"),
+        ("user", persona),
+        ("assistant", f"Hello, {persona}!"),
+    ]
+    assert [r.get("source") for r in state["messageRefs"]] == [None, "scenario", None]
