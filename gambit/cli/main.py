@@ -4,10 +4,10 @@ Subcommands are imported when they run (their modules load the engine); `gambit 
 lists them from the table below without importing any of them.
 
 Start-up: while `main()` imports a command, Python's cyclic garbage collector is paused.
-Importing the engine allocates some hundred thousand objects that live as long as the
-process (modules, classes, pydantic schemas), and the collector's passes over them cost a
-one-turn `gambit run` about 15% of its time, with nothing to free. Once the command is
-loaded those objects are frozen (`gc.freeze()`: later passes skip them, the one at exit
+Importing the engine creates some fifty thousand objects the collector tracks, which live as
+long as the process (modules, classes, pydantic schemas); the collector's passes over them
+cost a one-turn `gambit run` about 15% of its time, with nothing to free. Once the command
+is loaded those objects are frozen (`gc.freeze()`: later passes skip them, the one at exit
 too) and the collector is back on for everything the command then does, deck code
 included (docs/decisions.md, "Start-up").
 """
