@@ -210,11 +210,14 @@ async def run_scenario(
         publish(result.state, persona_message=user_text is not None)
         return result.output
 
-    async def compute_root_says(user_text: str | None, *, first: bool) -> Any:
-        if user_text is not None:
+    async def compute_root_says(user_text: Any, *, first: bool) -> Any:
+        # `message` may be a value (a JSON --message) rather than text: it is the input as is
+        if user_text is None:
+            given = context if first and root_state is None else _MISSING
+        elif isinstance(user_text, str):
             given = input_from_text(user_text)
         else:
-            given = context if first and root_state is None else _MISSING
+            given, user_text = user_text, json.dumps(user_text, ensure_ascii=False)
         result = await run_deck(
             root_tree,
             provider=provider,

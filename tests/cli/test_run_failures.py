@@ -253,3 +253,25 @@ def test_a_compute_root_gets_each_persona_message_as_its_input(tmp_path: Path):
         ("assistant", f"Hello, {persona}!"),
     ]
     assert [r.get("source") for r in state["messageRefs"]] == [None, "scenario", None]
+
+
+def test_a_json_message_is_a_compute_roots_input_as_a_value(tmp_path: Path):
+    deck = write(
+        tmp_path,
+        "count.py",
+        """
+        import gambit
+        deck = gambit.define_deck(
+            run=lambda ctx: f"n is {ctx.input['n']}" if isinstance(ctx.input, dict) else "n?"
+        )
+        """,
+    )
+    result = gambit(
+        "scenario", str(deck), "--message", '{"n": 2}',
+        "--scenario", str(ROOT / "examples/support/scenarios/late_delivery/PROMPT.md"),
+        "--max-turns", "1", "--model-force", "offline/echo", "--state", "s.json", cwd=tmp_path,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines()[:2] == ['user> {"n": 2}', "assistant> n is 2"]
+    said = [m["content"] for m in json.loads((tmp_path / "s.json").read_text())["messages"]]
+    assert said[:2] == ['{"n": 2}', "n is 2"]
