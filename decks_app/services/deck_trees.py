@@ -18,6 +18,7 @@ from typing import Any
 
 from decks_app.services.workspaces import stat_key
 from gambit.core import DeckTree, load_deck_tree
+from gambit.core._trace import deck_warning
 
 _trees: dict[str, tuple[tuple, list[str], DeckTree]] = {}
 _lock = threading.Lock()
@@ -48,13 +49,12 @@ def load(path: str | Path, role: Any = "root") -> DeckTree:
 
 
 def report_warning(event: Mapping[str, Any]) -> None:
-    """A run's deck warning (a `log` event titled "deck warning": every run traces the
-    warnings of the decks it loads, those loaded while it runs too) on the server's stderr,
-    through the `decks_app` logger, once per process, as the CLI prints them. The session
-    page shows it in the run's trace."""
-    if event.get("type") != "log" or event.get("title") != "deck warning":
+    """A run's deck warning (every run traces the warnings of the decks it loads, those
+    loaded while it runs too) on the server's stderr, through the `decks_app` logger, once
+    per process, as the CLI prints them. The session page shows it in the run's trace."""
+    line = deck_warning(event)
+    if line is None:
         return
-    line = str(event.get("message"))
     with _lock:
         if line in _warned:
             return

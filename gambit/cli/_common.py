@@ -25,6 +25,7 @@ from gambit.core import (
     save_state,
 )
 from gambit.core._runtime import _MISSING
+from gambit.core._trace import deck_warning
 
 MISSING = _MISSING
 
@@ -147,8 +148,9 @@ class TraceSink:
     def __call__(self, event: dict[str, Any]) -> None:
         if self.writer is not None:
             self.writer.write(event)
-        if event.get("type") == "log" and event.get("title") == "deck warning":
-            warn_once(str(event.get("message")))  # a deck loaded during the run, too
+        warning = deck_warning(event)
+        if warning is not None:
+            warn_once(warning)  # a deck loaded during the run, too
         if self.verbose:
             if _STDOUT["open_line"] and _stdout_is_stderr():
                 # streamed text left a line open on the terminal both share: end it first

@@ -95,6 +95,8 @@ __all__ = [
     "TraceToolCall",
     "TraceWriter",
     "UnknownTraceEvent",
+    "DECK_WARNING",
+    "deck_warning",
     "now_ms",
     "read_trace",
     "trace_event_from_dict",
@@ -113,6 +115,19 @@ class TraceError(GambitError):
         self.line = line
         where = f"{file}:{line}" if line is not None else file
         super().__init__(f"{where}: {message}")
+
+
+# The `log` event title of a deck warning (a deprecation and the like) in a run's trace: the
+# runtime writes one per warning of each deck it loads; the CLI and the simulator read them
+# back to print each once on stderr.
+DECK_WARNING = "deck warning"
+
+
+def deck_warning(event: Mapping[str, Any]) -> str | None:
+    """The warning a trace event carries, if it is a deck warning (else None)."""
+    if event.get("type") == "log" and event.get("title") == DECK_WARNING:
+        return str(event.get("message"))
+    return None
 
 
 def now_ms() -> int:

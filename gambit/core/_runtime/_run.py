@@ -29,7 +29,7 @@ from .._openresponses import ResponseUsage, construct, item_to_dict
 from .._permissions import PermissionSet
 from .._provider import ModelProvider, ModelResolver
 from .._state import MessageRef, SavedState
-from .._trace import LogEvent, ResponseTraceEvent, _TraceBase
+from .._trace import DECK_WARNING, LogEvent, ResponseTraceEvent, _TraceBase
 from ._common import Mode, StateCallback, ToolHandler, TraceCallback
 
 
@@ -166,7 +166,7 @@ class _Run:
                 LogEvent,
                 deck_path=problem.file or deck_path,
                 level="warn",
-                title="deck warning",
+                title=DECK_WARNING,
                 message=problem.render(),
             )
 
