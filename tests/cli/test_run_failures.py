@@ -217,14 +217,20 @@ def test_verbose_lines_stay_whole_with_streamed_text_and_multiline_messages(tmp_
     assert not any(line in ("line two", "value") for line in result.stderr.splitlines()[:4])
 
 
+def one_turn_scenario(root: Path, cwd: Path, *more: str) -> subprocess.CompletedProcess:
+    """`gambit scenario ROOT` for one persona turn, the persona answered by offline/echo
+    (which repeats what it is told), saved to s.json."""
+    persona = ROOT / "examples/support/scenarios/late_delivery/PROMPT.md"
+    return gambit(
+        "scenario", str(root), "--scenario", str(persona), *more,
+        "--max-turns", "1", "--model-force", "offline/echo", "--state", "s.json", cwd=cwd,
+    )  # fmt: skip
+
+
 def test_scenario_asks_no_init_fill_for_an_optional_context(tmp_path: Path):
     """examples/hello's context is an optional string: nothing is missing, so the persona is
     not asked to fill it in (it would answer in prose, not JSON)."""
-    result = gambit(
-        "scenario", str(ROOT / "examples/hello/deck.py"),
-        "--scenario", str(ROOT / "examples/support/scenarios/late_delivery/PROMPT.md"),
-        "--max-turns", "1", "--model-force", "offline/echo", "--state", "s.json", cwd=tmp_path,
-    )  # fmt: skip
+    result = one_turn_scenario(ROOT / "examples/hello/deck.py", tmp_path)
     assert result.returncode == 0, result.stderr
     assert result.stdout.splitlines()[0] == "assistant> Hello, world!"
     assert "init fill" not in result.stderr
@@ -233,11 +239,7 @@ def test_scenario_asks_no_init_fill_for_an_optional_context(tmp_path: Path):
 def test_a_compute_root_gets_each_persona_message_as_its_input(tmp_path: Path):
     """A compute deck keeps no conversation: in a scenario each persona message is its input,
     as with `gambit run --message`, and the exchange is recorded in the state for graders."""
-    result = gambit(
-        "scenario", str(ROOT / "examples/hello/deck.py"),
-        "--scenario", str(ROOT / "examples/support/scenarios/late_delivery/PROMPT.md"),
-        "--max-turns", "1", "--model-force", "offline/echo", "--state", "s.json", cwd=tmp_path,
-    )  # fmt: skip
+    result = one_turn_scenario(ROOT / "examples/hello/deck.py", tmp_path)
     assert result.returncode == 0, result.stderr
     persona = "You said: Hello, world!"  # offline/echo repeats the deck's greeting
     assert result.stdout.splitlines()[:3] == [
@@ -266,11 +268,7 @@ def test_a_json_message_is_a_compute_roots_input_as_a_value(tmp_path: Path):
         )
         """,
     )
-    result = gambit(
-        "scenario", str(deck), "--message", '{"n": 2}',
-        "--scenario", str(ROOT / "examples/support/scenarios/late_delivery/PROMPT.md"),
-        "--max-turns", "1", "--model-force", "offline/echo", "--state", "s.json", cwd=tmp_path,
-    )  # fmt: skip
+    result = one_turn_scenario(deck, tmp_path, "--message", '{"n": 2}')
     assert result.returncode == 0, result.stderr
     assert result.stdout.splitlines()[:2] == ['user> {"n": 2}', "assistant> n is 2"]
     said = [m["content"] for m in json.loads((tmp_path / "s.json").read_text())["messages"]]
