@@ -340,7 +340,7 @@ _KNOWN_CONTENT = frozenset({"input_text", "output_text"})
 
 def _content_tag(value: Any) -> str:
     kind = value.get("type") if isinstance(value, Mapping) else getattr(value, "type", None)
-    return kind if kind in _KNOWN_CONTENT else "other"
+    return kind if type(kind) is str and kind in _KNOWN_CONTENT else "other"
 
 
 ResponseContent = Annotated[
@@ -403,7 +403,7 @@ def _item_tag(value: Any) -> str:
             return "message"  # Open Responses allows a message without `type`
     else:
         kind = getattr(value, "type", None)
-    return kind if kind in _KNOWN_ITEMS else "other"
+    return kind if type(kind) is str and kind in _KNOWN_ITEMS else "other"
 
 
 ResponseItem = Annotated[
@@ -638,7 +638,7 @@ _EVENT_MODELS: dict[str, type[_EventModel]] = {
 
 def _event_tag(value: Any) -> str:
     kind = value.get("type") if isinstance(value, Mapping) else getattr(value, "type", None)
-    return kind if kind in _EVENT_MODELS else "other"
+    return kind if type(kind) is str and kind in _EVENT_MODELS else "other"
 
 
 ResponseEvent = Annotated[
@@ -672,7 +672,81 @@ def item_to_dict(item: BaseModel | Mapping[str, Any]) -> dict[str, Any]:
 
 def item_from_dict(data: Mapping[str, Any] | BaseModel) -> Any:
     """Validate one item dict into its `ResponseItem` model."""
+    if type(data) is dict:
+        item = _plain_item(data)
+        if item is not None:
+            return item
     return _ITEM_ADAPTER.validate_python(data)
+
+
+def _plain_item(data: dict[str, Any]) -> Any:
+    """The model validation gives for an item dict in one of the three common shapes (a
+    message of text parts, a function call, a function call's output) whose every declared
+    field already has its exact type; None for anything else, which the validator takes.
+
+    Why: a one-turn `gambit run` reads one such item, and building the item validator for
+    it (with pydantic's search of every installed package for plugins) cost about a sixth of
+    the command's own time. tests/core/test_openresponses_plain_items.py holds this equal
+    to the validator's result, extras and fields set included.
+    """
+    kind = data.get("type")
+    ident = data.get("id")
+    if ident is not None and type(ident) is not str:
+        return None
+    if kind == "message":
+        role, content = data.get("role"), data.get("content")
+        if type(role) is not str or role not in _ROLES or type(content) is not list:
+            return None
+        parts = []
+        for part in content:
+            if type(part) is not dict or type(part.get("text")) is not str:
+                return None
+            part_kind = part.get("type")
+            if part_kind == "output_text":
+                parts.append(_as_validated(OutputTextContent, part))
+            elif part_kind == "input_text":
+                parts.append(_as_validated(InputTextContent, part))
+            else:
+                return None
+        return _as_validated(MessageItem, {**data, "content": parts})
+    if kind == "function_call":
+        fields: tuple[str, ...] = ("call_id", "name", "arguments")
+        model: type[_JsonModel] = FunctionCallItem
+    elif kind == "function_call_output":
+        fields, model = ("call_id", "output"), FunctionCallOutputItem
+    else:
+        return None
+    for name in fields:
+        if type(data.get(name)) is not str:
+            return None
+    return _as_validated(model, data)
+
+
+def _as_validated[M: _JsonModel](cls: type[M], data: dict[str, Any]) -> M:
+    """`cls` built from `data` as validation builds it (every given key in the fields set,
+    unknown keys as extras) when each declared field in `data` is already valid."""
+    plan = _CONSTRUCT_PLANS.get(cls)
+    if plan is None:
+        plan = _CONSTRUCT_PLANS[cls] = _construct_plan(cls)
+    if plan is False:  # a model with its own post-init: only validation builds it
+        return cls.model_validate(data)
+    names, _required, defaults, factories, private, _extra = plan
+    values = dict(defaults)
+    for name, factory in factories:
+        if name not in data:
+            values[name] = factory()
+    extras = {}
+    for key, value in data.items():
+        if key in names:
+            values[key] = value
+        else:
+            extras[key] = value
+    model = cls.__new__(cls)
+    _setattr(model, "__dict__", values)
+    _setattr(model, "__pydantic_fields_set__", set(data))
+    _setattr(model, "__pydantic_extra__", extras)
+    _setattr(model, "__pydantic_private__", {k: f() for k, f in private} if private else None)
+    return model
 
 
 def items_from_json(data: Iterable[Mapping[str, Any] | BaseModel]) -> list[Any]:

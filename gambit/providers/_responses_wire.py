@@ -235,7 +235,9 @@ def parse_usage(data: Any) -> ResponseUsage | None:
     cost = data.get("cost")
     if isinstance(cost, int | float) and not isinstance(cost, bool):
         extra["costUsd"] = float(cost)
-    return ResponseUsage(
+    # Every value is normalised above, so the model is built without its validator (whose
+    # first build costs a one-turn run several milliseconds).
+    return ResponseUsage.model_construct(
         prompt_tokens=prompt,
         completion_tokens=completion,
         total_tokens=total if total is not None else prompt + completion,
@@ -279,18 +281,29 @@ def parse_response(data: Any, *, fallback_id: str = "resp_unknown") -> CreateRes
     status = data.get("status")
     extras = {key: data[key] for key in _KEEP_FIELDS if data.get(key) is not None}
     error = data.get("error")
-    return CreateResponseResponse(
-        id=str(data.get("id") or fallback_id),
-        model=data.get("model"),
-        created=data.get("created_at", data.get("created")),
-        status=_STATUS.get(status, "failed") if isinstance(status, str) else None,
-        output=[parse_output_item(item) for item in data.get("output") or []],
-        usage=parse_usage(data.get("usage")),
-        error=ResponseError(code=error.get("code"), message=error.get("message"))
+    model, created = data.get("model"), data.get("created_at", data.get("created"))
+    fields: dict[str, Any] = {
+        "id": str(data.get("id") or fallback_id),
+        "model": model,
+        "created": created,
+        "status": _STATUS.get(status, "failed") if isinstance(status, str) else None,
+        "output": [parse_output_item(item) for item in data.get("output") or []],
+        "usage": parse_usage(data.get("usage")),
+        "error": ResponseError(code=error.get("code"), message=error.get("message"))
         if isinstance(error, Mapping)
         else None,
         **extras,
-    )
+    }
+    # All but `model` and `created` are normalised above. When those two have their declared
+    # types the response is built without the validator (its first build, with pydantic's
+    # search of every installed package for plugins, cost a one-turn run several
+    # milliseconds); otherwise validation says what is wrong with them.
+    if (model is None or type(model) is str) and (created is None or type(created) in _NUMBER):
+        return CreateResponseResponse.model_construct(**fields)
+    return CreateResponseResponse(**fields)
+
+
+_NUMBER = (int, float)
 
 
 # --------------------------------------------------------------------------- streaming

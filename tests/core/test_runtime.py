@@ -884,6 +884,35 @@ async def test_usage_is_traced_and_summed(decks: DeckFolder):  # item 87
     assert rec.of("run.end")[0]["usage"]["totalTokens"] == 36
 
 
+async def test_costs_are_summed_into_the_run_usage(decks: DeckFolder):
+    path = decks.deck("d/PROMPT.md", MODEL)
+    provider = ScriptedProvider()
+    provider.enqueue(
+        Reply(
+            calls=[Call("x", {})],
+            usage=ResponseUsage.model_validate(
+                {"promptTokens": 5, "completionTokens": 1, "totalTokens": 6, "costUsd": 0.001}
+            ),
+        ),
+        Reply(
+            text="ok",
+            usage=ResponseUsage.model_validate(
+                {"promptTokens": 7, "completionTokens": 2, "totalTokens": 9, "costUsd": 0.0002}
+            ),
+        ),
+    )
+    rec = Recorder()
+    result = await run_deck(path, provider=provider, **rec.kwargs())
+    assert result.usage.model_extra == {"costUsd": 0.0012}
+    assert rec.of("run.end")[0]["usage"] == {
+        "promptTokens": 12,
+        "completionTokens": 3,
+        "totalTokens": 15,
+        "costUsd": 0.0012,
+    }
+    assert result.usage == ResponseUsage.model_validate(rec.of("run.end")[0]["usage"])
+
+
 async def test_non_root_deck_without_schemas_is_rejected(decks: DeckFolder):  # item 89
     child = decks.deck("d/child/PROMPT.md", MODEL)
     path = decks.deck("d/PROMPT.md", MODEL)

@@ -72,18 +72,18 @@ class _Usage:
             self.has_cost = True
 
     def to_model(self) -> ResponseUsage:
-        usage = ResponseUsage(
+        # The counts are ints by construction: built without the validator, whose first
+        # build cost a one-turn `gambit run` several milliseconds.
+        extra = {"costUsd": round(self.cost, 8)} if self.has_cost else {}
+        return construct(
+            ResponseUsage,
             prompt_tokens=self.prompt,
             completion_tokens=self.completion,
             total_tokens=self.total,
             reasoning_tokens=self.reasoning or None,
             cached_tokens=self.cached or None,
+            **extra,
         )
-        if self.has_cost:
-            usage = ResponseUsage.model_validate(
-                {**usage.to_dict(), "costUsd": round(self.cost, 8)}
-            )
-        return usage
 
 
 class _Run:
