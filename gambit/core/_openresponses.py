@@ -697,7 +697,7 @@ def _plain_item(data: dict[str, Any]) -> Any:
         role, content = data.get("role"), data.get("content")
         if type(role) is not str or role not in _ROLES or type(content) is not list:
             return None
-        parts = []
+        parts: list[InputTextContent | OutputTextContent] = []
         for part in content:
             if type(part) is not dict or type(part.get("text")) is not str:
                 return None
