@@ -50,8 +50,6 @@ Round trips:
   as extra keys; `name` appears on tool messages only.
 """
 
-from __future__ import annotations
-
 import operator
 from collections.abc import Iterable, Mapping
 from typing import Any, ClassVar, Literal
@@ -285,7 +283,7 @@ class IncrementalMessages:
         )
 
     @classmethod
-    def restore(cls, snapshot: tuple[Any, ...] | None) -> IncrementalMessages:
+    def restore(cls, snapshot: tuple[Any, ...] | None) -> "IncrementalMessages":
         converter = cls()
         if snapshot is not None:
             items, messages, names, safe_items, safe_messages = snapshot

@@ -25,8 +25,6 @@ OpenAI Responses form (`{"type": "function", "name": ...}`). All are normalised 
 seed's shapes.
 """
 
-from __future__ import annotations
-
 import copy
 from collections.abc import Iterable, Mapping
 from typing import Annotated, Any, ClassVar, Literal
@@ -613,7 +611,7 @@ class ResponseFailedEvent(_EventModel):
     response: CreateResponseResponse | None = None
 
     @model_validator(mode="after")
-    def _error_from_response(self) -> ResponseFailedEvent:
+    def _error_from_response(self) -> "ResponseFailedEvent":
         if self.error is None:
             self.error = (self.response.error if self.response else None) or ResponseError()
         return self

@@ -28,8 +28,6 @@ object, or a wrong shape raise `StateError`, whose message starts with the file 
 as pretty JSON (2-space indent) in UTF-8 with non-ASCII text kept as is.
 """
 
-from __future__ import annotations
-
 import json
 import os
 import tempfile

@@ -39,8 +39,6 @@ field of the model raises TypeError, so a misspelt field fails where it is writt
 field the runtime writes is declared on its model, so a reader gets it as an attribute.
 """
 
-from __future__ import annotations
-
 import json
 import os
 import threading
@@ -592,7 +590,7 @@ class TraceWriter:
                 self._fh.close()
                 self._fh = None
 
-    def __enter__(self) -> TraceWriter:
+    def __enter__(self) -> "TraceWriter":
         return self
 
     def __exit__(self, *exc: object) -> None:
