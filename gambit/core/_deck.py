@@ -188,6 +188,8 @@ class Deck:
 
 @dataclass
 class DeckTreeEntry:
+    """One deck of a loaded tree, for listings: its path, its role in the tree, its label."""
+
     path: str
     role: DeckRole
     label: str | None

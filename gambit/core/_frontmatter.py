@@ -43,6 +43,8 @@ class FrontMatterError(ValueError):
 
 @dataclass
 class ParsedMarkdown:
+    """A Markdown deck or card split into its front matter and its body."""
+
     attrs: dict[str, Any]
     body: str
     format: FrontMatterFormat

@@ -51,6 +51,8 @@ class Scope:
 
 @dataclass(frozen=True)
 class RunScope:
+    """What `run` (the exec built-in tool) may start: everything, or these paths and commands."""
+
     all: bool = False
     paths: frozenset[str] = frozenset()
     commands: frozenset[str] = frozenset()
@@ -80,6 +82,9 @@ NONE = Scope()
 
 @dataclass(frozen=True)
 class PermissionSet:
+    """The effective permissions of one deck: a scope for each of read, write, net, env and run,
+    relative paths resolved from `base_dir`."""
+
     base_dir: str
     read: Scope = NONE
     write: Scope = NONE
@@ -183,6 +188,9 @@ class PermissionSet:
 
 @dataclass(frozen=True)
 class Layer:
+    """One step of the narrowing (host or parent, workspace, the deck, reference, session),
+    for the trace."""
+
     name: str
     base_dir: str
     requested: dict[str, Any] | None
@@ -199,6 +207,8 @@ class Layer:
 
 @dataclass(frozen=True)
 class EffectivePermissions:
+    """The permissions a deck runs with, and the layers that narrowed them to that."""
+
     permissions: PermissionSet
     layers: tuple[Layer, ...] = field(default_factory=tuple)
 

@@ -46,6 +46,8 @@ class ProviderResponse:
 
 @dataclass
 class ToolCallRequest:
+    """A tool call the model asked for in chat mode: its id, the tool and the parsed arguments."""
+
     id: str
     name: str
     args: dict[str, Any]
@@ -54,6 +56,8 @@ class ToolCallRequest:
 
 @dataclass
 class ChatResult:
+    """What a chat-mode provider returns for one call."""
+
     message: ChatMessage
     finish_reason: Literal["stop", "tool_calls", "length"]
     tool_calls: list[ToolCallRequest] = field(default_factory=list)
@@ -98,6 +102,8 @@ class ChatProvider(Protocol):
 
 @dataclass
 class ResolvedModel:
+    """A model chosen from a deck's fallback list, with the parameters and provider it uses."""
+
     model: str
     params: dict[str, Any] | None = None
     provider: ModelProvider | None = None  # None: use the run's provider

@@ -69,6 +69,8 @@ class ConfigError(GambitError):
 
 @dataclass
 class ModelAlias:
+    """A `[models.<name>]` alias of gambit.toml: the models it stands for, in fallback order."""
+
     name: str
     models: list[str]
     params: dict[str, Any] = field(default_factory=dict)
@@ -77,6 +79,8 @@ class ModelAlias:
 
 @dataclass
 class GambitConfig:
+    """A loaded gambit.toml (or the defaults when there is none)."""
+
     path: Path | None = None
     default_provider: str | None = DEFAULT_PROVIDER
     aliases: dict[str, ModelAlias] = field(default_factory=dict)

@@ -50,6 +50,8 @@ DEFAULT_TIMEOUT = httpx.Timeout(connect=10.0, read=300.0, write=30.0, pool=10.0)
 
 @dataclass(frozen=True)
 class RetryPolicy:
+    """When and how long to wait before retrying a failed call (429, 5xx, dropped connections)."""
+
     max_retries: int = 2
     base_delay: float = 0.5
     max_delay: float = 8.0

@@ -60,6 +60,8 @@ def _known_spec(name: str) -> ProviderSpec:
 
 @dataclass
 class _Route:
+    """One candidate of a model list, split into its provider and that provider's model name."""
+
     candidate: str  # as written (prefix included)
     provider: str | None  # provider name, None when no default provider is configured
     provider_model: str

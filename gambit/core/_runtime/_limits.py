@@ -51,6 +51,8 @@ SYSTEM_CLOCK = Clock()
 
 @dataclass
 class _Limits:
+    """A run's guardrails and its deadline, read from `clock`."""
+
     guardrails: Guardrails
     deadline: float | None  # clock.monotonic() seconds
     clock: Clock = SYSTEM_CLOCK

@@ -66,6 +66,8 @@ from ._validation import _validate_output, check_extension_item
 
 @dataclass
 class _PassOutput:
+    """What one model pass produced: its items, its text, its tool calls, its usage."""
+
     items: list[Any]
     text: str
     calls: list[_ToolCall]

@@ -50,6 +50,8 @@ class RunResult:
 
 @dataclass
 class _Usage:
+    """Token counts and cost summed over every model call of a run."""
+
     prompt: int = 0
     completion: int = 0
     total: int = 0

@@ -51,6 +51,8 @@ from ._validation import _ENVELOPE_KEYS, _envelope_fields, _normalise_result, _v
 
 @dataclass
 class _ToolCall:
+    """One tool call of a model pass: the raw JSON arguments and their parsed form."""
+
     call_id: str
     name: str
     arguments: str
