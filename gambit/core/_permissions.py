@@ -188,7 +188,7 @@ class PermissionSet:
 
 @dataclass(frozen=True)
 class Layer:
-    """One step of the narrowing (host or parent, workspace, the deck, reference, session),
+    """One step of the narrowing (host or parent, workspace, declaration, reference, session),
     for the trace."""
 
     name: str
