@@ -32,6 +32,8 @@ SCALE = tuple(range(-3, 4))
 
 @dataclass(frozen=True)
 class CalibrationPair:
+    """One grade with a human rating of the same thing, and links back to both."""
+
     human: float
     grader: float
     links: dict[str, Any] = field(default_factory=dict)
@@ -39,6 +41,8 @@ class CalibrationPair:
 
 @dataclass(frozen=True)
 class Calibration:
+    """How well a grader agrees with the human ratings: agreement, kappa and base rates."""
+
     pairs: int
     graded: int
     rated: int

@@ -56,6 +56,8 @@ class Grade:
 
 @dataclass
 class GradingRun:
+    """One grader's pass over a conversation: its grades, or the error that stopped it."""
+
     id: str
     grader_path: str
     grader_label: str | None

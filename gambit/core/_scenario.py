@@ -42,6 +42,8 @@ class ScenarioError(GambitError):
 
 @dataclass
 class ScenarioResult:
+    """A finished scenario: the conversation, how many turns it took and why it stopped."""
+
     state: SavedState
     turns: int
     stopped: StopReason

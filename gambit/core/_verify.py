@@ -139,6 +139,8 @@ class Outlier:
 
 @dataclass(frozen=True)
 class GraderSummary:
+    """One grader's results over a Verify run: spread, pass rate, consistency, outliers."""
+
     grader: str
     threshold: float
     samples: int
@@ -307,6 +309,8 @@ class Difference:
 
 @dataclass(frozen=True)
 class GraderComparison:
+    """One grader's change between two Verify runs."""
+
     grader: str
     mean: Difference
     pass_rate: Difference

@@ -156,6 +156,8 @@ class VerifyProgress:
 
 @dataclass
 class VerifyReport:
+    """A whole `gambit verify` run: its scenario runs, their grades and the pass threshold."""
+
     root: str
     runs: list[ScenarioRunRecord]
     grades: list[GradeRecord]

@@ -89,3 +89,20 @@ def test_the_collector_is_back_on_after_help_and_usage_errors():
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip().endswith("ok")
+
+
+def test_every_dataclass_has_a_docstring() -> None:
+    # Documentation first, but also start-up: `dataclasses` builds a missing docstring from
+    # inspect.signature when the module is imported (docs/decisions.md, "Start-up").
+    import ast
+
+    missing = []
+    for path in sorted((Path(__file__).parents[2] / "gambit").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if not isinstance(node, ast.ClassDef) or ast.get_docstring(node) is not None:
+                continue
+            for decorator in node.decorator_list:
+                target = decorator.func if isinstance(decorator, ast.Call) else decorator
+                if isinstance(target, ast.Name) and target.id == "dataclass":
+                    missing.append(f"{path.name}:{node.lineno} {node.name}")
+    assert missing == []

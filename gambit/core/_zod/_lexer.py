@@ -18,6 +18,8 @@ from ._values import _Regex
 
 @dataclass(frozen=True, slots=True)
 class _Tok:
+    """One token of a `.zod.ts` file."""
+
     kind: str  # "name", "str", "num", "regex", "punct", "eof"
     value: Any
     line: int

@@ -56,6 +56,8 @@ _BINARY = frozenset(
 
 @dataclass(frozen=True, slots=True, eq=False)
 class _Node:
+    """One node of a parsed zod expression."""
+
     # "lit", "ident", "regex", "array", "object", "member", "call", "bad"
     kind: str
     line: int

@@ -18,6 +18,8 @@ from ._schema import _kind_label, _Schema
 
 @dataclass(frozen=True, slots=True)
 class _Regex:
+    """A JavaScript regular expression literal, kept as its source and flags."""
+
     source: str
     flags: str
 
