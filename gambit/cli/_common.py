@@ -26,6 +26,7 @@ from gambit.core import (
 )
 from gambit.core._runtime import _MISSING
 from gambit.core._trace import deck_warning
+from gambit.providers import ProviderRouter  # with the command: start-up's freeze covers it
 
 MISSING = _MISSING
 
@@ -83,8 +84,6 @@ def make_router(deck_path: Path) -> Any:
     """The provider router for a command. A deck whose models have no configured provider is
     answered by the offline demo model, with a note on stderr, so every command works without
     an API key; GAMBIT_REQUIRE_PROVIDER=1 makes that an error instead (for CI)."""
-    from gambit.providers import ProviderRouter
-
     told: set[str | None] = set()
 
     def note(deck: str | None, tried: str) -> None:

@@ -9,7 +9,8 @@ long as the process (modules, classes, pydantic schemas); the collector's passes
 cost a one-turn `gambit run` about 15% of its time, with nothing to free. Once the command
 is loaded those objects are frozen (`gc.freeze()`: later passes skip them, the one at exit
 too) and the collector is back on for everything the command then does, deck code
-included (docs/decisions.md, "Start-up").
+included (docs/decisions.md, "Start-up"). So the run-like commands' modules import what
+every run needs (the providers and their HTTP stack) when they load, not at first use.
 """
 
 from __future__ import annotations

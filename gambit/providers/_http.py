@@ -24,6 +24,10 @@ from dataclasses import dataclass
 from email.utils import parsedate_to_datetime
 from typing import Any, NamedTuple
 
+# httpx imports httpcore (and h11) at its first request. Imported with this module instead,
+# they are in place before the console script freezes start-up's objects (gambit/cli/main.py),
+# so the collector's passes during a run and at exit do not walk them again.
+import httpcore  # noqa: F401
 import httpx
 
 from gambit.core.provider import ProviderError
