@@ -232,21 +232,35 @@ def construct[M: BaseModel](cls: type[M], /, **values: Any) -> M:
     names as the fields set, no extras, private attributes at their defaults. Models with a
     `model_post_init` of their own, and unknown names, go through `model_construct`.
     """
+    plan = _plan(cls)
+    if plan is False or not plan[1] <= values.keys() <= plan[0]:
+        return cls.model_construct(**values)
+    return _instance(cls, plan, values, {} if plan[5] else None)
+
+
+def _plan(cls: type[BaseModel]) -> Any:
     plan = _CONSTRUCT_PLANS.get(cls)
     if plan is None:
         plan = _CONSTRUCT_PLANS[cls] = _construct_plan(cls)
-    if plan is False or not plan[1] <= values.keys() <= plan[0]:
-        return cls.model_construct(**values)
-    _names, _required, defaults, factories, private, extra = plan
-    data = dict(defaults)  # declaration order, as model_construct makes it
+    return plan
+
+
+def _instance[M: BaseModel](
+    cls: type[M], plan: Any, fields: dict[str, Any], extra: dict[str, Any] | None
+) -> M:
+    """An instance of `cls` from its construct plan: `fields` (valid, by field name) over the
+    defaults in declaration order, as `model_construct` makes it; `fields` and `extra` keys
+    as the fields set."""
+    _names, _required, defaults, factories, private, _extra = plan
+    data = dict(defaults)
     for name, factory in factories:
-        if name not in values:
+        if name not in fields:
             data[name] = factory()
-    data.update(values)
+    data.update(fields)
     model = cls.__new__(cls)
     _setattr(model, "__dict__", data)
-    _setattr(model, "__pydantic_fields_set__", set(values))
-    _setattr(model, "__pydantic_extra__", {} if extra else None)
+    _setattr(model, "__pydantic_fields_set__", {*fields, *extra} if extra else set(fields))
+    _setattr(model, "__pydantic_extra__", extra)
     _setattr(model, "__pydantic_private__", {k: f() for k, f in private} if private else None)
     return model
 
@@ -723,28 +737,17 @@ def _plain_item(data: dict[str, Any]) -> Any:
 def _as_validated[M: _JsonModel](cls: type[M], data: dict[str, Any]) -> M:
     """`cls` built from `data` as validation builds it (every given key in the fields set,
     unknown keys as extras) when each declared field in `data` is already valid."""
-    plan = _CONSTRUCT_PLANS.get(cls)
-    if plan is None:
-        plan = _CONSTRUCT_PLANS[cls] = _construct_plan(cls)
+    plan = _plan(cls)
     if plan is False:  # a model with its own post-init: only validation builds it
         return cls.model_validate(data)
-    names, _required, defaults, factories, private, _extra = plan
-    values = dict(defaults)
-    for name, factory in factories:
-        if name not in data:
-            values[name] = factory()
-    extras = {}
+    names = plan[0]
+    fields, extra = {}, {}
     for key, value in data.items():
         if key in names:
-            values[key] = value
+            fields[key] = value
         else:
-            extras[key] = value
-    model = cls.__new__(cls)
-    _setattr(model, "__dict__", values)
-    _setattr(model, "__pydantic_fields_set__", set(data))
-    _setattr(model, "__pydantic_extra__", extras)
-    _setattr(model, "__pydantic_private__", {k: f() for k, f in private} if private else None)
-    return model
+            extra[key] = value
+    return _instance(cls, plan, fields, extra)
 
 
 def items_from_json(data: Iterable[Mapping[str, Any] | BaseModel]) -> list[Any]:
