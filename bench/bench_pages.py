@@ -58,9 +58,9 @@ def setup_django(folder: Path) -> None:
 def make_session(folder: Path, events_wanted: int):
     """A session whose turns were run by the engine and stored as the worker stores them."""
     from decks_app.models import Run, TraceEvent
-    from decks_app.services import events as event_log
-    from decks_app.services.sessions import create_session
-    from decks_app.services.workspaces import current_workspace
+    from decks_app.runs import events as event_log
+    from decks_app.sessions.actions import create_session
+    from decks_app.workspaces.served import current_workspace
     from gambit.core import item_to_dict, load_deck_tree, run_deck
     from gambit.providers.offline import Call, ScriptedProvider, Stream
 

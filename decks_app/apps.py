@@ -5,7 +5,7 @@ from django.db.models.signals import post_save
 
 
 def _enqueue_new_run(sender: Any, instance: Any, created: bool, **kwargs: Any) -> None:
-    from decks_app.worker import on_run_created
+    from decks_app.runs.worker import on_run_created
 
     on_run_created(sender, instance, created)
 

@@ -186,24 +186,3 @@ class Feedback(models.Model):
                 condition=models.Q(score__gte=-3, score__lte=3), name="feedback_score_range"
             ),
         ]
-
-
-def new_api_key_id() -> str:
-    return new_id("key")
-
-
-class ApiKey(models.Model):
-    """A key for `/v1/*`. Only a hash of the key is stored; the key is shown once."""
-
-    id = models.CharField(primary_key=True, max_length=40, default=new_api_key_id)
-    name = models.CharField(max_length=100)
-    digest = models.CharField(max_length=64, unique=True, help_text="sha256 of the key")
-    prefix = models.CharField(
-        max_length=16, help_text="the key's first characters, to tell keys apart"
-    )
-    created_at = models.DateTimeField(auto_now_add=True)
-    last_used_at = models.DateTimeField(null=True, blank=True)
-    revoked = models.BooleanField(default=False)
-
-    def __str__(self) -> str:
-        return f"{self.name} ({self.prefix}…)"

@@ -1,6 +1,18 @@
+"""The websocket routes: each feature's consumers, and a clean refusal for any other path."""
+
+from channels.generic.websocket import AsyncWebsocketConsumer
 from django.urls import re_path
 
-from .consumers import BuildConsumer, NotFoundConsumer, SessionConsumer
+from decks_app.building.consumers import BuildConsumer
+from decks_app.sessions.consumers import SessionConsumer
+
+
+class NotFoundConsumer(AsyncWebsocketConsumer):
+    """Any other websocket path: refused at the handshake (403), no traceback."""
+
+    async def connect(self) -> None:
+        await self.close(code=4404)
+
 
 # The ignores: django-stubs types re_path for HTTP views only; channels routes consumers with it.
 websocket_urlpatterns = [

@@ -205,7 +205,7 @@ class SameOrigin:
         if ok and getattr(settings, "GAMBIT_ACCESS_TOKEN", ""):
             from http.cookies import SimpleCookie
 
-            from decks_app.middleware import TOKEN_COOKIE, token_ok
+            from decks_app.web.middleware import TOKEN_COOKIE, token_ok
 
             cookies = SimpleCookie(headers.get(b"cookie", b"").decode("latin-1"))
             ok = TOKEN_COOKIE in cookies and token_ok(cookies[TOKEN_COOKIE].value)

@@ -44,7 +44,7 @@ def _migrate() -> None:
     from django.core.management import call_command
     from django.db import DatabaseError, connection
 
-    from decks_app.services import outage
+    from decks_app.runs import outage
 
     delay = 0.25
     while True:
@@ -156,8 +156,8 @@ def serve(
     _setup_django()
     from django.conf import settings
 
-    from decks_app.services import execution, providers
-    from decks_app.services.workspaces import current_workspace, list_decks
+    from decks_app.runs import execution, providers
+    from decks_app.workspaces.served import current_workspace, list_decks
 
     _migrate()
     distributed = settings.GAMBIT_PROFILE == "distributed"
@@ -206,14 +206,14 @@ def serve(
 
     from twisted.internet import defer, reactor
 
-    from decks_app import worker
+    from decks_app.runs import worker
 
-    # Runs execute on Daphne's loop; the jobs backend's threads hand them over (decks_app.worker).
+    # Runs execute on Daphne's loop; the jobs backend's threads hand them over (decks_app.runs.worker).
     worker.attach(daphne.server.twisted_loop)
     state: dict[str, object] = {}
 
     def start_workers() -> None:
-        from decks_app.services.filewatch import start_watcher
+        from decks_app.building.filewatch import start_watcher
 
         state["watcher"] = start_watcher(str(workspace), asyncio.get_event_loop())
         if distributed:
@@ -261,8 +261,8 @@ def work(slots: int, burst: bool, max_runs: int | None) -> None:
     _setup_django()
     from django.conf import settings
 
-    from decks_app import worker
     from decks_app.models import Run
+    from decks_app.runs import worker
 
     if settings.GAMBIT_PROFILE != "distributed":
         print(
@@ -318,8 +318,8 @@ def keys(action: str, name: str | None, folder: str | None) -> None:
     from django.core.management import call_command
 
     call_command("migrate", interactive=False, verbosity=0)
-    from decks_app.models import ApiKey
-    from decks_app.services.api_keys import create_key
+    from endpoint.keys import create_key
+    from endpoint.models import ApiKey
 
     if action == "create":
         if not name:

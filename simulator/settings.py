@@ -15,6 +15,7 @@ if TYPE_CHECKING:  # the names build_settings sets beyond Django's own, for the 
     GAMBIT_INPROCESS_WORKERS: int
 
 BASE_DIR = REPO_ROOT
+FEATURE_TEMPLATE_PACKAGES = ("web", "sessions", "grading", "building")
 
 INSTALLED_APPS = [
     "daphne",
@@ -28,6 +29,7 @@ INSTALLED_APPS = [
     "django_htmx",
     "django_tasks_db",
     "decks_app",
+    "endpoint",
 ]
 
 MIDDLEWARE = [
@@ -40,8 +42,8 @@ MIDDLEWARE = [
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
     "django.middleware.csp.ContentSecurityPolicyMiddleware",
-    "decks_app.middleware.access_token",
-    "decks_app.middleware.admin_needs_a_user",
+    "decks_app.web.middleware.access_token",
+    "decks_app.web.middleware.admin_needs_a_user",
 ]
 
 ROOT_URLCONF = "simulator.urls"
@@ -50,7 +52,8 @@ ASGI_APPLICATION = "simulator.asgi.application"
 TEMPLATES = [
     {
         "BACKEND": "django.template.backends.django.DjangoTemplates",
-        "DIRS": [BASE_DIR / "templates"],
+        # Each feature package keeps its templates beside its views (decks_app/<feature>/templates).
+        "DIRS": [BASE_DIR / "decks_app" / f / "templates" for f in FEATURE_TEMPLATE_PACKAGES],
         "APP_DIRS": True,
         "OPTIONS": {
             "context_processors": [

@@ -1,121 +1,19 @@
-from django.contrib import admin
-from django.urls import path, re_path
+"""The project's routes: each feature package brings its own `urls.py` (with an `app_name`)."""
 
-from decks_app.views import (
-    build,
-    calibration,
-    compare,
-    exports,
-    feedback,
-    grade,
-    grade_exports,
-    replay,
-    session,
-    sessions,
-    shell,
-    trace,
-    v1,
-    verify,
-)
+from django.contrib import admin
+from django.urls import include, path
+
+from decks_app.web import shell
 
 urlpatterns = [
     path("", shell.index, name="index"),
-    path("build/", build.build_tab, name="build"),
-    re_path(r"^build\.(?P<fmt>json)$", build.build_tab),
-    path("build/deck", build.build_deck, name="build_deck"),
-    re_path(r"^build/deck\.(?P<fmt>json)$", build.build_deck),
-    path("build/file", build.build_file, name="build_file"),
-    re_path(r"^build/file\.(?P<fmt>json)$", build.build_file),
-    path("build/save", build.build_save, name="build_save"),
-    path("build/validate", build.build_validate, name="build_validate"),
-    path("build/new", build.build_new, name="build_new"),
-    path("build/scaffold", build.build_scaffold, name="build_scaffold"),
-    path("build/assistant.json", build.assistant_state, name="assistant_state"),
-    path("build/assistant/send", build.assistant_send, name="assistant_send"),
-    path("build/assistant/undo", build.assistant_undo, name="assistant_undo"),
-    path("build/delete", build.build_delete, name="build_delete"),
-    path("grade/", grade.grade_tab, name="grade"),
-    re_path(r"^grade\.(?P<fmt>json)$", grade.grade_tab),
-    path("grade/run", grade.grade_start, name="grade_start"),
-    path("grade/calibration/", calibration.calibration_page, name="calibration"),
-    path("grade/export/grades.csv", grade_exports.grades_csv, name="grades_csv"),
-    path("grade/export/grades.jsonl", grade_exports.grades_jsonl, name="grades_jsonl"),
-    path("grade/verify/", verify.verify_tab, name="verify"),
-    re_path(r"^grade/verify\.(?P<fmt>json)$", verify.verify_tab),
-    path("grade/verify/run", verify.verify_start, name="verify_start"),
-    path("grade/verify/compare", verify.verify_compare, name="verify_compare"),
-    re_path(r"^grade/verify/compare\.(?P<fmt>json)$", verify.verify_compare),
-    path("grade/verify/<str:run_id>/", verify.verify_batch, name="verify_batch"),
-    re_path(r"^grade/verify/(?P<run_id>[^/]+)\.(?P<fmt>json)$", verify.verify_batch),
-    path("grade/verify/<str:run_id>/stop", verify.verify_stop, name="verify_stop"),
-    re_path(r"^grade/calibration\.(?P<fmt>json)$", calibration.calibration_page),
-    path("grade/runs/<str:run_id>/", grade.grade_run_page, name="grade_run"),
-    re_path(r"^grade/runs/(?P<run_id>[^/]+)\.(?P<fmt>json)$", grade.grade_run_page),
-    path("grade/runs/<str:run_id>/flag/<str:position>", grade.grade_flag, name="grade_flag"),
-    path(
-        "grade/runs/<str:run_id>/flag/<str:position>/reason",
-        grade.grade_flag_reason,
-        name="grade_flag_reason",
-    ),
-    path("grade/runs/<str:run_id>/stop", grade.grade_stop, name="grade_stop"),
-    path("test/", sessions.sessions_list, name="sessions"),
-    re_path(r"^test\.(?P<fmt>json)$", sessions.sessions_list),
-    path("test/new", sessions.session_create, name="session_create"),
-    path("test/import", sessions.session_import, name="session_import"),
-    path("test/scenario", sessions.scenario_start, name="scenario_start"),
-    path("test/context-form", sessions.context_form, name="context_form"),
-    path("test/<str:session_id>/", session.session_page, name="session"),
-    re_path(r"^test/(?P<session_id>[^/]+)\.(?P<fmt>json)$", session.session_page),
-    path("test/<str:session_id>/conversation", session.session_earlier, name="session_earlier"),
-    path(
-        "test/<str:session_id>/events/recent", session.session_recent_events, name="recent_events"
-    ),
-    path("test/<str:session_id>/send", session.session_send, name="session_send"),
-    path("test/<str:session_id>/stop", session.session_stop, name="session_stop"),
-    path("test/<str:session_id>/retry", session.session_retry, name="session_retry"),
-    path("test/<str:session_id>/notes", session.session_notes, name="session_notes"),
-    path("test/<str:session_id>/delete", session.session_delete, name="session_delete"),
-    path(
-        "test/<str:session_id>/feedback/<str:ref_id>",
-        feedback.message_feedback,
-        name="message_feedback",
-    ),
-    path("test/<str:session_id>/trace/", trace.trace_page, name="trace"),
-    re_path(r"^test/(?P<session_id>[^/]+)/trace\.(?P<fmt>json)$", trace.trace_page),
-    path("test/<str:session_id>/trace/calls/<int:event_id>/", trace.trace_call, name="trace_call"),
-    path("test/<str:session_id>/trace/runs/<int:event_id>/", trace.trace_run, name="trace_run"),
-    re_path(
-        r"^test/(?P<session_id>[^/]+)/trace/runs/(?P<event_id>[0-9]{1,18})\.(?P<fmt>json)$",
-        trace.trace_run,
-    ),
-    re_path(
-        r"^test/(?P<session_id>[^/]+)/trace/events/(?P<event_id>[0-9]{1,18})\.json$",
-        trace.trace_event,
-    ),
-    re_path(
-        r"^test/(?P<session_id>[^/]+)/trace/calls/(?P<event_id>[0-9]{1,18})\.(?P<fmt>json)$",
-        trace.trace_call,
-    ),
-    path("test/<str:session_id>/replay/", replay.replay_page, name="replay"),
-    re_path(r"^test/(?P<session_id>[^/]+)/replay\.(?P<fmt>json)$", replay.replay_page),
-    path("test/<str:session_id>/rerun", replay.replay_rerun, name="replay_rerun"),
-    re_path(r"^test/(?P<session_id>[^/]+)/rerun\.(?P<fmt>json)$", replay.replay_rerun),
-    path("test/<str:session_id>/compare/", compare.compare_page, name="compare"),
-    re_path(r"^test/(?P<session_id>[^/]+)/compare\.(?P<fmt>json)$", compare.compare_page),
-    path("test/<str:session_id>/export/state.json", exports.export_state, name="export_state"),
-    path("test/<str:session_id>/export/trace.jsonl", exports.export_trace, name="export_trace"),
-    path("v1/responses", v1.responses, name="v1_responses"),
-    path("v1/responses/<str:response_id>", v1.response_detail, name="v1_response"),
-    path(
-        "v1/responses/<str:response_id>/input_items",
-        v1.response_input_items,
-        name="v1_response_input_items",
-    ),
-    path("v1/models", v1.models, name="v1_models"),
-    path("v1/chat/completions", v1.chat_completions, name="v1_chat_completions"),
+    path("", include("decks_app.sessions.urls")),
+    path("", include("decks_app.grading.urls")),
+    path("", include("decks_app.building.urls")),
+    path("", include("endpoint.urls")),
     path("admin/", admin.site.urls),
 ]
 
-handler400 = "decks_app.views.base.bad_request"
-handler404 = "decks_app.views.base.not_found"
-handler500 = "decks_app.views.base.server_error"
+handler400 = "decks_app.web.pages.bad_request"
+handler404 = "decks_app.web.pages.not_found"
+handler500 = "decks_app.web.pages.server_error"

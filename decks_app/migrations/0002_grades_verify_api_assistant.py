@@ -2,7 +2,13 @@
 
 from django.db import migrations, models
 
-import decks_app.models
+from gambit.core import new_id
+
+
+def new_api_key_id() -> str:
+    """The default of ApiKey.id when this migration was written (the model now lives in the
+    endpoint app, see endpoint/migrations/0001_initial.py)."""
+    return new_id("key")
 
 
 class Migration(migrations.Migration):
@@ -17,7 +23,7 @@ class Migration(migrations.Migration):
                 (
                     "id",
                     models.CharField(
-                        default=decks_app.models.new_api_key_id,
+                        default=new_api_key_id,
                         max_length=40,
                         primary_key=True,
                         serialize=False,

@@ -90,7 +90,7 @@ def percent(value: Any) -> str:
 @register.filter
 def score_class(value: Any) -> str:
     """The colour class of a -3..+3 score badge."""
-    from decks_app.services.grading import score_class as classify
+    from decks_app.grading.grades import score_class as classify
 
     return classify(value)
 

@@ -41,7 +41,7 @@ NASTY_TEXT = st.one_of(
 @BUDGET
 @given(NASTY_TEXT)
 def test_scores(text):
-    from decks_app.services.feedback import FeedbackError, parse_score
+    from decks_app.sessions.feedback import FeedbackError, parse_score
 
     try:
         score = parse_score(text)
@@ -54,7 +54,7 @@ def test_scores(text):
 @BUDGET
 @given(NASTY_TEXT)
 def test_session_context(text):
-    from decks_app.services.sessions import InvalidInput, parse_context
+    from decks_app.sessions.actions import InvalidInput, parse_context
 
     try:
         parse_context(text)
@@ -65,7 +65,7 @@ def test_session_context(text):
 @BUDGET
 @given(NASTY_TEXT)
 def test_websocket_hello(text):
-    from decks_app.consumers import _hello
+    from decks_app.sessions.consumers import _hello
 
     hello = _hello(text)
     assert hello is None or (isinstance(hello[0], int) and hello[0] >= 0)
@@ -74,8 +74,8 @@ def test_websocket_hello(text):
 @BUDGET
 @given(NASTY_TEXT)
 def test_imported_states_and_traces(text):
-    from decks_app.services.sessions import InvalidInput
-    from decks_app.services.transfer import parse_state, parse_trace
+    from decks_app.sessions.actions import InvalidInput
+    from decks_app.sessions.transfer import parse_state, parse_trace
 
     for parse in (parse_state, parse_trace):
         try:
@@ -87,7 +87,7 @@ def test_imported_states_and_traces(text):
 @BUDGET
 @given(st.dictionaries(st.text(max_size=12), NASTY_TEXT, max_size=6), st.booleans())
 def test_context_forms(form, with_schema):
-    from decks_app.services.forms import FormError, read
+    from decks_app.sessions.forms import FormError, read
 
     schema = {
         "type": "object",
@@ -111,7 +111,7 @@ def test_context_forms(form, with_schema):
 @BUDGET
 @given(st.one_of(JSON, st.dictionaries(st.sampled_from(["model", "input", "tools", "stream", "instructions", "previous_response_id", "metadata", "tool_choice"]), JSON)))  # fmt: skip
 def test_responses_request_bodies(data):
-    from decks_app.api.responses_schemas import ApiError, parse_body
+    from endpoint.schemas import ApiError, parse_body
 
     try:
         parse_body(data)

@@ -6,8 +6,8 @@ import pytest
 from django.test import Client
 
 from decks_app.models import Session
-from decks_app.services.sessions import create_session
-from decks_app.services.workspaces import current_workspace
+from decks_app.sessions.actions import create_session
+from decks_app.workspaces.served import current_workspace
 
 
 @pytest.fixture

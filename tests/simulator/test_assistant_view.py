@@ -12,7 +12,7 @@ import pytest
 from django.test import override_settings
 
 from decks_app.models import Run
-from decks_app.services import execution
+from decks_app.runs import execution
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -75,7 +75,7 @@ def test_a_cli_session_imports_with_its_tokens_model_and_grades_and_replays_offl
 ):
     import asyncio
 
-    from decks_app.services import execution
+    from decks_app.runs import execution
 
     state, trace = tmp_path / "s.json", tmp_path / "t.jsonl"
     for message in ("hi", "more <please>"):  # two runs, appended to one trace file

@@ -9,9 +9,9 @@ from asgiref.sync import sync_to_async
 from channels.testing import WebsocketCommunicator
 
 from decks_app.models import Run, TraceEvent
-from decks_app.services import events as event_log
-from decks_app.services.sessions import create_session
-from decks_app.services.workspaces import current_workspace
+from decks_app.runs import events as event_log
+from decks_app.sessions.actions import create_session
+from decks_app.workspaces.served import current_workspace
 from simulator.asgi import application
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -164,7 +164,7 @@ async def test_the_trace_panel_is_updated_in_place_on_structural_events():
 
 
 async def test_a_lost_notification_only_delays_the_page(monkeypatch):
-    from decks_app import consumers
+    from decks_app.sessions import consumers
 
     monkeypatch.setattr(consumers, "SAFETY_POLL_SECONDS", 0.1)
     session, run = await sync_to_async(_session_with_events)(2)
@@ -179,7 +179,7 @@ async def test_a_lost_notification_only_delays_the_page(monkeypatch):
 
 
 async def test_it_sends_nothing_when_nothing_changed(monkeypatch):
-    from decks_app import consumers
+    from decks_app.sessions import consumers
 
     monkeypatch.setattr(consumers, "SAFETY_POLL_SECONDS", 0.05)
     session, run = await sync_to_async(_session_with_events)(2)
@@ -218,7 +218,7 @@ async def test_big_messages_go_out_in_frames_under_the_servers_limit():
     """Three 100,000-character messages (the maximum) and their echoes: every frame stays
     well under autobahn's 1 MiB limit, and a hello at the current cursor and status gets the
     cursor back, not the page again."""
-    from decks_app.services import fragments
+    from decks_app.sessions import fragments
 
     def big_session():
         session = create_session(current_workspace(), "support/PROMPT.md", model="offline/echo")
@@ -261,7 +261,7 @@ async def test_big_messages_go_out_in_frames_under_the_servers_limit():
 async def test_a_dropped_notification_of_a_new_run_reaches_an_idle_page(monkeypatch):
     """The page said hello while idle; the run's start and end notifications were lost (a
     full channel): the idle poll still brings the page up to date."""
-    from decks_app import consumers
+    from decks_app.sessions import consumers
 
     monkeypatch.setattr(consumers, "IDLE_POLL_SECONDS", 0.1)
     session, run = await sync_to_async(_session_with_events)(2)
@@ -279,7 +279,7 @@ async def test_a_dropped_notification_of_a_new_run_reaches_an_idle_page(monkeypa
 def test_rows_only_fragments_are_the_raw_rows_without_live_pieces():
     """When a run starts or ends the live area is re-rendered whole; the events stored in
     between still get their raw rows, and nothing is appended to the live area twice."""
-    from decks_app.services import fragments
+    from decks_app.sessions import fragments
 
     session, run = _session_with_events(3)
     rows = list(TraceEvent.objects.filter(run=run).order_by("id"))

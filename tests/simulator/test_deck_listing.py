@@ -1,4 +1,4 @@
-"""Listing decks never runs a deck's Python in the web process (decks_app.deck_probe)."""
+"""Listing decks never runs a deck's Python in the web process (decks_app.workspaces.probe)."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from decks_app.services import workspaces
-from decks_app.services.workspaces import list_decks
+from decks_app.workspaces import served as workspaces
+from decks_app.workspaces.served import list_decks
 from gambit.core import DeckRunsCode, check_deck_tree
 
 COMPUTE = """
@@ -74,7 +74,7 @@ def test_a_deck_that_exits_at_import_leaves_the_server_and_the_list_standing(mar
 
 
 def test_a_worker_loads_a_deck_tree_once_until_a_file_of_it_changes(tmp_path):
-    from decks_app.services import deck_trees
+    from decks_app.runs import deck_trees
 
     folder = tmp_path / "d"
     (folder / "schemas").mkdir(parents=True)

@@ -8,7 +8,7 @@ import asyncio
 import pytest
 
 from decks_app.models import Run, Session
-from decks_app.services import execution
+from decks_app.runs import execution
 from tests.simulator.conftest import chat_session
 
 pytestmark = pytest.mark.django_db(transaction=True)

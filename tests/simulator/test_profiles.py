@@ -55,7 +55,7 @@ def test_it_rejects_a_non_postgres_database_url():
 
 
 def test_the_banner_says_when_a_provider_is_only_assumed_at_its_default_address():
-    from decks_app.services.providers import banner_lines
+    from decks_app.runs.providers import banner_lines
 
     lines = banner_lines({})
     (ollama,) = [line for line in lines if "ollama" in line]
@@ -72,7 +72,7 @@ def test_the_banner_says_when_a_provider_is_only_assumed_at_its_default_address(
 
 
 def test_the_session_model_follows_gambit_toml_routing():
-    from decks_app.services.providers import OFFLINE_MODEL, effective_model
+    from decks_app.runs.providers import OFFLINE_MODEL, effective_model
     from gambit.providers import ProviderRouter
     from gambit.providers._config import parse_config
 

@@ -5,9 +5,9 @@ from asgiref.sync import sync_to_async
 from django.test import AsyncClient
 
 from decks_app.models import Run, Session
-from decks_app.services import execution
-from decks_app.services.sessions import create_session, send_message
-from decks_app.services.workspaces import current_workspace
+from decks_app.runs import execution
+from decks_app.sessions.actions import create_session, send_message
+from decks_app.workspaces.served import current_workspace
 
 from .conftest import chat_session
 from .test_trace_view import EVENTS, _with_events

@@ -9,9 +9,9 @@ import asyncio
 import pytest
 
 from decks_app.models import Run
-from decks_app.services import execution
-from decks_app.services.sessions import create_session, send_message
-from decks_app.services.workspaces import current_workspace
+from decks_app.runs import execution
+from decks_app.sessions.actions import create_session, send_message
+from decks_app.workspaces.served import current_workspace
 
 from .conftest import chat_session
 

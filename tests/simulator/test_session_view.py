@@ -3,7 +3,7 @@ import datetime as dt
 import pytest
 
 from decks_app.models import Run, TraceEvent
-from decks_app.services.sessions import create_session
+from decks_app.sessions.actions import create_session
 
 from .conftest import chat_session
 
@@ -115,7 +115,7 @@ def test_it_starts_assistant_first_decks_at_once(workspace, tmp_path, settings):
         '+++\nlabel = "Greeter"\nstartMode = "assistant"\n+++\n\nGreet.\n'
     )
     settings.GAMBIT_WORKSPACE = str(tmp_path)
-    from decks_app.services.workspaces import current_workspace
+    from decks_app.workspaces.served import current_workspace
 
     ws = current_workspace()
     s = create_session(ws, "greeter/PROMPT.md", model="offline/echo")
@@ -196,7 +196,7 @@ def test_it_lists_the_raw_events_under_the_trace_escaped(client, workspace):
 
 
 def test_it_bounds_the_raw_event_list(client, workspace, monkeypatch):
-    from decks_app.services import events as event_log
+    from decks_app.runs import events as event_log
 
     monkeypatch.setattr(event_log, "RECENT_LIMIT", 3)
     s = chat_session(workspace)
@@ -303,7 +303,7 @@ def test_tool_calls_and_reasoning_fold_into_one_activity_block_per_turn(client, 
 def test_a_long_conversation_shows_its_newest_blocks_and_loads_the_rest(
     client, workspace, monkeypatch
 ):
-    from decks_app.services import conversation
+    from decks_app.sessions import conversation
 
     monkeypatch.setattr(conversation, "BLOCKS_SHOWN", 4)
     s = create_session(workspace, "support/PROMPT.md", model="offline/echo")
@@ -337,7 +337,7 @@ def test_a_long_conversation_shows_its_newest_blocks_and_loads_the_rest(
 def test_the_trace_panel_shows_the_newest_runs_and_points_at_the_rest(
     client, workspace, monkeypatch
 ):
-    from decks_app.services import sessions
+    from decks_app.sessions import actions as sessions
 
     monkeypatch.setattr(sessions, "TREE_RUNS", 2)
     s = chat_session(workspace)

@@ -1,7 +1,7 @@
 import pytest
 
 from decks_app.models import Run, TraceEvent
-from decks_app.services.trace_tree import build_tree, request_detail, tree_rows, updates, walk
+from decks_app.sessions.trace_tree import build_tree, request_detail, tree_rows, updates, walk
 
 from .conftest import chat_session
 
@@ -277,7 +277,7 @@ def test_nodes_have_stable_ids_and_report_what_changed_after_an_event():
 
 
 def test_the_trace_page_folds_older_runs_and_loads_each_when_opened(client, workspace, monkeypatch):
-    from decks_app.views import trace
+    from decks_app.sessions.views import trace
 
     monkeypatch.setattr(trace, "RUNS_OPEN", 1)
     s = chat_session(workspace)

@@ -10,9 +10,9 @@ from asgiref.sync import sync_to_async
 from django.db import IntegrityError, transaction
 
 from decks_app.models import Run, Session, TraceEvent
-from decks_app.services import execution
-from decks_app.services.events import append_events
-from decks_app.services.sessions import (
+from decks_app.runs import execution
+from decks_app.runs.events import append_events
+from decks_app.sessions.actions import (
     InvalidInput,
     SessionBusy,
     create_run,
@@ -20,8 +20,8 @@ from decks_app.services.sessions import (
     retry_run,
     send_message,
 )
-from decks_app.services.trace_tree import build_tree
-from decks_app.services.workspaces import current_workspace
+from decks_app.sessions.trace_tree import build_tree
+from decks_app.workspaces.served import current_workspace
 from tests.support.fake_model_server import Reply
 
 pytestmark = pytest.mark.django_db(transaction=True)

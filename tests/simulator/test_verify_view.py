@@ -8,7 +8,7 @@ import asyncio
 import pytest
 
 from decks_app.models import Run, Session, TraceEvent
-from decks_app.services import execution
+from decks_app.runs import execution
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

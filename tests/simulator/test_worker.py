@@ -8,12 +8,11 @@ import asyncio
 import pytest
 from asgiref.sync import sync_to_async
 
-from decks_app import worker
 from decks_app.models import Run, TraceEvent
-from decks_app.services import execution
-from decks_app.services.events import coalesce
-from decks_app.services.sessions import create_session, send_message
-from decks_app.services.workspaces import current_workspace
+from decks_app.runs import execution, worker
+from decks_app.runs.events import coalesce
+from decks_app.sessions.actions import create_session, send_message
+from decks_app.workspaces.served import current_workspace
 from tests.support.fake_model_server import Reply
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -130,7 +129,7 @@ def test_a_queued_run_becomes_a_task_when_its_transaction_commits():
         _, run = _setup()
         assert default_task_backend.results == []  # not before the run is committed
     [task] = default_task_backend.results
-    assert task.task.module_path == "decks_app.tasks.execute_run" and task.args == [run.id]
+    assert task.task.module_path == "decks_app.runs.tasks.execute_run" and task.args == [run.id]
 
 
 async def test_a_delivered_task_claims_its_run_and_runs_it_on_the_run_loop():
@@ -145,7 +144,7 @@ async def test_a_delivered_task_claims_its_run_and_runs_it_on_the_run_loop():
 
 
 async def test_django_tasks_db_worker_threads_drain_the_queue_on_the_run_loop():
-    from decks_app import tasks
+    from decks_app.runs import tasks
 
     runs = [(await sync_to_async(_setup)(message=f"m{i}"))[1] for i in range(3)]
     for run in runs:  # the distributed profile's backend, here on SQLite

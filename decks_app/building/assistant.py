@@ -1,0 +1,163 @@
+"""The Build assistant: a bundled deck, in a chat beside the Build tab's editor, that reads a
+deck's INTENT.md and policy/ and edits its files through the built-in tools.
+
+It runs like any session (a `Run` of kind "assistant" in a session of origin "assistant"
+whose `deck_path` is the deck being built), so it streams and is traced. What it may touch is
+what the user grants, as session permissions: read, or read and write, inside the deck's
+folder only; `exec` and the network are never granted. Every run snapshots the deck's files
+first, so each change shows as a diff and can be undone.
+"""
+
+from __future__ import annotations
+
+import difflib
+from pathlib import Path
+from typing import Any
+
+from django.db import transaction
+
+from decks_app.models import Run, Session, Workspace
+from decks_app.sessions import actions as session_service
+from decks_app.workspaces.served import find_deck, jailed_path
+from gambit.core._permissions import PermissionSet, grants
+
+ASSISTANT_DECK = Path(__file__).resolve().parent / "assistant_deck" / "PROMPT.md"
+MAX_SNAPSHOT_BYTES = 2_000_000
+GRANTS = ("read", "write")
+
+
+class AssistantError(ValueError):
+    pass
+
+
+def deck_folder(workspace: Workspace, deck_rel: str) -> Path:
+    return jailed_path(workspace, deck_rel).parent
+
+
+def permissions(workspace: Workspace, deck_rel: str, grant: str) -> PermissionSet:
+    folder = deck_folder(workspace, deck_rel)
+    write = [str(folder)] if grant == "write" else False
+    return grants(folder, read=[str(folder)], write=write)
+
+
+def snapshot(folder: Path) -> dict[str, str]:
+    """The deck folder's text files (what an undo restores)."""
+    files: dict[str, str] = {}
+    total = 0
+    for path in sorted(folder.rglob("*")):
+        if not path.is_file() or any(p.startswith(".") for p in path.relative_to(folder).parts):
+            continue
+        data = path.read_bytes()
+        total += len(data)
+        if total > MAX_SNAPSHOT_BYTES:
+            break
+        try:
+            files[str(path.relative_to(folder))] = data.decode("utf-8")
+        except UnicodeDecodeError:
+            continue
+    return files
+
+
+def send(workspace: Workspace, deck_rel: str, message: str, grant: str, model: str = "") -> Run:
+    """Queue one assistant turn about the deck (a new session per deck, continued after)."""
+    message = (message or "").strip()
+    if not message:
+        raise AssistantError("write a message for the assistant")
+    if len(message) > 20_000:
+        raise AssistantError("the message is longer than 20000 characters")
+    if grant not in GRANTS:
+        raise AssistantError("grant read, or read and write")
+    model = (model or "").strip()
+    if len(model) > 200:
+        raise AssistantError("the model name is too long")
+    deck = find_deck(workspace, deck_rel)
+    if deck is None:
+        raise AssistantError(f"no deck at {deck_rel!r}")
+    folder = deck_folder(workspace, deck.path)
+    with transaction.atomic():
+        session = (
+            Session.objects.select_for_update()
+            .filter(workspace=workspace, origin="assistant", deck_path=deck.path)
+            .order_by("-created_at")
+            .first()
+        )
+        if session is None:
+            session = Session.objects.create(
+                workspace=workspace,
+                deck_path=deck.path,
+                deck_label=f"Build assistant: {deck.label}"[:200],
+                origin="assistant",
+                format="responses",
+                meta={"deckPath": deck.path, "assistant": True},
+            )
+        if session.runs.filter(status__in=Run.ACTIVE).exists():
+            raise AssistantError("the assistant is still working on the last message")
+        if session.model != model:  # any model: a provider's, or a bridge (codex-cli/default)
+            session.model = model
+            session.save(update_fields=["model", "updated_at"])
+        try:
+            run = session_service.create_run(
+                session=session,
+                kind="assistant",
+                message=message,
+                output={"grant": grant, "before": snapshot(folder)},
+            )
+        except session_service.SessionBusy:
+            raise AssistantError("the assistant is still working on the last message") from None
+    return run
+
+
+def changes(workspace: Workspace, run: Run) -> list[dict[str, Any]]:
+    """What a finished assistant run changed in the deck's folder, as unified diffs."""
+    output = run.output if isinstance(run.output, dict) else {}
+    before: dict[str, str] = output.get("before") or {}
+    after: dict[str, str] = output.get("after") or {}
+    out = []
+    for rel in sorted(set(before) | set(after)):
+        old, new = before.get(rel), after.get(rel)
+        if old == new:
+            continue
+        diff = "".join(
+            difflib.unified_diff(
+                (old or "").splitlines(keepends=True),
+                (new or "").splitlines(keepends=True),
+                fromfile=f"a/{rel}",
+                tofile=f"b/{rel}",
+            )
+        )
+        out.append({"path": rel, "diff": diff, "created": old is None, "deleted": new is None})
+    return out
+
+
+def undo(workspace: Workspace, run: Run) -> list[str]:
+    """Put the files a run changed back as they were before it (only if untouched since)."""
+    output = run.output if isinstance(run.output, dict) else {}
+    if output.get("undone"):
+        raise AssistantError("this change was already undone")
+    folder = deck_folder(workspace, run.session.deck_path)
+    current = snapshot(folder)
+    restored = []
+    for change in changes(workspace, run):
+        rel = change["path"]
+        if current.get(rel) != (output.get("after") or {}).get(rel):
+            raise AssistantError(f"{rel} changed again since; undo it by hand")
+    for change in changes(workspace, run):
+        rel = change["path"]
+        path = folder / rel
+        old = (output.get("before") or {}).get(rel)
+        if old is None:
+            path.unlink(missing_ok=True)
+        else:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(old, encoding="utf-8")
+        restored.append(rel)
+    Run.objects.filter(pk=run.pk).update(output={**output, "undone": True})
+    return restored
+
+
+def assistant_session(workspace: Workspace, deck_rel: str) -> Session | None:
+    return (
+        Session.objects.filter(workspace=workspace, origin="assistant", deck_path=deck_rel)
+        .order_by("-created_at")
+        .first()
+    )

@@ -1,0 +1,414 @@
+"""Grading a session in the simulator: grade runs, their results, flags (the Grade tab).
+
+A grade run is a `Run` of kind "grader" in a grading session of its own (origin "grade",
+`source` = the graded session): it goes through the same jobs as any run (queued, running,
+cancellable, heartbeats, interrupted), its trace is its own (the conversation's page and
+replay are not mixed with the grader's calls), and its trace page is the grading session's.
+`run.message` holds the grader's path relative to the workspace; `run.output` the grading
+run (`GradingRun.to_json()` plus the grader's hash). On completion the grading run is also put at the front of the session's
+`meta.gradingRuns`, the same record `gambit grade` writes, so CLI and browser see each
+other's grades; flags live in `meta.gradingFlags` (reference §3.6).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from django.db import transaction
+
+from decks_app.models import Run, Session, Workspace
+from decks_app.runs import deck_trees, providers
+from decks_app.sessions.conversation import content_text
+from decks_app.workspaces.served import PathOutsideWorkspace, find_deck, jailed_path
+from gambit.core import check_deck_tree, grade_state, grading_mode, is_valid_id, state_from_dict
+from gambit.core._grading import (
+    flag_ref_id,
+    grading_flags,
+    set_grading_flag_reason,
+    toggle_grading_flag,
+)
+from gambit.core._verify_run import deck_files_hash
+
+CONVERSATION_KINDS = ("manual", "replay", "scenario")
+
+
+class GradingError(ValueError):
+    """A grade cannot start (no such grader, a run in progress, nothing to grade)."""
+
+
+@dataclass
+class GraderInfo:
+    path: str  # relative to the workspace root
+    label: str
+    description: str | None
+    mode: str  # "turns" | "conversation" | "?"
+    error: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "path": self.path,
+            "label": self.label,
+            "description": self.description,
+            "mode": self.mode,
+            "error": self.error,
+        }
+
+
+def graders_for(workspace: Workspace, deck_path: str) -> list[GraderInfo]:
+    """The `[[graders]]` of a root deck, each with its mode (per turn or conversation)."""
+    try:
+        deck_file = jailed_path(workspace, deck_path)
+    except PathOutsideWorkspace:
+        return []
+    tree, _ = check_deck_tree(deck_file)
+    if tree is None:
+        return []
+    root = Path(workspace.root).resolve()
+    graders = []
+    for ref in tree.root.graders:
+        path = Path(ref.path).resolve()
+        try:
+            rel = str(path.relative_to(root))
+        except ValueError:
+            continue  # a grader outside the workspace cannot be addressed from the browser
+        grader = tree.decks.get(ref.path) or tree.decks.get(str(path))
+        label = ref.label or (grader.label if grader else None) or path.parent.name
+        mode = grading_mode(grader) if grader is not None else "?"
+        graders.append(
+            GraderInfo(rel, label, ref.description, mode, None if grader else "does not load")
+        )
+    return graders
+
+
+def start_grading(session: Session, grader_path: str) -> Run:
+    """Queue a grade run of `session` by the root deck's grader at `grader_path`."""
+    graders = {g.path: g for g in graders_for(session.workspace, session.deck_path)}
+    grader = graders.get(grader_path)
+    if grader is None:
+        raise GradingError(
+            f"{grader_path!r} is not a grader of {session.deck_path}; add it to [[graders]]"
+        )
+    if grader.error:
+        raise GradingError(f"the grader {grader_path} {grader.error}; run gambit check on it")
+    if not session.messages:
+        raise GradingError("this session has no conversation to grade yet")
+    # The grader answers with its own model (the offline demo model when its provider has no key).
+    deck = find_deck(session.workspace, grader.path)
+    router = providers.make_router(session.workspace.root)
+    _, label, offline = providers.effective_model("", deck.models if deck else [], router)
+    with transaction.atomic():
+        Session.objects.select_for_update().filter(pk=session.pk).first()
+        if session.runs.filter(status__in=Run.ACTIVE).exists():
+            raise GradingError("a run of this session is still in progress; grade it when done")
+        grading_session = Session.objects.create(
+            workspace=session.workspace,
+            deck_path=grader.path,
+            deck_label=grader.label[:200],
+            origin="grade",
+            source=session,
+            format="responses",
+            meta={"deckPath": grader.path, "gradedSessionId": session.id},
+        )
+        run = Run.objects.create(
+            session=grading_session,
+            kind="grader",
+            message=grader.path,
+            model=label,
+            offline=offline,
+        )
+    return run
+
+
+def grade_run_or_none(run_id: str) -> Run | None:
+    if not is_valid_id(run_id, "run"):
+        return None
+    return (
+        Run.objects.select_related("session__workspace", "session__source")
+        .filter(pk=run_id, kind="grader", session__origin="grade")
+        .first()
+    )
+
+
+def graded_session(run: Run) -> Session | None:
+    return run.session.source
+
+
+async def grade_session(
+    *,
+    workspace_root: str,
+    grader_path: str,
+    state: dict[str, Any] | None,
+    run_options: dict[str, Any],
+) -> Any:
+    """Run the grader over the session's state (called by the run executor)."""
+    if state is None:
+        raise GradingError("this session has no conversation to grade")
+    grader_file = Path(workspace_root) / grader_path
+    # As a grader: the seed's compatibility rule holds here as under [[graders]].
+    tree, diag = check_deck_tree(grader_file, role="grader", strict=deck_trees.strict_mode())
+    if tree is None or diag.errors:
+        raise GradingError("; ".join(p.message for p in diag.errors) or "the grader does not load")
+    grading, _ = await grade_state(tree, state_from_dict(state), **run_options)
+    output = grading.to_json()
+    output["graderHash"] = deck_files_hash(tree)
+    output["graderPath"] = grader_path  # workspace-relative, like the session's deck path
+    if grading.status == "error":
+        raise _GradingFailed(output)
+    return _GradeResult(output)
+
+
+@dataclass
+class _GradeResult:
+    output: dict[str, Any]
+    state: Any = None
+
+
+class _GradingFailed(Exception):
+    def __init__(self, output: dict[str, Any]):
+        self.output = output
+        super().__init__(output.get("error") or "the grader failed")
+
+
+def record_grading(run: Run, grading_session: Session) -> None:
+    """Put a finished grade run's result at the front of the graded session's
+    `meta.gradingRuns` (inside the executor's transaction)."""
+    if run.kind != "grader" or not isinstance(run.output, dict) or not grading_session.source_id:
+        return
+    graded = Session.objects.select_for_update().get(pk=grading_session.source_id)
+    record = {**run.output, "runId": run.id}
+    meta = dict(graded.meta or {})
+    meta["gradingRuns"] = [record, *(meta.get("gradingRuns") or [])]
+    graded.meta = meta
+    graded.state_version += 1
+    graded.save(update_fields=["meta", "state_version", "updated_at"])
+
+
+# ---------------------------------------------------------------- reading
+
+
+def grade_runs(session: Session) -> list[Run]:
+    """The simulator's grade runs of `session`, newest first."""
+    return list(
+        Run.objects.filter(kind="grader", session__source=session, session__origin="grade")
+        .select_related("session")
+        .order_by("-created_at")
+    )
+
+
+def imported_gradings(session: Session) -> list[dict[str, Any]]:
+    """Grading runs in the session's meta that no simulator run made (CLI, imports)."""
+    ours = {r.id for r in grade_runs(session)}
+    return [
+        g
+        for g in (session.meta or {}).get("gradingRuns") or []
+        if isinstance(g, dict) and g.get("runId") not in ours
+    ]
+
+
+def score_class(score: Any) -> str:
+    if not isinstance(score, int | float) or isinstance(score, bool):
+        return "score-none"
+    if score >= 2:
+        return "score-high"
+    if score > 0:
+        return "score-good"
+    if score == 0:
+        return "score-zero"
+    if score > -2:
+        return "score-low"
+    return "score-bad"
+
+
+def _message_text(session: Session, index: int | None) -> tuple[str | None, str | None]:
+    """(the user message before, the graded assistant message) for "show input"."""
+    messages = session.messages or []
+    if index is None or not 0 <= index < len(messages):
+        return None, None
+    graded = content_text(messages[index].get("content"))
+    prior = next(
+        (
+            content_text(m.get("content"))
+            for m in reversed(messages[:index])
+            if m.get("role") == "user"
+        ),
+        None,
+    )
+    return prior, graded
+
+
+def result_rows(session: Session, grading: dict[str, Any]) -> list[dict[str, Any]]:
+    """One row per graded turn (or one for the conversation), with its flag."""
+    flags = {f.get("refId"): f for f in grading_flags(session.meta)}
+    run_id = grading.get("runId") or grading.get("id") or ""
+    rows = []
+    results = grading.get("results") or []
+    for position, result in enumerate(results):
+        index = result.get("messageIndex")
+        turn = index if grading.get("mode") == "turns" else None
+        ref = (
+            flag_ref_id(run_id, turn, result.get("messageRefId"))
+            if turn is not None
+            else (f"gradingRun:{run_id}")
+        )
+        prior, graded = _message_text(session, index)
+        flag = flags.get(ref)
+        rows.append(
+            {
+                "position": position,
+                "turn": turn,
+                "title": f"Assistant turn {position + 1}" if turn is not None else "Result",
+                "score": result.get("score"),
+                "scoreClass": score_class(result.get("score")),
+                "reason": result.get("reason"),
+                "evidence": result.get("evidence") or [],
+                "error": result.get("error"),
+                "refId": ref,
+                "messageRefId": result.get("messageRefId"),
+                "flag": flag,
+                "input": {"user": prior, "assistant": graded} if turn is not None else None,
+            }
+        )
+    return rows
+
+
+def grade_run_dict(run: Run) -> dict[str, Any]:
+    output = run.output if isinstance(run.output, dict) else {}
+    return {
+        "id": run.id,
+        "session": run.session.source_id,
+        "gradingSession": run.session_id,
+        "grader": run.message,
+        "graderLabel": output.get("graderLabel"),
+        "graderHash": output.get("graderHash"),
+        "mode": output.get("mode"),
+        "status": run.status,
+        "score": output.get("score"),
+        "error": run.error or output.get("error") or None,
+        "createdAt": run.created_at.isoformat() if run.created_at else None,
+        "finishedAt": run.finished_at.isoformat() if run.finished_at else None,
+        "durationMs": run.duration_ms,
+        "totalTokens": run.total_tokens,
+        "cost": run.cost,
+        "results": result_rows(run.session.source, {**output, "runId": run.id})
+        if output and run.session.source is not None
+        else [],
+    }
+
+
+# ---------------------------------------------------------------- flags
+
+
+def toggle_flag(session: Session, run: Run, position: int, reason: str = "") -> dict | None:
+    """Flag (or unflag) one result of a grade run; returns the flag or None."""
+    rows = result_rows(session, {**(run.output or {}), "runId": run.id})
+    if not 0 <= position < len(rows):
+        raise GradingError("no such result in this grade run")
+    row = rows[position]
+    if len(reason) > 2000:
+        raise GradingError("the reason is longer than 2000 characters")
+    with transaction.atomic():
+        locked = Session.objects.select_for_update().get(pk=session.pk)
+        meta, flag = toggle_grading_flag(
+            locked.meta, ref_id=row["refId"], run_id=run.id, turn_index=row["turn"], reason=reason
+        )
+        locked.meta = meta
+        locked.state_version += 1
+        locked.save(update_fields=["meta", "state_version", "updated_at"])
+    session.meta = meta
+    return flag
+
+
+def set_flag_reason(session: Session, run: Run, position: int, reason: str) -> None:
+    rows = result_rows(session, {**(run.output or {}), "runId": run.id})
+    if not 0 <= position < len(rows):
+        raise GradingError("no such result in this grade run")
+    if len(reason) > 2000:
+        raise GradingError("the reason is longer than 2000 characters")
+    with transaction.atomic():
+        locked = Session.objects.select_for_update().get(pk=session.pk)
+        try:
+            meta = set_grading_flag_reason(
+                locked.meta, ref_id=rows[position]["refId"], reason=reason
+            )
+        except KeyError as exc:
+            raise GradingError(str(exc.args[0])) from None
+        locked.meta = meta
+        locked.state_version += 1
+        locked.save(update_fields=["meta", "state_version", "updated_at"])
+    session.meta = meta
+
+
+# ---------------------------------------------------------------- exports
+
+EXPORT_FIELDS = (
+    "session",
+    "scenario",
+    "grader",
+    "graderHash",
+    "gradeRun",
+    "turn",
+    "messageRefId",
+    "score",
+    "reason",
+    "flag",
+    "flagReason",
+    "humanRating",
+)
+
+
+def export_rows(workspace: Workspace, *, batch_run_id: str | None = None) -> list[dict[str, Any]]:
+    """One row per graded turn (or conversation grade) across the workspace's sessions, or
+    the scenario sessions of one Verify batch: the same columns as `gambit verify`'s export,
+    plus the flag and the human rating of the graded message."""
+    from decks_app.models import Feedback
+
+    chosen = Session.objects.filter(workspace=workspace).exclude(origin__in=("grade", "verify"))
+    if batch_run_id:
+        chosen = chosen.filter(meta__verifyBatchRunId=batch_run_id)
+    sessions = list(chosen.order_by("created_at"))
+    ratings = {
+        (fb.session_id, fb.message_ref_id): fb.score
+        for fb in Feedback.objects.filter(session__in=sessions)
+    }
+    rows = []
+    for session in sessions:
+        meta = session.meta or {}
+        flags = {f.get("refId"): f for f in grading_flags(meta)}
+        scenario = meta.get("scenarioPath")
+        for grading in reversed(meta.get("gradingRuns") or []):  # oldest first
+            if not isinstance(grading, dict):
+                continue
+            run_id = grading.get("runId") or grading.get("id") or ""
+            for result in grading.get("results") or []:
+                turns = grading.get("mode") == "turns"
+                ref = result.get("messageRefId")
+                flag_id = (
+                    flag_ref_id(run_id, result.get("messageIndex"), ref)
+                    if turns
+                    else f"gradingRun:{run_id}"
+                )
+                flag = flags.get(flag_id)
+                human = (
+                    ratings.get((session.id, ref))
+                    if turns and ref
+                    else (session.conversation_score or {}).get("score")
+                )
+                rows.append(
+                    {
+                        "session": session.id,
+                        "scenario": scenario,
+                        "grader": grading.get("graderLabel") or grading.get("graderPath"),
+                        "graderHash": grading.get("graderHash"),
+                        "gradeRun": run_id,
+                        "turn": result.get("messageIndex") if turns else None,
+                        "messageRefId": ref,
+                        "score": result.get("score"),
+                        "reason": result.get("reason") or result.get("error"),
+                        "flag": bool(flag),
+                        "flagReason": (flag or {}).get("reason"),
+                        "humanRating": human,
+                    }
+                )
+    return rows

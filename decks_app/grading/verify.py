@@ -1,0 +1,450 @@
+"""Verify in the simulator: N scenario runs x M grader repeats as one background job.
+
+A Verify batch is a `Run` of kind "verify" in a session of its own (origin "verify", the
+root deck as its deck; its `context` holds the batch's settings). The executor runs
+`gambit.core`'s `run_verify` (the same code as `gambit verify`) inside that run, so the
+batch is queued, cancellable and interrupted like any run. While it works:
+
+- live progress (queued / running / completed / failed, for scenario runs and grades) is
+  written to `run.output["progress"]` about twice a second, and the page polls it;
+- every finished scenario run becomes a session of its own (origin "scenario", `source` =
+  the batch's session) with its conversation, its trace and its usage, so outliers link to
+  a real session page; its grades are recorded in that session's `meta.gradingRuns`, like
+  `gambit grade` does, so the Grade tab and calibration see them.
+
+At the end `run.output["report"]` holds the runs, grades and per-grader metrics.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from django.db import transaction
+from django.utils import timezone
+
+from decks_app.models import Run, Session, TraceEvent, Workspace
+from decks_app.runs import deck_trees, providers
+from decks_app.sessions.actions import with_message_refs
+from decks_app.workspaces.served import PathOutsideWorkspace, find_deck, jailed_path
+from gambit.core import check_deck_tree, is_valid_id, state_to_dict
+from gambit.core._verify import GradeSample, compare, summarize
+from gambit.core._verify_run import GradeRecord, ScenarioRunRecord, VerifyProgress, run_verify
+
+PROGRESS_SECONDS = 0.5
+LIMITS = {"runs": (1, 100), "repeats": (1, 20), "concurrency": (1, 32), "maxTurns": (1, 200)}
+
+
+class VerifyError(ValueError):
+    pass
+
+
+@dataclass
+class VerifySettings:
+    scenarios: list[str]  # workspace-relative paths
+    graders: list[str]
+    runs: int = 3
+    repeats: int = 2
+    concurrency: int = 4
+    max_turns: int = 6
+    threshold: float = 0.0
+    context: Any = None  # the root deck's (missing fields filled in by the persona)
+    scenario_input: Any = None  # each scenario deck's own, when has_scenario_input
+    has_scenario_input: bool = False
+
+    def to_json(self) -> dict[str, Any]:
+        out = {
+            "scenarios": self.scenarios,
+            "graders": self.graders,
+            "runs": self.runs,
+            "repeats": self.repeats,
+            "concurrency": self.concurrency,
+            "maxTurns": self.max_turns,
+            "threshold": self.threshold,
+        }
+        if self.context is not None:
+            out["context"] = self.context
+        if self.has_scenario_input:
+            out["scenarioInput"] = self.scenario_input
+        return out
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> VerifySettings:
+        return cls(
+            scenarios=list(data.get("scenarios") or []),
+            graders=list(data.get("graders") or []),
+            runs=int(data.get("runs", 3)),
+            repeats=int(data.get("repeats", 2)),
+            concurrency=int(data.get("concurrency", 4)),
+            max_turns=int(data.get("maxTurns", 6)),
+            threshold=float(data.get("threshold", 0.0)),
+            context=data.get("context"),
+            scenario_input=data.get("scenarioInput"),
+            has_scenario_input="scenarioInput" in data,
+        )
+
+
+def _relative(workspace: Workspace, path: str) -> str | None:
+    try:
+        return str(Path(path).resolve().relative_to(Path(workspace.root).resolve()))
+    except ValueError:
+        return None
+
+
+def deck_refs(workspace: Workspace, deck_path: str) -> dict[str, list[dict[str, Any]]]:
+    """The root deck's `[[scenarios]]` and `[[graders]]` that live in the workspace."""
+    try:
+        tree, _ = check_deck_tree(jailed_path(workspace, deck_path))
+    except PathOutsideWorkspace:
+        return {"scenarios": [], "graders": []}
+    out: dict[str, list[dict[str, Any]]] = {"scenarios": [], "graders": []}
+    if tree is None:
+        return out
+    for role in ("scenarios", "graders"):
+        for ref in getattr(tree.root, role):
+            rel = _relative(workspace, ref.path)
+            if rel is not None:
+                label = ref.label or Path(rel).parent.name
+                out[role].append({"path": rel, "label": label, "description": ref.description})
+    return out
+
+
+def _int(raw: Any, name: str) -> int:
+    low, high = LIMITS[name]
+    try:
+        value = int(str(raw).strip())
+    except (TypeError, ValueError):
+        raise VerifyError(f"{name} must be a whole number from {low} to {high}") from None
+    if not low <= value <= high:
+        raise VerifyError(f"{name} must be from {low} to {high}, not {value}")
+    return value
+
+
+def parse_settings(workspace: Workspace, deck_path: str, form: Any) -> VerifySettings:
+    """Validate the Verify form against the deck's declared scenarios and graders."""
+    refs = deck_refs(workspace, deck_path)
+    known_scenarios = {r["path"] for r in refs["scenarios"]}
+    known_graders = {r["path"] for r in refs["graders"]}
+    scenarios = [s for s in form.getlist("scenario") if s]
+    graders = [g for g in form.getlist("grader") if g]
+    if not scenarios:
+        raise VerifyError("pick at least one scenario")
+    if not graders:
+        raise VerifyError("pick at least one grader")
+    unknown = [s for s in scenarios if s not in known_scenarios] + [
+        g for g in graders if g not in known_graders
+    ]
+    if unknown:
+        raise VerifyError(f"not declared by {deck_path}: {', '.join(unknown)}")
+    try:
+        threshold = float(form.get("threshold") or 0)
+    except ValueError:
+        raise VerifyError("threshold must be a number from -3 to 3") from None
+    if not -3 <= threshold <= 3:
+        raise VerifyError("threshold must be a number from -3 to 3")
+    return VerifySettings(
+        scenarios=scenarios,
+        graders=graders,
+        runs=_int(form.get("runs", 3), "runs"),
+        repeats=_int(form.get("repeats", 2), "repeats"),
+        concurrency=_int(form.get("concurrency", 4), "concurrency"),
+        max_turns=_int(form.get("maxTurns", 6), "maxTurns"),
+        threshold=threshold,
+    )
+
+
+def start_verify(workspace: Workspace, deck_path: str, settings: VerifySettings) -> Run:
+    deck = find_deck(workspace, deck_path)
+    if deck is None or deck.error:
+        raise VerifyError(f"{deck_path} does not load; run gambit check on it")
+    router = providers.make_router(workspace.root)
+    _, label, offline = providers.effective_model("", deck.models, router)
+    with transaction.atomic():
+        session = Session.objects.create(
+            workspace=workspace,
+            deck_path=deck.path,
+            deck_label=deck.label,
+            origin="verify",
+            context=settings.to_json(),
+            format="responses",
+            meta={"deckPath": deck.path},
+        )
+        run = Run.objects.create(
+            session=session,
+            kind="verify",
+            message=None,
+            model=label,
+            offline=offline,
+            output={"settings": settings.to_json(), "progress": None},
+        )
+    return run
+
+
+def verify_run_or_none(run_id: str) -> Run | None:
+    if not is_valid_id(run_id, "run"):
+        return None
+    return (
+        Run.objects.select_related("session__workspace")
+        .filter(pk=run_id, kind="verify", session__origin="verify")
+        .first()
+    )
+
+
+def batches(workspace: Workspace, limit: int = 50) -> list[Run]:
+    return list(
+        Run.objects.filter(kind="verify", session__workspace=workspace, session__origin="verify")
+        .select_related("session")
+        .order_by("-created_at")[:limit]
+    )
+
+
+# ---------------------------------------------------------------- execution
+
+
+async def execute_verify(
+    *, run: Run, session: Session, run_options: dict[str, Any], db: Any
+) -> Any:
+    """Run the batch (called by the run executor inside its cancellation and heartbeat loop)."""
+    settings = VerifySettings.from_json(session.context or {})
+    root = Path(session.workspace.root)
+    queue: asyncio.Queue[tuple[str, Any, list[dict[str, Any]]] | None] = asyncio.Queue()
+    traces: dict[str, list[dict[str, Any]]] = {}
+    sessions_by_run: dict[str, str] = {}
+    latest: dict[str, Any] = {"progress": None, "written": None}
+
+    def trace_for(record: ScenarioRunRecord | GradeRecord):
+        events = traces.setdefault(record.id, [])
+
+        def on_trace(event: dict[str, Any]) -> None:
+            deck_trees.report_warning(event)
+            events.append(event)
+
+        return on_trace
+
+    def on_run(record: ScenarioRunRecord) -> None:
+        queue.put_nowait(("run", record, traces.pop(record.id, [])))
+
+    def on_grade(record: GradeRecord) -> None:
+        traces.pop(record.id, None)  # a grade's trace stays in the batch's report, not stored
+        queue.put_nowait(("grade", record, []))
+
+    def on_progress(progress: VerifyProgress) -> None:
+        latest["progress"] = progress.to_json()
+
+    async def persist() -> None:
+        while (item := await queue.get()) is not None:
+            kind, record, events = item
+            if kind == "run":
+                sessions_by_run[record.id] = await db(
+                    _save_scenario_run, session, run.id, record, events
+                )
+            else:
+                await db(_save_grade, sessions_by_run.get(record.run_id), record, run.id)
+
+    async def report_progress() -> None:
+        while True:
+            await asyncio.sleep(PROGRESS_SECONDS)
+            if latest["progress"] != latest["written"]:
+                latest["written"] = latest["progress"]
+                await db(_write_output, run.id, {"progress": latest["progress"]})
+
+    persister = asyncio.create_task(persist())
+    ticker = asyncio.create_task(report_progress())
+    try:
+        report = await run_verify(
+            root / session.deck_path,
+            scenarios=[root / s for s in settings.scenarios],
+            graders=[root / g for g in settings.graders],
+            runs=settings.runs,
+            repeats=settings.repeats,
+            concurrency=settings.concurrency,
+            max_turns=settings.max_turns,
+            threshold=settings.threshold,
+            **({"context": settings.context} if settings.context is not None else {}),
+            **({"scenario_input": settings.scenario_input} if settings.has_scenario_input else {}),
+            on_progress=on_progress,
+            on_run=on_run,
+            on_grade=on_grade,
+            trace_for=trace_for,
+            strict=deck_trees.strict_mode(),
+            **run_options,
+        )
+    finally:
+        ticker.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await ticker
+        queue.put_nowait(None)
+        await asyncio.shield(persister)
+    data = report.to_json()
+    for entry in data["runs"]:
+        entry["session"] = sessions_by_run.get(entry["id"])
+    for grade in data["grades"]:
+        grade["session"] = sessions_by_run.get(grade["runId"])
+        grade.pop("grading", None)  # kept in the scenario sessions' meta.gradingRuns
+    data["progress"] = latest["progress"]
+    data["settings"] = settings.to_json()
+    return _VerifyResult(
+        {"settings": settings.to_json(), "progress": latest["progress"], "report": data}
+    )
+
+
+@dataclass
+class _VerifyResult:
+    output: dict[str, Any]
+    state: Any = None
+
+
+def _write_output(run_id: str, fields: dict[str, Any]) -> None:
+    with transaction.atomic():
+        run = Run.objects.select_for_update().get(pk=run_id)
+        run.output = {**(run.output or {}), **fields}
+        run.heartbeat_at = timezone.now()
+        run.save(update_fields=["output", "heartbeat_at"])
+
+
+def _save_scenario_run(
+    batch: Session, batch_run_id: str, record: ScenarioRunRecord, events: list[dict[str, Any]]
+) -> str:
+    """The scenario run as a session of its own, with its conversation and trace."""
+    data = state_to_dict(record.state) if record.state is not None else {}
+    now_ms = int(time.time() * 1000)
+    meta = {
+        **(data.get("meta") or {}),
+        "deckPath": batch.deck_path,
+        "verifyBatchRunId": batch_run_id,
+        "scenarioPath": _relative(batch.workspace, record.scenario) or record.scenario,
+    }
+    with transaction.atomic():
+        scenario = Session.objects.create(
+            workspace=batch.workspace,
+            deck_path=batch.deck_path,
+            deck_label=batch.deck_label,
+            origin="scenario",
+            source=batch,
+            format=data.get("format") or "responses",
+            state_run_id=data.get("runId") or "",
+            messages=data.get("messages"),
+            items=data.get("items"),
+            meta=meta,
+        )
+        scenario.message_refs = with_message_refs(scenario.messages or [], data.get("messageRefs"))
+        scenario.state_version = 1
+        scenario.save()
+        run = Run.objects.create(
+            session=scenario,
+            kind="scenario",
+            message=f"{record.scenario_label or Path(record.scenario).parent.name} #{record.index}",
+            status="completed" if record.status == "completed" else "failed",
+            error=record.error or "",
+            started_at=timezone.now(),
+            finished_at=timezone.now(),
+            duration_ms=record.duration_ms,
+            total_tokens=record.tokens,
+            cost=record.cost,
+            output={"turns": record.turns, "stopped": record.stopped},
+        )
+        TraceEvent.objects.bulk_create(
+            TraceEvent(
+                run=run,
+                session=scenario,
+                seq=seq,
+                type=str(event.get("type", "event"))[:80],
+                payload=json.loads(json.dumps(event, default=str)),
+                ts=event["ts"] if isinstance(event.get("ts"), int) else now_ms,
+            )
+            for seq, event in enumerate(events, start=1)
+        )
+    return scenario.id
+
+
+def _save_grade(session_id: str | None, record: GradeRecord, batch_run_id: str) -> None:
+    if session_id is None or record.grading is None:
+        return
+    with transaction.atomic():
+        session = Session.objects.select_for_update().get(pk=session_id)
+        grading = record.grading.to_json()
+        grading.update(
+            {
+                "runId": record.id,
+                "graderHash": record.grader_hash,
+                "graderPath": _relative(session.workspace, record.grader) or record.grader,
+                "repeat": record.repeat,
+                "verifyBatchRunId": batch_run_id,  # the Grade tab links back to the batch
+            }
+        )
+        meta = dict(session.meta or {})
+        meta["gradingRuns"] = [grading, *(meta.get("gradingRuns") or [])]
+        session.meta = meta
+        session.state_version += 1
+        session.save(update_fields=["meta", "state_version", "updated_at"])
+
+
+# ---------------------------------------------------------------- reading
+
+
+def batch_dict(run: Run) -> dict[str, Any]:
+    output = run.output if isinstance(run.output, dict) else {}
+    report = output.get("report") or {}
+    labels = {g["grader"]: g.get("graderLabel") or g["grader"] for g in report.get("grades") or []}
+    return {
+        "id": run.id,
+        "deck": run.session.deck_path,
+        "graderLabels": labels,
+        "status": run.status,
+        "error": run.error or None,
+        "settings": output.get("settings") or run.session.context,
+        "progress": output.get("progress"),
+        "createdAt": run.created_at.isoformat() if run.created_at else None,
+        "finishedAt": run.finished_at.isoformat() if run.finished_at else None,
+        "durationMs": run.duration_ms,
+        "summaries": report.get("summaries") or {},
+        "runs": report.get("runs") or [],
+        "grades": report.get("grades") or [],
+    }
+
+
+def samples_of(run: Run) -> list[GradeSample]:
+    """The grade samples of a finished batch (for comparing batches)."""
+    report = (run.output or {}).get("report") or {}
+    runs = {r["id"]: r for r in report.get("runs") or []}
+    out = []
+    for grade in report.get("grades") or []:
+        scenario_run = runs.get(grade["runId"], {})
+        scenario = scenario_run.get("scenarioLabel") or scenario_run.get("scenario")
+        if scenario_run.get("status") == "failed":
+            out.append(
+                GradeSample(
+                    grade["grader"],
+                    grade["runId"],
+                    scenario,
+                    execution_error=scenario_run.get("error") or "failed",
+                )
+            )
+        else:
+            out.append(
+                GradeSample(
+                    grade["grader"],
+                    grade["runId"],
+                    scenario,
+                    score=grade.get("score"),
+                    grader_error=grade.get("error")
+                    or (None if grade.get("score") is not None else "no score"),
+                )
+            )
+    return out
+
+
+def compare_batches(before: Run, after: Run) -> dict[str, Any]:
+    threshold = float(((after.output or {}).get("settings") or {}).get("threshold") or 0)
+    comparison = compare(samples_of(before), samples_of(after), threshold=threshold)
+    return {name: c.to_json() for name, c in comparison.items()}
+
+
+def summaries_of(run: Run) -> dict[str, Any]:
+    threshold = float(((run.output or {}).get("settings") or {}).get("threshold") or 0)
+    return {k: v.to_json() for k, v in summarize(samples_of(run), threshold=threshold).items()}

@@ -1,0 +1,170 @@
+"""The Grade tab: pick a session and a grader, run it, read and flag the results.
+
+- `GET /grade/` (`/grade.json`): sessions to grade, the selected session's graders and its
+  grade history (simulator runs and gradings imported from the CLI).
+- `POST /grade/run`: queue a grade run; redirects to its page.
+- `GET /grade/runs/<run>/` (`.json`): one grade run: status, per-turn or conversation
+  results with score, reason, evidence, the input the grader saw, and flags.
+- `POST /grade/runs/<run>/flag/<n>` toggles the flag of result n (an optional reason);
+  `POST .../flag/<n>/reason` changes the reason of a flagged result;
+  `POST /grade/runs/<run>/stop` cancels a queued or running grade.
+"""
+
+from __future__ import annotations
+
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_GET, require_POST
+
+from decks_app.grading import grades as grading
+from decks_app.models import Run, Session
+from decks_app.sessions.actions import get_session, stop_session
+from decks_app.web.pages import error_response, is_htmx, json_response, page, wants_json
+from decks_app.workspaces.served import current_workspace
+
+SESSION_CHOICES = 100
+
+
+def _gradable_sessions(workspace) -> list[Session]:
+    return list(
+        Session.objects.filter(workspace=workspace, messages__isnull=False)
+        .exclude(origin="grade")
+        .order_by("-created_at")[:SESSION_CHOICES]
+    )
+
+
+@require_GET
+def grade_tab(request: HttpRequest, fmt: str | None = None) -> HttpResponse:
+    workspace = current_workspace()
+    sessions = _gradable_sessions(workspace)
+    wanted = request.GET.get("session") or ""
+    selected = get_session(wanted) if wanted else (sessions[0] if sessions else None)
+    if wanted and (selected is None or selected.workspace_id != workspace.id):
+        raise Http404("no such session")
+    graders = grading.graders_for(workspace, selected.deck_path) if selected else []
+    runs = grading.grade_runs(selected) if selected else []
+    imported = grading.imported_gradings(selected) if selected else []
+    data = {
+        "tab": "grade",
+        "session": selected.id if selected else None,
+        "sessions": [
+            {"id": s.id, "deck": s.deck_path, "label": s.deck_label, "origin": s.origin}
+            for s in sessions
+        ],
+        "graders": [g.to_dict() for g in graders],
+        "runs": [grading.grade_run_dict(r) for r in runs],
+        "imported": imported,
+    }
+    ctx = {
+        "tab": "grade",
+        "workspace": workspace,
+        "sessions": sessions,
+        "selected": selected,
+        "graders": graders,
+        "runs": [grading.grade_run_dict(r) for r in runs],
+        "imported": [
+            {**g, "rows": grading.result_rows(selected, {**g, "runId": g.get("id")})}
+            for g in imported
+            if selected is not None  # imported is empty without a selected session
+        ],
+    }
+    return page(request, "grading/grade.html", ctx, data=data, fmt=fmt, fragment="history")
+
+
+@require_POST
+def grade_start(request: HttpRequest) -> HttpResponse:
+    session = get_session(request.POST.get("session", ""))
+    if session is None or session.workspace_id != current_workspace().id:
+        return error_response(request, "pick a session to grade", 400)
+    try:
+        run = grading.start_grading(session, request.POST.get("grader", ""))
+    except grading.GradingError as exc:
+        return error_response(request, str(exc), 400)
+    if wants_json(request):
+        return json_response(grading.grade_run_dict(run), status=202)
+    target = f"/grade/runs/{run.id}/"
+    if is_htmx(request):
+        response = HttpResponse(status=204)
+        response["HX-Redirect"] = target
+        return response
+    return redirect(target)
+
+
+def _run_or_404(run_id: str) -> Run:
+    run = grading.grade_run_or_none(run_id)
+    if run is None or run.session.source is None:
+        raise Http404("no such grade run")
+    return run
+
+
+def _graded(run: Run) -> Session:
+    """The session a grade run graded (`_run_or_404` made sure there is one)."""
+    source = run.session.source
+    if source is None:
+        raise Http404("no such grade run")
+    return source
+
+
+@require_GET
+def grade_run_page(request: HttpRequest, run_id: str, fmt: str | None = None) -> HttpResponse:
+    run = _run_or_404(run_id)
+    data = grading.grade_run_dict(run)
+    ctx = {
+        "tab": "grade",
+        "workspace": run.session.workspace,
+        "run": run,
+        "grade": data,
+        "graded": run.session.source,
+    }
+    return page(request, "grading/grade_run.html", ctx, data=data, fmt=fmt, fragment="result")
+
+
+def _position(value: str) -> int:
+    try:
+        return int(value)
+    except ValueError:
+        raise Http404("no such result") from None
+
+
+@require_POST
+def grade_flag(request: HttpRequest, run_id: str, position: str) -> HttpResponse:
+    run = _run_or_404(run_id)
+    try:
+        flag = grading.toggle_flag(
+            _graded(run), run, _position(position), request.POST.get("reason", "")
+        )
+    except grading.GradingError as exc:
+        return error_response(request, str(exc), 400)
+    return _after_flag(request, run, {"flag": flag})
+
+
+@require_POST
+def grade_flag_reason(request: HttpRequest, run_id: str, position: str) -> HttpResponse:
+    run = _run_or_404(run_id)
+    try:
+        grading.set_flag_reason(
+            _graded(run), run, _position(position), request.POST.get("reason", "")
+        )
+    except grading.GradingError as exc:
+        return error_response(request, str(exc), 400 if "longer" in str(exc) else 404)
+    return _after_flag(request, run, {"ok": True})
+
+
+def _after_flag(request: HttpRequest, run: Run, data: dict) -> HttpResponse:
+    if wants_json(request):
+        return json_response(data)
+    if is_htmx(request):
+        graded = _graded(run)
+        graded.refresh_from_db()
+        ctx = {"run": run, "grade": grading.grade_run_dict(run), "graded": graded}
+        return render(request, "grading/grade_run.html#result", ctx)
+    return redirect(f"/grade/runs/{run.id}/")
+
+
+@require_POST
+def grade_stop(request: HttpRequest, run_id: str) -> HttpResponse:
+    run = _run_or_404(run_id)
+    stopped = stop_session(run.session)  # the grading session holds only this run
+    if wants_json(request):
+        return json_response({"stopped": stopped})
+    return redirect(f"/grade/runs/{run.id}/")

@@ -1,0 +1,62 @@
+"""Deck trees as the worker runs them: loaded once per process, kept until a file changes.
+
+Loading a deck tree validates every schema (jsonschema's `check_schema` was most of a
+one-turn run's CPU), so a worker that runs the same deck hundreds of times loads it once.
+A tree is kept until a file of the deck's folder, or a file the load read outside it,
+changes (`workspaces.stat_key`). Trees are only read by the runtime, so concurrent runs
+share one.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from decks_app.workspaces.served import stat_key
+from gambit.core import DeckTree, load_deck_tree
+from gambit.core._trace import deck_warning
+
+_trees: dict[str, tuple[tuple, list[str], DeckTree]] = {}
+_lock = threading.Lock()
+_warned: set[str] = set()
+log = logging.getLogger("decks_app.decks")
+
+
+def strict_mode() -> bool:
+    """GAMBIT_STRICT=1: deprecated deck forms are errors in the simulator's runs, as they are
+    in the CLI (gambit.core reads no environment: each load here is told)."""
+    return os.environ.get("GAMBIT_STRICT") == "1"
+
+
+def load(path: str | Path, role: Any = "root") -> DeckTree:
+    """The deck tree at `path`, loaded as `role` (raises `DeckLoadError` like
+    `load_deck_tree`)."""
+    entry = Path(path)
+    strict = strict_mode()
+    name = f"{role}:{'strict:' if strict else ''}{entry.resolve()}"
+    hit = _trees.get(name)
+    if hit is not None and stat_key(entry, hit[1]) == hit[0]:
+        return hit[2]
+    tree = load_deck_tree(entry, role=role, strict=strict)
+    files = {str(entry.resolve()), *(e.path for e in tree.entries)}
+    with _lock:
+        _trees[name] = (stat_key(entry, sorted(files)), sorted(files), tree)
+    return tree
+
+
+def report_warning(event: Mapping[str, Any]) -> None:
+    """A run's deck warning (every run traces the warnings of the decks it loads, those
+    loaded while it runs too) on the server's stderr, through the `decks_app` logger, once
+    per process, as the CLI prints them. The session page shows it in the run's trace."""
+    line = deck_warning(event)
+    if line is None:
+        return
+    with _lock:
+        if line in _warned:
+            return
+        _warned.add(line)
+    log.warning("warning: %s", line)

@@ -1,0 +1,150 @@
+"""The trace-event log (DESIGN §7): append first, notify second; read after a cursor.
+
+Text deltas are coalesced before they are stored: consecutive `response.output_text.delta`
+events of the same item become one event whose `delta` is the joined text (and whose
+`coalesced` says how many were merged). The stored trace stays a valid trace file: the
+replay provider reads `model.result` events, never the deltas.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable
+from typing import Any
+
+from asgiref.sync import async_to_sync
+from channels.layers import get_channel_layer
+from django.db import transaction
+
+from decks_app.models import TraceEvent
+from decks_app.runs import outage
+
+log = logging.getLogger(__name__)
+
+TEXT_DELTA = "response.output_text.delta"
+
+
+def group_name(session_id: str) -> str:
+    return f"session-{session_id}"
+
+
+def coalesce(events: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    for event in events:
+        prev = out[-1] if out else None
+        if (
+            prev is not None
+            and event.get("type") == TEXT_DELTA
+            and prev.get("type") == TEXT_DELTA
+            and prev.get("item_id") == event.get("item_id")
+            and prev.get("_gambit") == event.get("_gambit")
+        ):
+            merged = dict(prev)
+            merged["delta"] = (prev.get("delta") or "") + (event.get("delta") or "")
+            merged["coalesced"] = prev.get("coalesced", 1) + 1
+            merged["sequence_number"] = event.get("sequence_number", prev.get("sequence_number"))
+            out[-1] = merged
+        else:
+            out.append(dict(event))
+    return out
+
+
+def append_events(
+    run_id: str, session_id: str, first_seq: int, events: list[dict[str, Any]]
+) -> int | None:
+    """Store events with seq first_seq, first_seq+1, ...; return the last row id (or None)."""
+    if not events:
+        return None
+    rows = [
+        TraceEvent(
+            run_id=run_id,
+            session_id=session_id,
+            seq=first_seq + i,
+            type=str(event.get("type", "unknown"))[:80],
+            payload=event,
+            ts=int(event.get("ts") or 0),
+        )
+        for i, event in enumerate(events)
+    ]
+    with transaction.atomic():
+        TraceEvent.objects.bulk_create(rows)
+    # bulk_create sets pks on SQLite and PostgreSQL.
+    return rows[-1].pk
+
+
+def events_after(session_id: str, after: int, limit: int = 1000) -> list[TraceEvent]:
+    return list(
+        TraceEvent.objects.filter(session_id=session_id, id__gt=after).order_by("id")[:limit]
+    )
+
+
+# The session page lists at most this many of the newest events; the trace page has them all.
+RECENT_LIMIT = 100  # the session page and its twin; the trace page pages through all
+
+
+def recent_events(session_id: str, cursor: int, limit: int | None = None) -> list[TraceEvent]:
+    """The newest `limit` (default RECENT_LIMIT) events up to the cursor, oldest first, with
+    light `model.call` payloads (`light_payloads`)."""
+    newest = TraceEvent.objects.filter(session_id=session_id, id__lte=cursor).order_by("-id")
+    return list(reversed(light_payloads(newest[: limit or RECENT_LIMIT])))
+
+
+def light_payloads(events: Any) -> list[TraceEvent]:
+    """The events of a queryset, where each `model.call` payload is read without the
+    conversation it sent (`items`, `tools`): those grow with every turn, so a long
+    session's event list would be quadratic in its length. The call's page
+    (`/test/<session>/trace/calls/<id>/`) and the exported trace have them whole; the light
+    payload says how many items it left out under `itemsOmitted`."""
+    from decks_app.sessions.trace_tree import call_payloads
+
+    rows = list(events.defer("payload"))
+    calls = [e.id for e in rows if e.type == "model.call"]
+    whole = dict(
+        TraceEvent.objects.filter(
+            id__in=[e.id for e in rows if e.type != "model.call"]
+        ).values_list("id", "payload")
+    )
+    light = {}
+    if calls:
+        for pk, payload in call_payloads(TraceEvent.objects.filter(id__in=calls)):
+            light[pk] = {**payload, "itemsOmitted": payload.get("messageCount")}
+    for event in rows:
+        event.payload = light[event.id] if event.id in light else whole.get(event.id, {})
+    return rows
+
+
+def event_dict(event: TraceEvent) -> dict[str, Any]:
+    return {
+        "id": event.id,
+        "runId": event.run_id,
+        "seq": event.seq,
+        "type": event.type,
+        "ts": event.ts,
+        "payload": event.payload,
+    }
+
+
+def last_event_id(session_id: str) -> int:
+    last = TraceEvent.objects.filter(session_id=session_id).order_by("-id").values("id").first()
+    return last["id"] if last else 0
+
+
+def changed_message(session_id: str) -> dict[str, Any]:
+    return {"type": "session.changed", "session": session_id}
+
+
+async def notify(session_id: str) -> None:
+    """Tell the session's sockets that something changed. Losing this only delays them."""
+    layer = get_channel_layer()
+    if layer is None:
+        return
+    try:
+        await layer.group_send(group_name(session_id), changed_message(session_id))
+    except Exception as exc:  # the database is the truth; a dropped notification is not an error
+        outage.failed("the channel layer", exc)
+    else:
+        outage.recovered("the channel layer")
+
+
+def notify_sync(session_id: str) -> None:
+    async_to_sync(notify)(session_id)

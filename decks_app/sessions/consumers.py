@@ -1,0 +1,151 @@
+"""The session websocket: replay from the database after the client's cursor, then follow.
+
+Protocol: the client connects to `/ws/sessions/<id>/` and sends `{"after": N, "version": V}`
+(its last event id and conversation version, kept in the page's `#cursor` element, so a
+reconnect resumes where it stopped). The consumer answers with htmx out-of-band fragments
+for every stored event after N, then for every `session.changed` notification it reads the
+database again. A lost notification delays text; it never loses it (DESIGN §7).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Any
+
+from channels.db import database_sync_to_async
+from channels.generic.websocket import AsyncWebsocketConsumer
+
+from decks_app.runs import events as event_log
+from decks_app.sessions import fragments
+from decks_app.sessions.actions import get_session, session_detail
+
+BATCH = 500
+# While a run is active, re-read the database this often even without a notification, so a
+# notification dropped by a full channel layer delays the page but never stalls it.
+SAFETY_POLL_SECONDS = 2.0
+# With no run active the page is re-read less often, but still: a run started by a POST
+# announces itself by a notification, and if that one is dropped the page must still
+# learn of the run (a full channel once left a page idle for good).
+IDLE_POLL_SECONDS = 5.0
+ACTIVE = ("queued", "running")
+
+
+def _read(session_id: str, after: int, version: int, status: str | None, force: bool = False):
+    """New event fragments after the cursor and, when the conversation or the status moved
+    on, the session-level fragments too. Returns (frames, new cursor, version, status, more)."""
+    session = get_session(session_id)
+    if session is None:
+        return None
+    new = event_log.events_after(session_id, after, BATCH)
+    parts = fragments.event_fragments(new)
+    cursor = new[-1].pk if new else after
+    last = session.runs.order_by("-created_at").values("status").first()
+    current_status = last["status"] if last else "idle"
+    current_version = session.state_version
+    changed = current_version != version or current_status != status
+    if changed:
+        detail = session_detail(session)
+        if detail["cursor"] > cursor:  # events stored meanwhile: their raw rows too
+            between = event_log.events_after(session_id, cursor, BATCH)
+            between = [e for e in between if e.pk <= detail["cursor"]]
+            parts.extend(fragments.event_fragments(between, rows_only=True))
+        parts.extend(fragments.session_fragments(detail))
+        current_version = detail["version"]
+        current_status = detail["status"]
+        cursor = max(cursor, detail["cursor"])
+    else:
+        # A model call, tool call or nested deck began or ended: update the trace panel in
+        # place, from the events of the runs that moved on.
+        moved = list(dict.fromkeys(e.run_id for e in new if not e.type.startswith("response.")))
+        for run_id in moved:
+            run = session.runs.filter(pk=run_id).first()
+            if run is not None:
+                parts.extend(fragments.trace_updates(session, run, after, cursor))
+    more = len(new) == BATCH
+    if not new and not changed and not force:
+        return [], cursor, current_version, current_status, False  # nothing new
+    parts.append(fragments.cursor_fragment(cursor, current_version, current_status))
+    return fragments.frames(parts), cursor, current_version, current_status, more
+
+
+def _hello(text: str | None) -> tuple[int, int, str | None] | None:
+    """The client's hello `{"after": N, "version": V, "status": S}`, or None when it is not
+    one (bad JSON, nesting, numbers that are not whole, wrong types): ignored, never fatal."""
+    try:
+        data: Any = json.loads(text or "{}")
+    except (ValueError, RecursionError):
+        return None
+    if not isinstance(data, dict) or "after" not in data:
+        return None
+    after, version, status = data.get("after"), data.get("version", -1), data.get("status")
+
+    def whole(value: Any) -> bool:
+        return isinstance(value, int) and not isinstance(value, bool) and -1 <= value < 2**62
+
+    if after is None:
+        after = 0
+    if version is None:
+        version = -1
+    if not whole(after) or not whole(version):
+        return None
+    return max(0, after), version, status if isinstance(status, str) else None
+
+
+class SessionConsumer(AsyncWebsocketConsumer):
+    async def connect(self) -> None:
+        self.session_id = self.scope["url_route"]["kwargs"]["session_id"]
+        exists = await database_sync_to_async(get_session)(self.session_id)
+        if exists is None:
+            await self.close(code=4404)
+            return
+        self.group = event_log.group_name(self.session_id)
+        self.after: int | None = None  # unknown until the client says hello
+        self.version = -1
+        self.status: str | None = None
+        self.lock = asyncio.Lock()
+        self.poller: asyncio.Task | None = None
+        await self.channel_layer.group_add(self.group, self.channel_name)
+        await self.accept()
+
+    async def disconnect(self, code: int) -> None:
+        poller = getattr(self, "poller", None)  # unset when connect() refused the socket
+        if poller is not None:
+            poller.cancel()
+        if hasattr(self, "group"):
+            await self.channel_layer.group_discard(self.group, self.channel_name)
+
+    async def _poll(self) -> None:
+        while True:
+            await asyncio.sleep(SAFETY_POLL_SECONDS if self.status in ACTIVE else IDLE_POLL_SECONDS)
+            await self.catch_up()
+
+    async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None) -> None:
+        if text_data is not None and len(text_data) > 4096:
+            return  # a hello is a few dozen characters
+        hello = _hello(text_data)
+        if hello is None:
+            return
+        self.after, self.version, self.status = hello
+        await self.catch_up(force=True)  # the answer to a hello always carries the cursor
+        if self.poller is None:
+            self.poller = asyncio.create_task(self._poll())
+
+    async def session_changed(self, message: dict[str, Any]) -> None:
+        if self.after is not None:
+            await self.catch_up()
+
+    async def catch_up(self, force: bool = False) -> None:
+        async with self.lock:
+            while True:
+                result = await database_sync_to_async(_read)(
+                    self.session_id, self.after or 0, self.version, self.status, force
+                )
+                if result is None:
+                    await self.close(code=4404)
+                    return
+                frames, self.after, self.version, self.status, more = result
+                for frame in frames:
+                    await self.send(text_data=frame)
+                if not more:
+                    return

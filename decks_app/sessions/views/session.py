@@ -1,0 +1,154 @@
+"""The session page (+JSON): conversation, composer, Stop, notes and score, trace panel."""
+
+from __future__ import annotations
+
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_GET, require_POST
+
+from decks_app.sessions import feedback as feedback_service
+from decks_app.sessions import replay
+from decks_app.sessions.actions import (
+    InvalidInput,
+    SessionBusy,
+    retry_run,
+    send_message,
+    session_detail,
+    session_json,
+    stop_session,
+)
+from decks_app.sessions.conversation import earlier_blocks
+from decks_app.web.pages import (
+    error_response,
+    is_htmx,
+    json_response,
+    page,
+    session_or_404,
+    wants_json,
+)
+
+TEMPLATE = "sessions/session.html"
+
+
+@require_GET
+def session_page(request: HttpRequest, session_id: str, fmt: str | None = None) -> HttpResponse:
+    session = session_or_404(session_id)
+    detail = session_detail(session)
+    rerun = replay.rerun_info(session)  # "Re-run offline" only where a recording can answer
+    ctx = {**detail, "tab": "test", "rerun": rerun}
+    data = {**session_json(session, detail), "rerun": rerun}
+    return page(request, TEMPLATE, ctx, data=data, fmt=fmt, fragment="conversation")
+
+
+@require_GET
+def session_earlier(request: HttpRequest, session_id: str) -> HttpResponse:
+    """ "Show earlier": the conversation blocks before `?before=N` (htmx swaps them in for the
+    button; the JSON twin lists them)."""
+    session = session_or_404(session_id)
+    try:
+        before = int(request.GET.get("before", ""))
+    except ValueError:
+        return error_response(request, "before must be a whole number (a block index)")
+    ctx = earlier_blocks(session, before)
+    if wants_json(request):
+        return json_response(
+            {
+                "blocks": [b.to_dict() for b in ctx["blocks_shown"]],
+                "before": ctx["blocks_before"],
+            }
+        )
+    return render(request, TEMPLATE + "#earlier", ctx)
+
+
+@require_GET
+def session_recent_events(request: HttpRequest, session_id: str) -> HttpResponse:
+    """The raw event list of the session page (the newest events), loaded when its panel
+    is opened; the JSON twin is the session's `events`."""
+    from decks_app.runs import events as event_log
+
+    session = session_or_404(session_id)
+    rows = event_log.recent_events(session.id, event_log.last_event_id(session.id))
+    if wants_json(request):
+        return json_response({"events": [event_log.event_dict(e) for e in rows]})
+    ctx = {"session": session, "raw_events": rows, "raw_events_limit": event_log.RECENT_LIMIT}
+    return render(request, TEMPLATE + "#raw_events", ctx)
+
+
+def _after_command(request: HttpRequest, session, status: int = 200, **extra) -> HttpResponse:
+    if wants_json(request):
+        detail = session_detail(session)
+        return json_response({**session_json(session, detail), **extra}, status=status)
+    if is_htmx(request):
+        detail = session_detail(session)
+        return render(
+            request, TEMPLATE + "#composer_response", {**detail, "oob": True}, status=status
+        )
+    return redirect("sessions:session", session_id=session.id)
+
+
+@require_POST
+def session_send(request: HttpRequest, session_id: str) -> HttpResponse:
+    session = session_or_404(session_id)
+    try:
+        run = send_message(session, request.POST.get("message", ""))
+    except InvalidInput as exc:
+        return error_response(request, str(exc), 400)
+    except SessionBusy as exc:
+        return error_response(request, str(exc), 409)
+    return _after_command(request, session, status=202, runId=run.id)
+
+
+@require_POST
+def session_retry(request: HttpRequest, session_id: str) -> HttpResponse:
+    """Re-run the last turn after it was interrupted or failed (`runId` names that run)."""
+    session = session_or_404(session_id)
+    try:
+        run = retry_run(session, request.POST.get("runId", "")[:64])
+    except InvalidInput as exc:
+        return error_response(request, str(exc), 409)
+    except SessionBusy as exc:
+        return error_response(request, str(exc), 409)
+    return _after_command(request, session, status=202, runId=run.id)
+
+
+@require_POST
+def session_stop(request: HttpRequest, session_id: str) -> HttpResponse:
+    session = session_or_404(session_id)
+    stopped = stop_session(session)
+    return _after_command(request, session, stopped=stopped)
+
+
+@require_POST
+def session_notes(request: HttpRequest, session_id: str) -> HttpResponse:
+    session = session_or_404(session_id)
+    try:
+        if "notes" in request.POST:
+            feedback_service.set_notes(session, request.POST.get("notes", ""))
+        if "score" in request.POST:
+            feedback_service.set_conversation_score(
+                session, feedback_service.parse_score(request.POST.get("score"))
+            )
+    except feedback_service.FeedbackError as exc:
+        return error_response(request, str(exc))
+    session.refresh_from_db()
+    if wants_json(request):
+        return json_response(
+            {"notes": session.notes, "conversationScore": session.conversation_score}
+        )
+    if is_htmx(request):
+        return render(request, TEMPLATE + "#notes", {"session": session, "saved": True})
+    return redirect("sessions:session", session_id=session.id)
+
+
+@require_POST
+def session_delete(request: HttpRequest, session_id: str) -> HttpResponse:
+    """Delete a session with its runs, trace and ratings; `confirm` must repeat its id."""
+    session = session_or_404(session_id)
+    if request.POST.get("confirm", "").strip() != session.id:
+        return error_response(request, f"type the session id ({session.id}) to confirm", 400)
+    if session.runs.filter(status__in=("queued", "running")).exists():
+        return error_response(request, "stop the session's run before deleting it", 409)
+    session.delete()
+    if wants_json(request):
+        return json_response({"deleted": session_id})
+    return redirect("sessions:sessions")

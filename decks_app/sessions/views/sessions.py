@@ -1,0 +1,244 @@
+"""The Test tab's sessions list (+JSON), new-session, scenario-run and import forms."""
+
+from __future__ import annotations
+
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_GET, require_POST
+
+from decks_app.runs import providers
+from decks_app.sessions import forms, scenarios, transfer
+from decks_app.sessions.actions import (
+    InvalidInput,
+    SessionFilter,
+    create_session,
+    list_sessions,
+    parse_context,
+    session_row_json,
+)
+from decks_app.web.pages import error_response, json_response, page, wants_json
+from decks_app.workspaces.served import current_workspace, is_listed_deck, list_decks
+
+STATUSES = ["idle", "queued", "running", "completed", "failed", "canceled", "interrupted"]
+
+
+@require_GET
+def sessions_list(request: HttpRequest, fmt: str | None = None) -> HttpResponse:
+    workspace = current_workspace()
+    flt = SessionFilter(
+        status=request.GET.get("status", "")[:20] if request.GET.get("status") in STATUSES else "",
+        deck=request.GET.get("deck", "")[:1024],
+        q=request.GET.get("q", "")[:200],
+    )
+    rows = list_sessions(workspace, flt)
+    decks = list_decks(workspace)
+    scenario_choices = scenarios.workspace_scenarios(workspace)
+    data = {
+        "workspace": {"id": workspace.id, "root": workspace.root},
+        "filter": {"status": flt.status, "deck": flt.deck, "q": flt.q},
+        "sessions": [session_row_json(r) for r in rows],
+        "decks": [d.to_dict() for d in decks],
+        "scenarios": scenario_choices,
+        "providers": providers.configured_providers(),
+    }
+    first_deck = next((d.path for d in decks if not d.error), "")
+    ctx = {
+        "session_context": _context_ctx(workspace, first_deck, "ctx", "session-context"),
+        "scenario_context": _context_ctx(
+            workspace,
+            scenario_choices[0]["deck"] if scenario_choices else "",
+            "scenario_ctx",
+            "scenario-context",
+        ),
+        "persona_context": _persona_ctx(
+            workspace, scenario_choices[0] if scenario_choices else None
+        ),
+        "tab": "test",
+        "rows": rows,
+        "decks": decks,
+        "filter": flt,
+        "statuses": STATUSES,
+        "scenarios": scenario_choices,
+        "providers": data["providers"],
+        "workspace": workspace,
+    }
+    return page(request, "sessions/sessions.html", ctx, data=data, fmt=fmt, fragment="table")
+
+
+@require_GET
+def context_form(request: HttpRequest) -> HttpResponse:
+    """The context fields of a deck's contextSchema (htmx swaps them in when the deck changes)."""
+    workspace = current_workspace()
+    deck_path = request.GET.get("deck") or request.GET.get("scenario", "").partition("|")[0]
+    prefix = request.GET.get("prefix", "ctx")
+    if prefix not in ("ctx", "scenario_ctx"):
+        prefix = "ctx"
+    target = "scenario-context" if prefix == "scenario_ctx" else "session-context"
+    response = render(
+        request, "sessions/context_form.html", _context_ctx(workspace, deck_path, prefix, target)
+    )
+    if prefix == "scenario_ctx":
+        # The chosen scenario's own input form comes along, swapped out of band.
+        choice = _declared_scenario(workspace, request.GET.get("scenario", ""))
+        ctx = {**_persona_ctx(workspace, choice), "oob": True}
+        response.content += render(request, "sessions/context_form.html", ctx).content
+    return response
+
+
+def _declared_scenario(workspace, value: str) -> dict | None:
+    """The `deck|scenario` choice of the scenario form, when the deck declares it."""
+    deck, _, path = value.partition("|")
+    return scenarios.declared_scenario(workspace, deck, path)
+
+
+def _persona_ctx(workspace, choice: dict | None) -> dict:
+    """The form for a scenario deck's own contextSchema (its `scenarioInput`)."""
+    path = choice["path"] if choice else ""
+    schema = forms.deck_context_schema(workspace, path, "scenario") if path else None
+    fields = forms.fields(schema.to_json_schema() if schema is not None else None, "persona")
+    return {
+        "fields": fields,
+        "no_required": False,
+        "prefix": "persona",
+        "target": "persona-context",
+        "scenario": choice,
+        "deck": None,
+        "any_required": any(f["required"] for f in fields),
+    }
+
+
+def _context_ctx(workspace, deck_path: str, prefix: str, target: str) -> dict:
+    from decks_app.workspaces.served import find_deck
+
+    if deck_path and not is_listed_deck(workspace, deck_path):
+        deck_path = ""
+    schema = forms.deck_context_schema(workspace, deck_path) if deck_path else None
+    fields = forms.fields(schema.to_json_schema() if schema is not None else None, prefix)
+    return {
+        "fields": fields,
+        "no_required": prefix == "scenario_ctx",  # the persona fills in what is missing
+        "prefix": prefix,
+        "target": target,
+        "deck": find_deck(workspace, deck_path) if deck_path else None,
+        "any_required": any(f["required"] for f in fields),
+    }
+
+
+@require_POST
+def session_create(request: HttpRequest) -> HttpResponse:
+    workspace = current_workspace()
+    deck_path = request.POST.get("deck", "")
+    try:
+        if not is_listed_deck(workspace, deck_path):  # never load a file outside the listing
+            raise InvalidInput(f"no deck at {deck_path[:200]!r} in this workspace")
+        if "context" in request.POST:  # the plain box (JSON or text), as before
+            context = parse_context(request.POST.get("context"))
+            context = forms.validate_context(workspace, deck_path, context, optional=False)
+        else:
+            schema = forms.deck_context_schema(workspace, deck_path)
+            context = forms.read(
+                schema.to_json_schema() if schema is not None else None, request.POST, "ctx"
+            )
+            context = forms.validate_context(workspace, deck_path, context, optional=False)
+        session = create_session(
+            workspace,
+            deck_path,
+            model=request.POST.get("model", ""),
+            context=context,
+        )
+    except (InvalidInput, forms.FormError) as exc:
+        return error_response(request, str(exc))
+    if wants_json(request):
+        return json_response({"id": session.id, "url": f"/test/{session.id}/"}, status=201)
+    return redirect("sessions:session", session_id=session.id)
+
+
+@require_POST
+def session_import(request: HttpRequest) -> HttpResponse:
+    workspace = current_workspace()
+    try:
+        state_file = request.FILES.get("state")
+        trace_file = request.FILES.get("trace")
+        state = transfer.parse_state(state_file.read().decode("utf-8")) if state_file else None
+        trace = transfer.parse_trace(trace_file.read().decode("utf-8")) if trace_file else None
+        session = transfer.import_session(
+            workspace, request.POST.get("deck", ""), state=state, trace=trace
+        )
+    except UnicodeDecodeError:
+        return error_response(request, "the files must be UTF-8 text")
+    except InvalidInput as exc:
+        return error_response(request, str(exc))
+    if wants_json(request):
+        return json_response({"id": session.id, "url": f"/test/{session.id}/"}, status=201)
+    return redirect("sessions:session", session_id=session.id)
+
+
+@require_POST
+def scenario_start(request: HttpRequest) -> HttpResponse:
+    """Run a root deck's scenario once (a live session) or N times (a batch)."""
+    workspace = current_workspace()
+    deck, _, scenario = request.POST.get("scenario", "").partition("|")
+    try:
+        if "context" in request.POST:
+            context = parse_context(request.POST.get("context"))
+        else:
+            schema = forms.deck_context_schema(workspace, deck)
+            context = forms.read(
+                schema.to_json_schema() if schema is not None else None,
+                request.POST,
+                "scenario_ctx",
+                allow_missing=True,
+            )
+        # missing fields are fine here: the persona fills them in (init-fill)
+        context = (
+            forms.validate_context(workspace, deck, context, optional=True, partial=True)
+            if context
+            else None
+        )
+        scenario_input = _scenario_input(workspace, deck, scenario, request.POST)
+        runs = request.POST.get("runs") or "1"
+        if runs.strip() != "1":
+            batch = scenarios.start_batch(
+                workspace,
+                deck,
+                scenario,
+                runs=runs,
+                concurrency=request.POST.get("concurrency"),
+                max_turns=request.POST.get("maxTurns"),
+                context=context,
+                scenario_input=scenario_input,
+            )
+            if wants_json(request):
+                return json_response({"batch": batch.id, "url": f"/grade/verify/{batch.id}/"}, 201)
+            return redirect(f"/grade/verify/{batch.id}/")
+        session = scenarios.start_scenario(
+            workspace,
+            deck,
+            scenario,
+            max_turns=request.POST.get("maxTurns"),
+            context=context,
+            scenario_input=scenario_input,
+            model=request.POST.get("model", ""),
+        )
+    except (scenarios.ScenarioError, forms.FormError) as exc:
+        return error_response(request, str(exc))
+    if wants_json(request):
+        return json_response({"id": session.id, "url": f"/test/{session.id}/"}, status=201)
+    return redirect("sessions:session", session_id=session.id)
+
+
+def _scenario_input(workspace, deck: str, scenario: str, form) -> object:
+    """The scenario deck's own input from its form (or JSON), checked against its
+    contextSchema before anything runs; `scenarios.NO_INPUT` when nothing was given."""
+    if _declared_scenario(workspace, f"{deck}|{scenario}") is None:
+        return scenarios.NO_INPUT  # start_* says it is not declared
+    schema = forms.deck_context_schema(workspace, scenario, "scenario")
+    value = forms.read(schema.to_json_schema() if schema is not None else None, form, "persona")
+    if value is None and (schema is None or schema.is_optional or not schema.required_fields()):
+        return scenarios.NO_INPUT
+    try:
+        return forms.validate_context(workspace, scenario, value, optional=False, role="scenario")
+    except forms.FormError as exc:
+        raise forms.FormError(
+            str(exc).replace("contextSchema", "contextSchema (scenario input)")
+        ) from None

@@ -1,0 +1,128 @@
+"""Helpers shared by the view modules: JSON twins, 404 for bad ids, htmx fragments."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
+from django.shortcuts import render
+
+from decks_app.models import Session
+from decks_app.sessions.actions import get_session
+
+
+def wants_json(request: HttpRequest, fmt: str | None = None) -> bool:
+    return fmt == "json" or request.GET.get("format") == "json"
+
+
+def is_htmx(request: HttpRequest) -> bool:
+    return bool(getattr(request, "htmx", False))
+
+
+def json_response(data: Any, status: int = 200) -> JsonResponse:
+    return JsonResponse(data, status=status, safe=False, json_dumps_params={"ensure_ascii": False})
+
+
+def session_or_404(session_id: str) -> Session:
+    session = get_session(session_id)
+    if session is None:
+        raise Http404("no such session")
+    return session
+
+
+def page(
+    request: HttpRequest,
+    template: str,
+    context: dict[str, Any],
+    *,
+    data: Any,
+    fmt: str | None = None,
+    fragment: str | None = None,
+) -> HttpResponse:
+    """The HTML page, its JSON twin, or (for htmx requests) one named partial."""
+    if wants_json(request, fmt):
+        return json_response(data)
+    # the ignore: request.htmx is set by django_htmx's middleware, unknown to HttpRequest
+    if fragment and is_htmx(request) and not request.htmx.boosted:  # type: ignore[attr-defined]
+        return render(request, f"{template}#{fragment}", context)
+    return render(request, template, context)
+
+
+def error_response(
+    request: HttpRequest,
+    message: str,
+    status: int = 400,
+    fmt: str | None = None,
+    *,
+    code: str | None = None,
+    back: str | None = None,
+) -> HttpResponse:
+    """One sentence: JSON `{"error", "code"?}`, an inline fragment for htmx, or a page with
+    the app's navigation and a way back (`back`, else the referring page)."""
+    if wants_json(request, fmt) or request.headers.get("Accept", "").startswith("application/json"):
+        return json_response({"error": message, **({"code": code} if code else {})}, status=status)
+    if is_htmx(request):  # a fragment the page shows inline
+        return render(request, "web/error.html#error", {"message": message}, status=status)
+    back = back or request.headers.get("Referer") or "/"
+    return render(
+        request,
+        "web/error.html",
+        {"message": message, "status": status, "back": back},
+        status=status,
+    )
+
+
+def not_found(request: HttpRequest, exception: Exception | None = None) -> HttpResponse:
+    """404 as a page with the app's navigation (JSON for the JSON twins and /v1)."""
+    message = str(exception) if exception and str(exception) else "not found"
+    if request.path.startswith("/v1/"):
+        return JsonResponse(
+            {
+                "error": {
+                    "type": "not_found",
+                    "code": "not_found",
+                    "param": None,
+                    "message": message,
+                }
+            },
+            status=404,
+        )
+    if request.path.endswith(".json") or wants_json(request):
+        return json_response({"error": message}, status=404)
+    return render(
+        request,
+        "web/error.html",
+        {"message": f"Not found: {message}", "status": 404, "back": "/"},
+        status=404,
+    )
+
+
+def bad_request(request: HttpRequest, exception: Exception | None = None) -> HttpResponse:
+    """400 for a request Django cannot even parse (a form that is not UTF-8, a broken
+    multipart body): one sentence, as a page or JSON; never reads the body again."""
+    message = str(exception) if exception and str(exception) else "bad request"
+    if request.path.startswith("/v1/"):
+        error = {"type": "invalid_request_error", "code": "bad_request", "param": None}
+        return JsonResponse({"error": {**error, "message": message}}, status=400)
+    if request.path.endswith(".json") or request.GET.get("format") == "json":
+        return json_response({"error": message}, status=400)
+    return render(
+        request,
+        "web/error.html",
+        {"message": message, "status": 400, "back": "/"},
+        status=400,
+    )
+
+
+def server_error(request: HttpRequest) -> HttpResponse:
+    return render(
+        request,
+        "web/error.html",
+        {"message": "Something went wrong on our side; it is logged.", "status": 500, "back": "/"},
+        status=500,
+    )
+
+
+def pretty(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, indent=2)
