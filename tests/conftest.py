@@ -14,7 +14,7 @@ from tests.support.fake_model_server import FakeModelServer
 
 # In-process tests drive runs themselves (claim_next_run + execute_run): queued runs are
 # recorded as tasks, not executed behind the test's back. "database" is django-tasks-db's
-# backend, for the tests of its worker threads (tests/simulator/test_worker.py). The real
+# backend, for the tests of its worker threads (tests/decks_app/runs/test_worker.py). The real
 # backends run in the servers that the browser, distributed and fault tests start.
 django_settings.TASKS = {
     "default": {"BACKEND": "django.tasks.backends.dummy.DummyBackend"},

@@ -9,7 +9,7 @@ import pytest
 
 from decks_app.models import Run, Session
 from decks_app.runs import execution
-from tests.simulator.conftest import chat_session
+from tests.decks_app.conftest import chat_session
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -1,8 +1,7 @@
 import pytest
 
 from decks_app.models import Run, Session
-
-from .conftest import chat_session
+from tests.decks_app.conftest import chat_session
 
 pytestmark = pytest.mark.django_db
 

@@ -8,8 +8,8 @@ from decks_app.models import Run, Session
 from decks_app.runs import execution
 from decks_app.sessions.actions import create_session, send_message
 from decks_app.workspaces.served import current_workspace
+from tests.decks_app.conftest import chat_session
 
-from .conftest import chat_session
 from .test_trace_view import EVENTS, _with_events
 
 NO_RESULTS = (

@@ -2,8 +2,7 @@ import pytest
 
 from decks_app.models import Run, TraceEvent
 from decks_app.sessions.trace_tree import build_tree, request_detail, tree_rows, updates, walk
-
-from .conftest import chat_session
+from tests.decks_app.conftest import chat_session
 
 pytestmark = pytest.mark.django_db
 

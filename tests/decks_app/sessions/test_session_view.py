@@ -4,8 +4,7 @@ import pytest
 
 from decks_app.models import Run, TraceEvent
 from decks_app.sessions.actions import create_session
-
-from .conftest import chat_session
+from tests.decks_app.conftest import chat_session
 
 pytestmark = pytest.mark.django_db
 
@@ -220,7 +219,7 @@ def test_it_limits_request_bodies(client, workspace):
 
 def test_a_session_is_deleted_only_with_its_id_as_confirmation(client, workspace):
     from decks_app.models import Session as SessionModel
-    from tests.simulator.conftest import chat_session
+    from tests.decks_app.conftest import chat_session
 
     session = chat_session(workspace)
     wrong = client.post(f"/test/{session.id}/delete?format=json", {"confirm": "yes"})

@@ -12,7 +12,7 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 
 from decks_app.models import Session
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 DECK = str(ROOT / "examples" / "support" / "PROMPT.md")
 GAMBIT = [sys.executable, "-c", "from gambit.cli.main import main; main()"]
 

@@ -3,8 +3,7 @@ from pathlib import Path
 import pytest
 
 from decks_app.models import Run, Session
-
-from .conftest import chat_session
+from tests.decks_app.conftest import chat_session
 
 pytestmark = pytest.mark.django_db
 
@@ -95,9 +94,9 @@ def test_a_folder_linking_outside_the_workspace_is_skipped_with_a_warning(tmp_pa
     from django.test import override_settings
 
     root = tmp_path / "ws"
-    shutil.copytree(Path(__file__).resolve().parents[2] / "examples" / "support", root / "support")
+    shutil.copytree(Path(__file__).resolve().parents[3] / "examples" / "support", root / "support")
     outside = tmp_path / "outside" / "evil"
-    shutil.copytree(Path(__file__).resolve().parents[2] / "examples" / "hello", outside)
+    shutil.copytree(Path(__file__).resolve().parents[3] / "examples" / "hello", outside)
     (root / "linked").symlink_to(outside, target_is_directory=True)
     with override_settings(GAMBIT_WORKSPACE=str(root)), caplog.at_level("WARNING"):
         for url in ("/test/", "/test.json", "/build/", "/grade/"):

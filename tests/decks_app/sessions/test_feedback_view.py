@@ -1,8 +1,7 @@
 import pytest
 
 from decks_app.models import Feedback
-
-from .conftest import chat_session
+from tests.decks_app.conftest import chat_session
 
 pytestmark = pytest.mark.django_db
 REF = "msg-000000000000000000000003"

@@ -5,8 +5,8 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 
 from decks_app.models import Session
 from gambit.core import state_from_dict
+from tests.decks_app.conftest import chat_session
 
-from .conftest import chat_session
 from .test_trace_view import EVENTS, _with_events
 
 pytestmark = pytest.mark.django_db
