@@ -134,7 +134,7 @@ def run_level(browser, url: str, n: int) -> list[float]:
     for _ in range(n):
         page = context.new_page()
         page.set_default_timeout(60_000)
-        page.goto(url + "/test/")
+        page.goto(url + "/test")
         page.select_option("select[name=deck]", "support/PROMPT.md")
         page.fill("input[name=model]", "openresponses/bench")
         page.click("#new-session")
@@ -212,7 +212,7 @@ def main() -> None:
     procs.append(server)
     url = f"http://127.0.0.1:{port}"
     try:
-        _wait_http(url + "/test/?format=json", server)
+        _wait_http(url + "/test?format=json", server)
         if args.distributed:
             procs.append(
                 subprocess.Popen(

@@ -18,6 +18,7 @@ from django.views.decorators.http import require_GET, require_POST
 
 from decks_app.building import files as build
 from decks_app.web.pages import error_response, json_response, page, wants_json
+from decks_app.web.routes import query_url
 from decks_app.workspaces.served import current_workspace, list_decks
 
 
@@ -132,8 +133,10 @@ def build_new(request: HttpRequest) -> HttpResponse:
     except build.BuildError as exc:
         return error_response(request, str(exc), 400)
     if wants_json(request):
-        return json_response({"deck": deck, "url": f"/build/deck?path={deck}"}, status=201)
-    return redirect(f"/build/file?path={deck}&deck={deck}")
+        return json_response(
+            {"deck": deck, "url": query_url("building:build_deck", path=deck)}, status=201
+        )
+    return redirect(query_url("building:build_file", path=deck, deck=deck))
 
 
 @require_POST
@@ -146,7 +149,7 @@ def build_delete(request: HttpRequest) -> HttpResponse:
         return error_response(request, str(exc), 400)
     if wants_json(request):
         return json_response({"deleted": deck})
-    return redirect("/build/")
+    return redirect("building:build")
 
 
 @require_POST
@@ -164,7 +167,7 @@ def build_scaffold(request: HttpRequest) -> HttpResponse:
             {"created": created, "problems": build.deck_view(workspace, deck)["problems"]},
             status=201,
         )
-    return redirect(f"/build/deck?path={deck}")
+    return redirect(query_url("building:build_deck", path=deck))
 
 
 # ---------------------------------------------------------------- the Build assistant

@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import html
 import json
 from typing import Any
 
 import markdown as md
 import nh3
 from django import template
+from django.urls import NoReverseMatch, reverse
 from django.utils.html import escape
 from django.utils.safestring import mark_safe
+
+from decks_app.web.routes import query_url
 
 register = template.Library()
 
@@ -98,3 +102,46 @@ def score_class(value: Any) -> str:
 @register.simple_tag
 def score_range() -> list[int]:
     return [-3, -2, -1, 0, 1, 2, 3]
+
+
+# ---------------------------------------------------------------- URLs (no path typed by hand)
+
+
+@register.simple_tag
+def url_query(viewname: str, *args: Any, **query: Any) -> str:
+    """`{% url_query 'building:build_file' path=f.path deck=deck %}`: the route's own
+    arguments positional, the rest as the query string (encoded)."""
+    return query_url(viewname, args, **query)
+
+
+@register.filter
+def ask_url(text: Any, deck: Any) -> str:
+    """ "Add to chat": the Build tab's editor of `deck` with `text` put in the assistant's
+    box. Used as `{% filter ask_url:deck %}…{% endfilter %}`: the block arrives
+    HTML-escaped, so it is unescaped before it is encoded (the box shows the text as said)."""
+    ask = html.unescape(str(text)).strip()
+    return query_url("building:build_file", path=deck, deck=deck, ask=ask)
+
+
+@register.simple_tag(takes_context=True)
+def twin_url(context: template.Context) -> str:
+    """The JSON twin of the page being rendered (same query string), or "" when the page
+    has none (its route is not a `page_route`)."""
+    request = context.get("request")
+    match = getattr(request, "resolver_match", None)
+    if request is None or match is None or not match.view_name:
+        return ""
+    if "(?P<fmt>json)" not in match.route:
+        return ""
+    try:
+        url = reverse(match.view_name, args=match.args, kwargs={**match.kwargs, "fmt": "json"})
+    except NoReverseMatch:
+        return ""
+    query = request.META.get("QUERY_STRING", "")
+    return f"{url}?{query}" if query else url
+
+
+@register.simple_tag
+def socket_url(name: str, **kwargs: Any) -> str:
+    """A websocket route's path by name (decks_app/routing.py), like `{% url %}` for pages."""
+    return reverse(name, kwargs=kwargs, urlconf="decks_app.routing")

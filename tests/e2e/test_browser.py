@@ -12,7 +12,7 @@ SHOTS = Path("/tmp/gambit-e2e")
 
 
 def _new_session(page, live_url) -> str:
-    page.goto(live_url + "/test/")
+    page.goto(live_url + "/test")
     page.select_option("select[name=deck]", "support/PROMPT.md")
     page.fill("input[name=model]", "openresponses/fake")
     page.click("#new-session")

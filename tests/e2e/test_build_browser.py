@@ -50,7 +50,7 @@ def build_url(tmp_path_factory):
 
 def test_create_break_fix_and_run_a_deck(page, build_url):
     url, workspace = build_url
-    page.goto(url + "/build/")
+    page.goto(url + "/build")
     page.fill("#new-deck-name", "concierge")
     page.click("#create-deck")
     page.wait_for_url(re.compile(r".*/build/file\?path=concierge/PROMPT\.md.*"))
@@ -84,7 +84,7 @@ def test_create_break_fix_and_run_a_deck(page, build_url):
     expect(page.locator("#save-status")).to_have_text("Saved.")
     expect(page.locator("#problems")).to_contain_text("The deck loads cleanly.")
     # The new deck's scenario runs from the Test tab with no restart.
-    page.goto(url + "/test/")
+    page.goto(url + "/test")
     page.select_option(
         "#scenario-choice", value="concierge/PROMPT.md|concierge/scenarios/first_visit/PROMPT.md"
     )

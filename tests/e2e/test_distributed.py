@@ -71,7 +71,7 @@ def distributed(fake_model, tmp_path_factory):
 
 
 def test_a_run_executed_by_a_worker_process_streams_to_the_browser(page, distributed):
-    page.goto(distributed + "/test/")
+    page.goto(distributed + "/test")
     page.select_option("select[name=deck]", "support/PROMPT.md")
     page.fill("input[name=model]", "openresponses/fake")
     page.click("#new-session")

@@ -58,7 +58,7 @@ def grade_url(tmp_path_factory):
 
 def test_grade_flag_calibrate_and_verify(page, grade_url):
     # A conversation, rated +2 by a person.
-    page.goto(grade_url + "/test/")
+    page.goto(grade_url + "/test")
     page.select_option("select[name=deck]", "support/PROMPT.md")
     page.click("#new-session")
     page.wait_for_url(re.compile(r".*/test/session-[0-9a-f]{24}/$"))
@@ -72,7 +72,7 @@ def test_grade_flag_calibrate_and_verify(page, grade_url):
     )
 
     # Grade it: the run page polls until the grade is in, then shows score, reason, evidence.
-    page.goto(f"{grade_url}/grade/?session={session_id}")
+    page.goto(f"{grade_url}/grade?session={session_id}")
     page.select_option("#grade-grader", "support/graders/tone/PROMPT.md")
     page.click("#run-grader")
     page.wait_for_url(re.compile(r".*/grade/runs/run-[0-9a-f]{24}/$"))
@@ -95,7 +95,7 @@ def test_grade_flag_calibrate_and_verify(page, grade_url):
     grade_score = int(page.locator(".grade-result .score-badge").first.inner_text())
 
     # Calibration pairs the person's +2 with the grader's score on the same message.
-    page.goto(grade_url + "/grade/calibration/")
+    page.goto(grade_url + "/grade/calibration")
     article = page.locator(
         "article.calibration[data-grader='support/graders/tone/PROMPT.md']"
     ).first
@@ -106,7 +106,7 @@ def test_grade_flag_calibrate_and_verify(page, grade_url):
     expect(article.locator("table.confusion")).to_be_visible()
 
     # Verify: 2 runs x 2 grades, live progress, then metrics and drawn charts.
-    page.goto(grade_url + "/grade/verify/")
+    page.goto(grade_url + "/grade/verify")
     page.fill("input[name=runs]", "2")
     page.fill("input[name=repeats]", "2")
     page.fill("input[name=maxTurns]", "1")
@@ -128,7 +128,7 @@ def test_grade_flag_calibrate_and_verify(page, grade_url):
 
 
 def test_a_scenario_run_streams_and_a_batch_finishes(page, grade_url):
-    page.goto(grade_url + "/test/")
+    page.goto(grade_url + "/test")
     page.select_option("#scenario-choice", label="Acme support bot: Customer whose parcel is late")
     page.fill("#scenario-form input[name=maxTurns]", "2")
     page.click("#run-scenario")
@@ -136,7 +136,7 @@ def test_a_scenario_run_streams_and_a_batch_finishes(page, grade_url):
     expect(page.locator("#status")).to_have_text("completed", timeout=30_000)
     expect(page.locator("#conversation")).to_contain_text("is on its way.")
     # a batch of three at concurrency two
-    page.goto(grade_url + "/test/")
+    page.goto(grade_url + "/test")
     page.fill("#scenario-form input[name=maxTurns]", "1")
     page.fill("#scenario-form input[name=runs]", "3")
     page.fill("#scenario-form input[name=concurrency]", "2")

@@ -14,7 +14,9 @@ from __future__ import annotations
 
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
+from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
+from django_htmx.http import HttpResponseClientRedirect
 
 from decks_app.grading import grades as grading
 from decks_app.models import Run, Session
@@ -82,12 +84,9 @@ def grade_start(request: HttpRequest) -> HttpResponse:
         return error_response(request, str(exc), 400)
     if wants_json(request):
         return json_response(grading.grade_run_dict(run), status=202)
-    target = f"/grade/runs/{run.id}/"
     if is_htmx(request):
-        response = HttpResponse(status=204)
-        response["HX-Redirect"] = target
-        return response
-    return redirect(target)
+        return HttpResponseClientRedirect(reverse("grading:grade_run", args=[run.id]))
+    return redirect("grading:grade_run", run_id=run.id)
 
 
 def _run_or_404(run_id: str) -> Run:
@@ -158,7 +157,7 @@ def _after_flag(request: HttpRequest, run: Run, data: dict) -> HttpResponse:
         graded.refresh_from_db()
         ctx = {"run": run, "grade": grading.grade_run_dict(run), "graded": graded}
         return render(request, "grading/grade_run.html#result", ctx)
-    return redirect(f"/grade/runs/{run.id}/")
+    return redirect("grading:grade_run", run_id=run.id)
 
 
 @require_POST
@@ -167,4 +166,4 @@ def grade_stop(request: HttpRequest, run_id: str) -> HttpResponse:
     stopped = stop_session(run.session)  # the grading session holds only this run
     if wants_json(request):
         return json_response({"stopped": stopped})
-    return redirect(f"/grade/runs/{run.id}/")
+    return redirect("grading:grade_run", run_id=run.id)

@@ -14,7 +14,9 @@ from __future__ import annotations
 
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect
+from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
+from django_htmx.http import HttpResponseClientRedirect
 
 from decks_app.grading import verify as verify_service
 from decks_app.models import Run
@@ -63,12 +65,9 @@ def verify_start(request: HttpRequest) -> HttpResponse:
         return error_response(request, str(exc), 400)
     if wants_json(request):
         return json_response(verify_service.batch_dict(run), status=202)
-    target = f"/grade/verify/{run.id}/"
     if is_htmx(request):
-        response = HttpResponse(status=204)
-        response["HX-Redirect"] = target
-        return response
-    return redirect(target)
+        return HttpResponseClientRedirect(reverse("grading:verify_batch", args=[run.id]))
+    return redirect("grading:verify_batch", run_id=run.id)
 
 
 def _batch_or_404(run_id: str) -> Run:
@@ -131,7 +130,7 @@ def verify_stop(request: HttpRequest, run_id: str) -> HttpResponse:
     stopped = stop_session(run.session)
     if wants_json(request):
         return json_response({"stopped": stopped})
-    return redirect(f"/grade/verify/{run.id}/")
+    return redirect("grading:verify_batch", run_id=run.id)
 
 
 @require_GET

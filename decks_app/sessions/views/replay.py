@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect
+from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods
 
 from decks_app.sessions import replay
@@ -45,7 +46,7 @@ def replay_rerun(request: HttpRequest, session_id: str, fmt: str | None = None) 
         rerun = replay.rerun_info(session)
         ctx = {"session": session, "rerun": rerun, "tab": "test"}
         return page(request, "sessions/rerun.html", ctx, data=rerun, fmt=fmt, fragment="slot")
-    back = f"/test/{session.id}/"
+    back = reverse("sessions:session", args=[session.id])
     try:
         new = replay.rerun_offline(session)
     except replay.StillRunning as exc:
@@ -54,6 +55,7 @@ def replay_rerun(request: HttpRequest, session_id: str, fmt: str | None = None) 
         return error_response(request, str(exc), 400, fmt, code="not_replayable", back=back)
     if wants_json(request, fmt):
         return json_response(
-            {"id": new.id, "url": f"/test/{new.id}/", "source": session.id}, status=201
+            {"id": new.id, "url": reverse("sessions:session", args=[new.id]), "source": session.id},
+            status=201,
         )
     return redirect("sessions:session", session_id=new.id)

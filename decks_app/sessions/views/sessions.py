@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
+from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
 from decks_app.runs import providers
@@ -149,8 +150,13 @@ def session_create(request: HttpRequest) -> HttpResponse:
     except (InvalidInput, forms.FormError) as exc:
         return error_response(request, str(exc))
     if wants_json(request):
-        return json_response({"id": session.id, "url": f"/test/{session.id}/"}, status=201)
+        return _created(session)
     return redirect("sessions:session", session_id=session.id)
+
+
+def _created(session) -> HttpResponse:
+    url = reverse("sessions:session", args=[session.id])
+    return json_response({"id": session.id, "url": url}, status=201)
 
 
 @require_POST
@@ -169,7 +175,7 @@ def session_import(request: HttpRequest) -> HttpResponse:
     except InvalidInput as exc:
         return error_response(request, str(exc))
     if wants_json(request):
-        return json_response({"id": session.id, "url": f"/test/{session.id}/"}, status=201)
+        return _created(session)
     return redirect("sessions:session", session_id=session.id)
 
 
@@ -208,9 +214,10 @@ def scenario_start(request: HttpRequest) -> HttpResponse:
                 context=context,
                 scenario_input=scenario_input,
             )
+            url = reverse("grading:verify_batch", args=[batch.id])
             if wants_json(request):
-                return json_response({"batch": batch.id, "url": f"/grade/verify/{batch.id}/"}, 201)
-            return redirect(f"/grade/verify/{batch.id}/")
+                return json_response({"batch": batch.id, "url": url}, 201)
+            return redirect(url)
         session = scenarios.start_scenario(
             workspace,
             deck,
@@ -223,7 +230,7 @@ def scenario_start(request: HttpRequest) -> HttpResponse:
     except (scenarios.ScenarioError, forms.FormError) as exc:
         return error_response(request, str(exc))
     if wants_json(request):
-        return json_response({"id": session.id, "url": f"/test/{session.id}/"}, status=201)
+        return _created(session)
     return redirect("sessions:session", session_id=session.id)
 
 
