@@ -138,7 +138,7 @@ def run_level(browser, url: str, n: int) -> list[float]:
         page.select_option("select[name=deck]", "support/PROMPT.md")
         page.fill("input[name=model]", "openresponses/bench")
         page.click("#new-session")
-        page.wait_for_url(re.compile(r".*/test/session-[0-9a-f]{24}/$"))
+        page.wait_for_url(re.compile(r".*/test/session-[0-9a-f]{24}$"))
         page.wait_for_function("document.getElementById('cursor') !== null")
         page.evaluate(OBSERVER)
         page.fill("textarea[name=message]", "go")

@@ -99,6 +99,14 @@ def score_class(value: Any) -> str:
     return classify(value)
 
 
+@register.filter
+def counts(value: Any) -> str:
+    """{"timeout": 2, "parse": 1} -> "2 timeout, 1 parse"; empty -> "0"."""
+    if not isinstance(value, dict) or not value:
+        return "0"
+    return ", ".join(f"{n} {kind}" for kind, n in value.items())
+
+
 @register.simple_tag
 def score_range() -> list[int]:
     return [-3, -2, -1, 0, 1, 2, 3]

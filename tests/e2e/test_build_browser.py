@@ -90,7 +90,7 @@ def test_create_break_fix_and_run_a_deck(page, build_url):
     )
     page.fill("#scenario-form input[name=maxTurns]", "2")
     page.click("#run-scenario")
-    page.wait_for_url(re.compile(r".*/test/session-[0-9a-f]{24}/$"))
+    page.wait_for_url(re.compile(r".*/test/session-[0-9a-f]{24}$"))
     expect(page.locator("#status")).to_have_text("completed", timeout=30_000)
     Path("/tmp/gambit-e2e").mkdir(exist_ok=True)
 

@@ -61,7 +61,7 @@ def test_grade_flag_calibrate_and_verify(page, grade_url):
     page.goto(grade_url + "/test")
     page.select_option("select[name=deck]", "support/PROMPT.md")
     page.click("#new-session")
-    page.wait_for_url(re.compile(r".*/test/session-[0-9a-f]{24}/$"))
+    page.wait_for_url(re.compile(r".*/test/session-[0-9a-f]{24}$"))
     session_id = page.url.rstrip("/").split("/")[-1]
     page.fill("textarea[name=message]", "Where is my parcel?")
     page.click("#send")
@@ -75,7 +75,7 @@ def test_grade_flag_calibrate_and_verify(page, grade_url):
     page.goto(f"{grade_url}/grade?session={session_id}")
     page.select_option("#grade-grader", "support/graders/tone/PROMPT.md")
     page.click("#run-grader")
-    page.wait_for_url(re.compile(r".*/grade/runs/run-[0-9a-f]{24}/$"))
+    page.wait_for_url(re.compile(r".*/grade/runs/run-[0-9a-f]{24}$"))
     expect(page.locator("#grade-result [data-status]")).to_have_text("completed", timeout=20_000)
     result = page.locator(".grade-result").first
     expect(result.locator(".score-badge")).to_have_text(re.compile(r"^[+-]?\d$"))
@@ -111,7 +111,7 @@ def test_grade_flag_calibrate_and_verify(page, grade_url):
     page.fill("input[name=repeats]", "2")
     page.fill("input[name=maxTurns]", "1")
     page.click("#run-verify")
-    page.wait_for_url(re.compile(r".*/grade/verify/run-[0-9a-f]{24}/$"))
+    page.wait_for_url(re.compile(r".*/grade/verify/run-[0-9a-f]{24}$"))
     expect(page.locator("#verify-batch [data-status]")).to_have_text("completed", timeout=60_000)
     expect(page.locator("[data-progress=run]")).to_contain_text("2 completed")
     expect(page.locator("[data-progress=grade]")).to_contain_text("4 completed")
@@ -123,7 +123,7 @@ def test_grade_flag_calibrate_and_verify(page, grade_url):
     # every scenario run links to its own session
     first_run = page.locator("table.runs a").first
     first_run.click()
-    page.wait_for_url(re.compile(r".*/test/session-[0-9a-f]{24}/$"))
+    page.wait_for_url(re.compile(r".*/test/session-[0-9a-f]{24}$"))
     expect(page.locator("#conversation")).to_contain_text("is on its way.")
 
 
@@ -132,7 +132,7 @@ def test_a_scenario_run_streams_and_a_batch_finishes(page, grade_url):
     page.select_option("#scenario-choice", label="Acme support bot: Customer whose parcel is late")
     page.fill("#scenario-form input[name=maxTurns]", "2")
     page.click("#run-scenario")
-    page.wait_for_url(re.compile(r".*/test/session-[0-9a-f]{24}/$"))
+    page.wait_for_url(re.compile(r".*/test/session-[0-9a-f]{24}$"))
     expect(page.locator("#status")).to_have_text("completed", timeout=30_000)
     expect(page.locator("#conversation")).to_contain_text("is on its way.")
     # a batch of three at concurrency two
@@ -141,7 +141,7 @@ def test_a_scenario_run_streams_and_a_batch_finishes(page, grade_url):
     page.fill("#scenario-form input[name=runs]", "3")
     page.fill("#scenario-form input[name=concurrency]", "2")
     page.click("#run-scenario")
-    page.wait_for_url(re.compile(r".*/grade/verify/run-[0-9a-f]{24}/$"))
+    page.wait_for_url(re.compile(r".*/grade/verify/run-[0-9a-f]{24}$"))
     expect(page.locator("#verify-batch [data-status]")).to_have_text("completed", timeout=60_000)
     expect(page.locator("[data-progress=run]")).to_contain_text("3 completed")
     expect(page.locator("table.runs tbody tr")).to_have_count(3)

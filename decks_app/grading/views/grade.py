@@ -12,6 +12,9 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import Any
+
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
@@ -21,7 +24,16 @@ from django_htmx.http import HttpResponseClientRedirect
 from decks_app.grading import grades as grading
 from decks_app.models import Run, Session
 from decks_app.sessions.actions import get_session, stop_session
-from decks_app.web.pages import error_response, is_htmx, json_response, page, wants_json
+from decks_app.web.pages import (
+    PageData,
+    error_response,
+    is_htmx,
+    json_response,
+    live_part,
+    page,
+    render_page,
+    wants_json,
+)
 from decks_app.workspaces.served import current_workspace
 
 SESSION_CHOICES = 100
@@ -104,18 +116,46 @@ def _graded(run: Run) -> Session:
     return source
 
 
+RUN_TEMPLATE = "grading/grade_run.html"
+
+
+@dataclass
+class GradeRunPage(PageData):
+    """One grade run: the run, what it found (`grade`, the twin) and the session it graded."""
+
+    run: Run
+    graded: Session
+    grade: dict[str, Any]
+    tab = "grade"
+
+    @classmethod
+    def of(cls, run: Run) -> GradeRunPage:
+        return cls(run=run, graded=_graded(run), grade=grading.grade_run_dict(run))
+
+    @property
+    def workspace(self) -> Any:
+        return self.run.session.workspace
+
+    @property
+    def active(self) -> bool:
+        return self.grade["status"] in ("queued", "running")
+
+    def to_json(self) -> dict[str, Any]:
+        return self.grade
+
+
 @require_GET
 def grade_run_page(request: HttpRequest, run_id: str, fmt: str | None = None) -> HttpResponse:
-    run = _run_or_404(run_id)
-    data = grading.grade_run_dict(run)
-    ctx = {
-        "tab": "grade",
-        "workspace": run.session.workspace,
-        "run": run,
-        "grade": data,
-        "graded": run.session.source,
-    }
-    return page(request, "grading/grade_run.html", ctx, data=data, fmt=fmt, fragment="result")
+    data = GradeRunPage.of(_run_or_404(run_id))
+    return render_page(request, RUN_TEMPLATE, data, fmt, fragment="result")
+
+
+def live_result(session_id: str, run_id: str) -> str:
+    """The run's result, for its grading session's socket (decks_app.web.live)."""
+    run = grading.grade_run_or_none(run_id)
+    if run is None or run.session_id != session_id or run.session.source is None:
+        return ""
+    return live_part(RUN_TEMPLATE + "#result", GradeRunPage.of(run))
 
 
 def _position(value: str) -> int:
@@ -153,10 +193,8 @@ def _after_flag(request: HttpRequest, run: Run, data: dict) -> HttpResponse:
     if wants_json(request):
         return json_response(data)
     if is_htmx(request):
-        graded = _graded(run)
-        graded.refresh_from_db()
-        ctx = {"run": run, "grade": grading.grade_run_dict(run), "graded": graded}
-        return render(request, "grading/grade_run.html#result", ctx)
+        _graded(run).refresh_from_db()  # the flags are kept on the graded session
+        return render(request, RUN_TEMPLATE + "#result", GradeRunPage.of(run).context())
     return redirect("grading:grade_run", run_id=run.id)
 
 

@@ -121,10 +121,12 @@ def test_stopping_a_queued_batch(client, workspace):
     assert Run.objects.get(pk=run_id).status == "canceled"
 
 
-def test_htmx_polls_the_batch_fragment(client, workspace):
+def test_htmx_gets_the_batch_fragment_and_the_page_follows_its_socket(client, workspace):
     run_id = _start(client)
     html = client.get(f"/grade/verify/{run_id}", HTTP_HX_REQUEST="true").content.decode()
-    assert 'id="verify-batch"' in html and "<html" not in html and "every 1s" in html
+    assert 'id="verify-batch"' in html and "<html" not in html and "every 1s" not in html
+    page = client.get(f"/grade/verify/{run_id}").content.decode()
+    assert 'data-live-view="verify_batch" data-live-key="' + run_id in page
 
 
 @pytest.mark.parametrize(

@@ -95,17 +95,19 @@ def test_missing_turns_are_named(client, workspace):
     assert data["firstDifference"] == 2 and [r["replay"] for r in data["rows"][2:]] == [None, None]
 
 
-def test_a_replay_in_progress_is_pending_and_the_fragment_polls(client, workspace):
+def test_a_replay_in_progress_is_pending_and_the_page_follows_its_socket(client, workspace):
     _, replay = _pair(workspace, "same answer", status="running")
     data = client.get(f"/test/{replay.id}/compare.json").json()
     assert (data["verdict"], data["identical"]) == ("pending", False)
     assert data["differences"][0]["message"] == "The replay is still running."
     html = client.get(f"/test/{replay.id}/compare", HTTP_HX_REQUEST="true").content.decode()
     assert html.lstrip().startswith('<div id="compare-result"')
-    assert 'hx-trigger="every 1s"' in html and "replay in progress" in html
+    assert "every 1s" not in html and "replay in progress" in html
+    page = client.get(f"/test/{replay.id}/compare").content.decode()
+    assert f'ws-connect="/ws/sessions/{replay.id}/" data-live-view="compare"' in page
     Run.objects.filter(session=replay).update(status="completed")
     html = client.get(f"/test/{replay.id}/compare", HTTP_HX_REQUEST="true").content.decode()
-    assert "hx-trigger" not in html and ">identical</span>" in html
+    assert ">identical</span>" in html
 
 
 def test_it_renders_the_result_for_htmx(client, workspace):
