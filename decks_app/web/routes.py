@@ -17,9 +17,9 @@ from django.http import (
     HttpRequest,
     HttpResponse,
     HttpResponsePermanentRedirect,
+    QueryDict,
 )
 from django.urls import Resolver404, URLPattern, re_path, resolve, reverse
-from django.utils.http import urlencode
 
 # An id in a path: anything but a slash or a dot (the dot starts the `.json` suffix).
 ID = r"[^/.]+"
@@ -42,8 +42,12 @@ def query_url(viewname: str, args: tuple[Any, ...] | list[Any] = (), **query: An
     """reverse(viewname, args) with `query` as the query string, every value percent-encoded
     whatever it holds (spaces, `&`, `#`, non-ASCII); empty values are left out."""
     url = reverse(viewname, args=list(args))
-    pairs = {k: v for k, v in query.items() if v not in (None, "")}
-    return f"{url}?{urlencode(pairs)}" if pairs else url
+    pairs = QueryDict(mutable=True)
+    for key, value in query.items():
+        if value not in (None, ""):
+            pairs[key] = str(value)
+    # A slash stays readable (`?path=support/PROMPT.md`); everything else is encoded.
+    return f"{url}?{pairs.urlencode(safe='/')}" if pairs else url
 
 
 class PermanentRedirectKeepingMethod(HttpResponsePermanentRedirect):

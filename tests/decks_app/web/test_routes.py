@@ -127,15 +127,15 @@ def test_redirects_encode_the_deck_path(client, awkward_ws):
         "deck": ["my_new_deck/PROMPT.md"],
     }
     twin = client.post("/build/new?format=json", {"name": "other"}).json()
-    assert twin["url"] == "/build/deck?path=other%2FPROMPT.md"
+    assert twin["url"] == "/build/deck?path=other/PROMPT.md"
 
 
 def test_links_to_a_deck_survive_awkward_paths(client, awkward_ws):
     html = client.get("/build").content.decode()
-    assert "/build/deck?path=%C3%A7a+%26+co+%231%2FPROMPT.md" in html
+    assert "/build/deck?path=%C3%A7a%20%26%20co%20%231/PROMPT.md" in html
     deck = client.get("/build/deck", {"path": AWKWARD})
     assert deck.status_code == 200
-    assert "/build/file?path=%C3%A7a+%26+co+%231%2FPROMPT.md&amp;deck=" in deck.content.decode()
+    assert "/build/file?path=%C3%A7a%20%26%20co%20%231/PROMPT.md&amp;deck=" in deck.content.decode()
 
 
 def test_add_to_chat_carries_the_text_once_encoded_never_html_escaped():
