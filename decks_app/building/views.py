@@ -26,7 +26,6 @@ from decks_app.web.pages import (
     error_response,
     is_htmx,
     json_response,
-    page,
     render_page,
     wants_json,
 )
@@ -37,10 +36,24 @@ from decks_app.workspaces.served import current_workspace, list_decks
 @require_GET
 def build_tab(request: HttpRequest, fmt: str | None = None) -> HttpResponse:
     workspace = current_workspace()
-    decks = list_decks(workspace)
-    data = {"tab": "build", "workspace": workspace.root, "decks": [d.to_dict() for d in decks]}
-    ctx = {"tab": "build", "workspace": workspace, "decks": decks}
-    return page(request, "building/build.html", ctx, data=data, fmt=fmt)
+    data = BuildPage(workspace=workspace, decks=list_decks(workspace))
+    return render_page(request, "building/build.html", data, fmt)
+
+
+@dataclass
+class BuildPage(PageData):
+    """The workspace's decks and the new-deck form."""
+
+    workspace: Any
+    decks: list[Any]
+    tab = "build"
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "tab": self.tab,
+            "workspace": self.workspace.root,
+            "decks": [d.to_dict() for d in self.decks],
+        }
 
 
 def _deck_or_404(workspace, deck: str) -> str:
@@ -55,10 +68,25 @@ def build_deck(request: HttpRequest, fmt: str | None = None) -> HttpResponse:
     workspace = current_workspace()
     deck = _deck_or_404(workspace, request.GET.get("path", ""))
     folder = deck.rsplit("/", 1)[0] if "/" in deck else ""
-    view = build.deck_view(workspace, deck)
-    data = {**view, "files": build.file_tree(workspace, folder)}
-    ctx = {"tab": "build", "workspace": workspace, **data}
-    return page(request, "building/build_deck.html", ctx, data=data, fmt=fmt)
+    data = DeckPage(
+        workspace=workspace,
+        view=build.deck_view(workspace, deck),
+        files=build.file_tree(workspace, folder),
+    )
+    return render_page(request, "building/build_deck.html", data, fmt)
+
+
+@dataclass
+class DeckPage(PageData):
+    """A deck as the loader sees it (`view`: its roles and problems) beside its files."""
+
+    workspace: Any
+    view: dict[str, Any]
+    files: list[dict[str, Any]]
+    tab = "build"
+
+    def to_json(self) -> dict[str, Any]:
+        return {**self.view, "files": self.files}
 
 
 FILE_TEMPLATE = "building/build_file.html"

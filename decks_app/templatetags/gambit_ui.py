@@ -107,6 +107,14 @@ def counts(value: Any) -> str:
     return ", ".join(f"{n} {kind}" for kind, n in value.items())
 
 
+@register.filter
+def rates(value: Any) -> str:
+    """{-1: 0.25, 2: 0.75} -> "-1 25%, +2 75%" (base rates of a score scale)."""
+    if not isinstance(value, dict):
+        return ""
+    return ", ".join(f"{signed(k)} {percent(v)}" for k, v in value.items())
+
+
 @register.simple_tag
 def score_range() -> list[int]:
     return [-3, -2, -1, 0, 1, 2, 3]

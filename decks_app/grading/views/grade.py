@@ -30,7 +30,6 @@ from decks_app.web.pages import (
     is_htmx,
     json_response,
     live_part,
-    page,
     render_page,
     wants_json,
 )
@@ -55,34 +54,51 @@ def grade_tab(request: HttpRequest, fmt: str | None = None) -> HttpResponse:
     selected = get_session(wanted) if wanted else (sessions[0] if sessions else None)
     if wanted and (selected is None or selected.workspace_id != workspace.id):
         raise Http404("no such session")
-    graders = grading.graders_for(workspace, selected.deck_path) if selected else []
-    runs = grading.grade_runs(selected) if selected else []
-    imported = grading.imported_gradings(selected) if selected else []
-    data = {
-        "tab": "grade",
-        "session": selected.id if selected else None,
-        "sessions": [
-            {"id": s.id, "deck": s.deck_path, "label": s.deck_label, "origin": s.origin}
-            for s in sessions
-        ],
-        "graders": [g.to_dict() for g in graders],
-        "runs": [grading.grade_run_dict(r) for r in runs],
-        "imported": imported,
-    }
-    ctx = {
-        "tab": "grade",
-        "workspace": workspace,
-        "sessions": sessions,
-        "selected": selected,
-        "graders": graders,
-        "runs": [grading.grade_run_dict(r) for r in runs],
-        "imported": [
-            {**g, "rows": grading.result_rows(selected, {**g, "runId": g.get("id")})}
-            for g in imported
-            if selected is not None  # imported is empty without a selected session
-        ],
-    }
-    return page(request, "grading/grade.html", ctx, data=data, fmt=fmt, fragment="history")
+    data = GradeTabPage(
+        workspace=workspace,
+        sessions=sessions,
+        selected=selected,
+        graders=grading.graders_for(workspace, selected.deck_path) if selected else [],
+        runs=[grading.grade_run_dict(r) for r in grading.grade_runs(selected)] if selected else [],
+        imported=grading.imported_gradings(selected) if selected else [],
+    )
+    return render_page(request, "grading/grade.html", data, fmt, fragment="history")
+
+
+@dataclass
+class GradeTabPage(PageData):
+    """Sessions to grade, the selected one's graders, its grade runs and the gradings
+    recorded elsewhere (each with its rows)."""
+
+    workspace: Any
+    sessions: list[Session]
+    selected: Session | None
+    graders: list[Any]
+    runs: list[dict[str, Any]]
+    imported: list[dict[str, Any]]
+    tab = "grade"
+
+    @property
+    def imported_rows(self) -> list[dict[str, Any]]:
+        if self.selected is None:
+            return []
+        return [
+            {**g, "rows": grading.result_rows(self.selected, {**g, "runId": g.get("id")})}
+            for g in self.imported
+        ]
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "tab": self.tab,
+            "session": self.selected.id if self.selected else None,
+            "sessions": [
+                {"id": s.id, "deck": s.deck_path, "label": s.deck_label, "origin": s.origin}
+                for s in self.sessions
+            ],
+            "graders": [g.to_dict() for g in self.graders],
+            "runs": self.runs,
+            "imported": self.imported,
+        }
 
 
 @require_POST

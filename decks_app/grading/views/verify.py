@@ -30,7 +30,6 @@ from decks_app.web.pages import (
     is_htmx,
     json_response,
     live_part,
-    page,
     render_page,
     wants_json,
 )
@@ -52,18 +51,30 @@ def verify_tab(request: HttpRequest, fmt: str | None = None) -> HttpResponse:
     refs = (
         verify_service.deck_refs(workspace, wanted) if wanted else {"scenarios": [], "graders": []}
     )
-    history = [verify_service.batch_dict(r) for r in verify_service.batches(workspace)]
-    data = {"deck": wanted or None, **refs, "batches": history}
-    ctx = {
-        "tab": "grade",
-        "workspace": workspace,
-        "decks": decks,
-        "deck": wanted,
-        "refs": refs,
-        "batches": history,
-        "defaults": verify_service.VerifySettings([], []),
-    }
-    return page(request, "grading/verify.html", ctx, data=data, fmt=fmt)
+    data = VerifyPage(
+        workspace=workspace,
+        decks=decks,
+        deck=wanted,
+        refs=refs,
+        batches=[verify_service.batch_dict(r) for r in verify_service.batches(workspace)],
+    )
+    return render_page(request, "grading/verify.html", data, fmt)
+
+
+@dataclass
+class VerifyPage(PageData):
+    """The Verify form for a root deck (its scenarios and graders) and the batches so far."""
+
+    workspace: Any
+    decks: list[Any]
+    deck: str
+    refs: dict[str, list[dict[str, Any]]]
+    batches: list[dict[str, Any]]
+    tab = "grade"
+    defaults = verify_service.VerifySettings([], [])
+
+    def to_json(self) -> dict[str, Any]:
+        return {"deck": self.deck or None, **self.refs, "batches": self.batches}
 
 
 @require_POST
@@ -223,13 +234,25 @@ def verify_compare(request: HttpRequest, fmt: str | None = None) -> HttpResponse
         return error_response(
             request, "both batches must have completed to be compared", 400, fmt=fmt
         )
-    comparison = verify_service.compare_batches(before, after)
-    data = {"before": before.id, "after": after.id, "graders": comparison}
-    ctx = {
-        "tab": "grade",
-        "workspace": after.session.workspace,
-        "before": verify_service.batch_dict(before),
-        "after": verify_service.batch_dict(after),
-        "graders": comparison,
-    }
-    return page(request, "grading/verify_compare.html", ctx, data=data, fmt=fmt)
+    data = VerifyComparePage(
+        before=before, after=after, graders=verify_service.compare_batches(before, after)
+    )
+    return render_page(request, "grading/verify_compare.html", data, fmt)
+
+
+@dataclass
+class VerifyComparePage(PageData):
+    """Two completed batches side by side: each grader's change and whether it is beyond
+    the noise the repeats measure."""
+
+    before: Run
+    after: Run
+    graders: dict[str, Any]
+    tab = "grade"
+
+    @property
+    def workspace(self) -> Any:
+        return self.after.session.workspace
+
+    def to_json(self) -> dict[str, Any]:
+        return {"before": self.before.id, "after": self.after.id, "graders": self.graders}

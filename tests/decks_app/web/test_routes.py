@@ -144,3 +144,36 @@ def test_add_to_chat_carries_the_text_once_encoded_never_html_escaped():
     ).render(Context({"deck": AWKWARD, "text": 'a <b> & "c" #d é'}))
     query = _query(out.replace("&amp;", "&"))
     assert query == {"path": [AWKWARD], "deck": [AWKWARD], "ask": ['Rated a <b> & "c" #d é']}
+
+
+def _page_urls(session_id: str) -> list[str]:
+    return [
+        "/test",
+        f"/test/{session_id}",
+        f"/test/{session_id}/trace",
+        f"/test/{session_id}/replay?step=1",
+        f"/test/{session_id}/rerun",
+        "/grade",
+        "/grade/calibration",
+        "/grade/verify",
+        "/build",
+        "/build/deck?path=support/PROMPT.md",
+        "/build/file?path=support/PROMPT.md&deck=support/PROMPT.md",
+        "/build/assistant?deck=support/PROMPT.md",
+    ]
+
+
+def test_every_page_and_its_twin_answer_and_the_page_names_its_twin(client, workspace):
+    session = chat_session(workspace)
+    for url in _page_urls(session.id):
+        path, _, query = url.partition("?")
+        twin_url = f"{path}.json" + (f"?{query}" if query else "")
+        page = client.get(url)
+        twin = client.get(twin_url)
+        assert page.status_code == 200 and twin.status_code == 200, url
+        assert twin["Content-Type"].startswith("application/json"), url
+        assert isinstance(twin.json(), dict), url
+        html = page.content.decode()
+        if "<html" in html:  # the assistant's panel is a fragment of the editor page
+            escaped = twin_url.replace("&", "&amp;")
+            assert f'<link rel="alternate" type="application/json" href="{escaped}">' in html, url
