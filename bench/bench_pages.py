@@ -130,10 +130,10 @@ def main() -> None:
         session, stored, turns = make_session(folder, args.events)
         client = Client(SERVER_NAME="localhost")
         pages = [
-            ("session page (HTML)", f"/test/{session.id}/"),
+            ("session page (HTML)", f"/test/{session.id}"),
             ("session page (JSON twin)", f"/test/{session.id}.json"),
-            ("trace page (HTML)", f"/test/{session.id}/trace/"),
-            ("sessions list", "/test/"),
+            ("trace page (HTML)", f"/test/{session.id}/trace"),
+            ("sessions list", "/test"),
         ]
         print(
             f"server time per request: a session of {stored} trace events ({turns} turns),"

@@ -132,7 +132,7 @@ class Simulator:
         deadline = time.monotonic() + 60
         while True:
             try:
-                self.opener.open(self.url + "/test/", timeout=5).read()
+                self.opener.open(self.url + "/test", timeout=5).read()
                 break
             except OSError:
                 if time.monotonic() > deadline or self.proc.poll() is not None:
@@ -158,7 +158,7 @@ class Simulator:
         batch = json.loads(self.opener.open(request, timeout=30).read())["batch"]
         while True:
             data = json.loads(
-                self.opener.open(f"{self.url}/grade/verify/{batch}/?format=json", timeout=30).read()
+                self.opener.open(f"{self.url}/grade/verify/{batch}?format=json", timeout=30).read()
             )
             if data.get("status") in ("completed", "failed", "canceled"):
                 break

@@ -134,11 +134,11 @@ def run_level(browser, url: str, n: int) -> list[float]:
     for _ in range(n):
         page = context.new_page()
         page.set_default_timeout(60_000)
-        page.goto(url + "/test/")
+        page.goto(url + "/test")
         page.select_option("select[name=deck]", "support/PROMPT.md")
         page.fill("input[name=model]", "openresponses/bench")
         page.click("#new-session")
-        page.wait_for_url(re.compile(r".*/test/session-[0-9a-f]{24}/$"))
+        page.wait_for_url(re.compile(r".*/test/session-[0-9a-f]{24}$"))
         page.wait_for_function("document.getElementById('cursor') !== null")
         page.evaluate(OBSERVER)
         page.fill("textarea[name=message]", "go")
@@ -212,7 +212,7 @@ def main() -> None:
     procs.append(server)
     url = f"http://127.0.0.1:{port}"
     try:
-        _wait_http(url + "/test/?format=json", server)
+        _wait_http(url + "/test?format=json", server)
         if args.distributed:
             procs.append(
                 subprocess.Popen(

@@ -47,6 +47,9 @@ MIDDLEWARE = [
 ]
 
 ROOT_URLCONF = "simulator.urls"
+# Canonical page URLs have no trailing slash; the old ones with it redirect (decks_app.web.
+# routes.without_trailing_slash), so Django must not add one to a path it cannot find.
+APPEND_SLASH = False
 ASGI_APPLICATION = "simulator.asgi.application"
 
 TEMPLATES = [

@@ -1,9 +1,10 @@
 """The project's routes: each feature package brings its own `urls.py` (with an `app_name`)."""
 
 from django.contrib import admin
-from django.urls import include, path
+from django.urls import include, path, re_path
 
 from decks_app.web import shell
+from decks_app.web.routes import without_trailing_slash
 
 urlpatterns = [
     path("", shell.index, name="index"),
@@ -12,6 +13,9 @@ urlpatterns = [
     path("", include("decks_app.building.urls")),
     path("", include("endpoint.urls")),
     path("admin/", admin.site.urls),
+    # The pages' old URLs ended in a slash (`/test/<id>/`): they redirect to the canonical
+    # ones without it (docs/decisions.md, "Pages and URLs").
+    re_path(r"^(?P<path>(?:test|grade|build)(?:/.*)?)/$", without_trailing_slash),
 ]
 
 handler400 = "decks_app.web.pages.bad_request"

@@ -12,22 +12,48 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+from typing import Any
+
 from django.http import Http404, HttpRequest, HttpResponse
-from django.shortcuts import redirect
+from django.shortcuts import redirect, render
+from django.template.loader import render_to_string
 from django.views.decorators.http import require_GET, require_POST
 
 from decks_app.building import files as build
-from decks_app.web.pages import error_response, json_response, page, wants_json
+from decks_app.web.pages import (
+    PageData,
+    error_response,
+    is_htmx,
+    json_response,
+    render_page,
+    wants_json,
+)
+from decks_app.web.routes import query_url
 from decks_app.workspaces.served import current_workspace, list_decks
 
 
 @require_GET
 def build_tab(request: HttpRequest, fmt: str | None = None) -> HttpResponse:
     workspace = current_workspace()
-    decks = list_decks(workspace)
-    data = {"tab": "build", "workspace": workspace.root, "decks": [d.to_dict() for d in decks]}
-    ctx = {"tab": "build", "workspace": workspace, "decks": decks}
-    return page(request, "building/build.html", ctx, data=data, fmt=fmt)
+    data = BuildPage(workspace=workspace, decks=list_decks(workspace))
+    return render_page(request, "building/build.html", data, fmt)
+
+
+@dataclass
+class BuildPage(PageData):
+    """The workspace's decks and the new-deck form."""
+
+    workspace: Any
+    decks: list[Any]
+    tab = "build"
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "tab": self.tab,
+            "workspace": self.workspace.root,
+            "decks": [d.to_dict() for d in self.decks],
+        }
 
 
 def _deck_or_404(workspace, deck: str) -> str:
@@ -42,10 +68,49 @@ def build_deck(request: HttpRequest, fmt: str | None = None) -> HttpResponse:
     workspace = current_workspace()
     deck = _deck_or_404(workspace, request.GET.get("path", ""))
     folder = deck.rsplit("/", 1)[0] if "/" in deck else ""
-    view = build.deck_view(workspace, deck)
-    data = {**view, "files": build.file_tree(workspace, folder)}
-    ctx = {"tab": "build", "workspace": workspace, **data}
-    return page(request, "building/build_deck.html", ctx, data=data, fmt=fmt)
+    data = DeckPage(
+        workspace=workspace,
+        view=build.deck_view(workspace, deck),
+        files=build.file_tree(workspace, folder),
+    )
+    return render_page(request, "building/build_deck.html", data, fmt)
+
+
+@dataclass
+class DeckPage(PageData):
+    """A deck as the loader sees it (`view`: its roles and problems) beside its files."""
+
+    workspace: Any
+    view: dict[str, Any]
+    files: list[dict[str, Any]]
+    tab = "build"
+
+    def to_json(self) -> dict[str, Any]:
+        return {**self.view, "files": self.files}
+
+
+FILE_TEMPLATE = "building/build_file.html"
+PROBLEMS_TEMPLATE = "building/build_problems.html"
+
+
+def disk_changes(path: str, deck: str, changed: list[str]) -> str:
+    """What the Build page's socket sends when files changed on disk (decks_app.building.
+    consumers): the deck's problems as they are now and, when the open file is among the
+    changed ones, its new text and version (the editor loads it unless it holds unsaved
+    edits), as htmx out-of-band swaps rendered from the page's own partials."""
+    from decks_app.workspaces.served import current_workspace
+
+    workspace = current_workspace()
+    listed = {d.path for d in list_decks(workspace)}
+    problems = build.deck_view(workspace, deck)["problems"] if deck in listed else []
+    disk = None
+    if path in changed:
+        try:
+            disk = build.read_file(workspace, path)
+        except (build.BuildError, OSError):
+            disk = None
+    ctx = {"problems": problems, "disk": disk, "oob": True}
+    return render_to_string(FILE_TEMPLATE + "#disk", ctx)
 
 
 @require_GET
@@ -65,17 +130,31 @@ def build_file(request: HttpRequest, fmt: str | None = None) -> HttpResponse:
         if deck in known
         else next((d for d in known if rel.startswith(d.rsplit("/", 1)[0] + "/")), "")
     )
-    view = build.deck_view(workspace, deck) if deck else {"entries": [], "problems": []}
-    data = {**file, "deck": deck or None, "problems": view["problems"]}
-    ctx = {
-        "tab": "build",
-        "workspace": workspace,
-        "file": file,
-        "deck": deck,
-        "view": view,
-        "ask": request.GET.get("ask", "")[:20_000],  # "Add to chat" puts context here
-    }
-    return page(request, "building/build_file.html", ctx, data=data, fmt=fmt)
+    problems = build.deck_view(workspace, deck)["problems"] if deck else []
+    ask = request.GET.get("ask", "")[:20_000]  # "Add to chat" puts context here
+    data = FilePage(
+        workspace=workspace,
+        file=file,
+        deck=deck,
+        problems=problems,
+        assistant=AssistantPanel.of(workspace, deck, ask=ask) if deck and not fmt else None,
+    )
+    return render_page(request, FILE_TEMPLATE, data, fmt)
+
+
+@dataclass
+class FilePage(PageData):
+    """One file in the editor, the problems of its deck, and the deck's assistant."""
+
+    workspace: Any
+    file: dict[str, Any]
+    deck: str
+    problems: list[dict[str, Any]]
+    assistant: AssistantPanel | None
+    tab = "build"
+
+    def to_json(self) -> dict[str, Any]:
+        return {**self.file, "deck": self.deck or None, "problems": self.problems}
 
 
 @require_POST
@@ -90,6 +169,14 @@ def build_save(request: HttpRequest) -> HttpResponse:
     try:
         saved = build.save_file(workspace, rel, text, request.POST.get("version") or None)
     except build.StaleWrite as stale:
+        if is_htmx(request):  # the page shows the disk version beside the editor
+            ctx = {
+                "status_text": "Not saved: the file changed on disk.",
+                "version": stale.disk_version,
+                "conflict": {"diskText": stale.disk_text},
+                "oob": True,
+            }
+            return render(request, FILE_TEMPLATE + "#saved", ctx, status=409)
         return json_response(
             {
                 "error": "the file changed on disk since you opened it; both versions are shown",
@@ -106,6 +193,15 @@ def build_save(request: HttpRequest) -> HttpResponse:
     deck = request.POST.get("deck", "")
     known = {d.path for d in list_decks(workspace)}
     problems = build.deck_view(workspace, deck)["problems"] if deck in known else []
+    if is_htmx(request):
+        errors = sum(1 for p in problems if p.get("severity") == "error")
+        ctx = {
+            "status_text": f"Saved, with {errors} error(s) in the deck." if errors else "Saved.",
+            "version": saved["version"],
+            "problems": problems,
+            "oob": True,
+        }
+        return render(request, FILE_TEMPLATE + "#saved", ctx)
     return json_response({**saved, "saved": True, "problems": problems})
 
 
@@ -121,6 +217,8 @@ def build_validate(request: HttpRequest) -> HttpResponse:
         )
     except build.BuildError as exc:
         return error_response(request, str(exc), 400, fmt="json")
+    if is_htmx(request):  # the problems panel, rendered as on the page
+        return render(request, PROBLEMS_TEMPLATE, {"problems": problems, "oob": True})
     return json_response({"problems": problems})
 
 
@@ -132,8 +230,10 @@ def build_new(request: HttpRequest) -> HttpResponse:
     except build.BuildError as exc:
         return error_response(request, str(exc), 400)
     if wants_json(request):
-        return json_response({"deck": deck, "url": f"/build/deck?path={deck}"}, status=201)
-    return redirect(f"/build/file?path={deck}&deck={deck}")
+        return json_response(
+            {"deck": deck, "url": query_url("building:build_deck", path=deck)}, status=201
+        )
+    return redirect(query_url("building:build_file", path=deck, deck=deck))
 
 
 @require_POST
@@ -146,7 +246,7 @@ def build_delete(request: HttpRequest) -> HttpResponse:
         return error_response(request, str(exc), 400)
     if wants_json(request):
         return json_response({"deleted": deck})
-    return redirect("/build/")
+    return redirect("building:build")
 
 
 @require_POST
@@ -164,46 +264,103 @@ def build_scaffold(request: HttpRequest) -> HttpResponse:
             {"created": created, "problems": build.deck_view(workspace, deck)["problems"]},
             status=201,
         )
-    return redirect(f"/build/deck?path={deck}")
+    return redirect(query_url("building:build_deck", path=deck))
 
 
 # ---------------------------------------------------------------- the Build assistant
 
 
-def _assistant_data(workspace, deck: str) -> dict:
-    from decks_app.building import assistant
-    from decks_app.models import Run
-    from decks_app.sessions.conversation import conversation
+ASSISTANT_TEMPLATE = "building/build_assistant.html"
+ACTIVE = ("queued", "running")
 
+
+@dataclass
+class AssistantPanel(PageData):
+    """The Build assistant's chat about one deck: its conversation and each run's changes
+    (the twin, `/build/assistant.json?deck=`), rendered whole into the editor's side panel
+    and, while a run works, over the assistant session's socket."""
+
+    deck: str
+    session: str | None = None
+    conversation: list[dict[str, Any]] = field(default_factory=list)
+    runs: list[dict[str, Any]] = field(default_factory=list)
+    ask: str = ""  # "Add to chat" puts text in the message box
+    grant: str = "read"
+    notice: str = ""  # what the last command did ("Undone.") or why it was refused
+    tab = "build"
+
+    @classmethod
+    def of(cls, workspace: Any, deck: str, **extra: Any) -> AssistantPanel:
+        from decks_app.building import assistant
+        from decks_app.models import Run
+        from decks_app.sessions.conversation import conversation
+
+        session = assistant.assistant_session(workspace, deck)
+        if session is None:
+            return cls(deck=deck, **extra)
+        runs = list(Run.objects.filter(session=session).order_by("created_at"))
+        return cls(
+            deck=deck,
+            session=session.id,
+            conversation=[
+                b.to_dict() for b in conversation(session) if b.kind in ("user", "assistant")
+            ],
+            runs=[
+                {
+                    "id": r.id,
+                    "status": r.status,
+                    "message": r.message,
+                    "error": r.error or None,
+                    "undone": bool((r.output or {}).get("undone")),
+                    "changes": assistant.changes(workspace, r) if r.status == "completed" else [],
+                }
+                for r in runs
+            ],
+            **extra,
+        )
+
+    @property
+    def status_text(self) -> str:
+        last = self.runs[-1] if self.runs else None
+        if last is not None and last["status"] in ACTIVE:
+            return "The assistant is working…"
+        if self.notice:
+            return self.notice
+        if last is not None and last["error"]:
+            return f"Failed: {last['error']}"
+        return ""
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "deck": self.deck,
+            "session": self.session,
+            "conversation": self.conversation,
+            "runs": self.runs,
+        }
+
+
+def live_assistant(session_id: str, deck: str) -> str:
+    """The assistant's chat, for its session's socket (decks_app.web.live)."""
+    from decks_app.building import assistant
+    from decks_app.workspaces.served import current_workspace
+
+    workspace = current_workspace()
     session = assistant.assistant_session(workspace, deck)
-    if session is None:
-        return {"deck": deck, "session": None, "conversation": [], "runs": []}
-    runs = list(Run.objects.filter(session=session).order_by("created_at"))
-    return {
-        "deck": deck,
-        "session": session.id,
-        "conversation": [
-            b.to_dict() for b in conversation(session) if b.kind in ("user", "assistant")
-        ],
-        "runs": [
-            {
-                "id": r.id,
-                "status": r.status,
-                "message": r.message,
-                "error": r.error or None,
-                "undone": bool((r.output or {}).get("undone")),
-                "changes": assistant.changes(workspace, r) if r.status == "completed" else [],
-            }
-            for r in runs
-        ],
-    }
+    if session is None or session.id != session_id:
+        return ""
+    panel = AssistantPanel.of(workspace, deck)
+    return render_to_string(ASSISTANT_TEMPLATE + "#live", panel.context(oob=True))
+
+
+def _panel(request: HttpRequest, panel: AssistantPanel, status: int = 200) -> HttpResponse:
+    return render(request, ASSISTANT_TEMPLATE, panel.context(), status=status)
 
 
 @require_GET
 def assistant_state(request: HttpRequest, fmt: str | None = None) -> HttpResponse:
     workspace = current_workspace()
     deck = _deck_or_404(workspace, request.GET.get("deck", ""))
-    return json_response(_assistant_data(workspace, deck))
+    return render_page(request, ASSISTANT_TEMPLATE, AssistantPanel.of(workspace, deck), fmt)
 
 
 @require_POST
@@ -221,8 +378,14 @@ def assistant_send(request: HttpRequest) -> HttpResponse:
             request.POST.get("model", ""),
         )
     except assistant.AssistantError as exc:
+        if is_htmx(request):  # said in the panel, the message kept in its box
+            ask = request.POST.get("message", "")[:20_000]
+            return _panel(request, AssistantPanel.of(workspace, deck, notice=str(exc), ask=ask))
         return error_response(request, str(exc), 400, fmt="json")
-    return json_response({"run": run.id, **_assistant_data(workspace, deck)}, status=202)
+    panel = AssistantPanel.of(workspace, deck, grant=request.POST.get("grant", "read"))
+    if is_htmx(request):
+        return _panel(request, panel, status=202)
+    return json_response({"run": run.id, **panel.to_json()}, status=202)
 
 
 @require_POST
@@ -241,5 +404,12 @@ def assistant_undo(request: HttpRequest) -> HttpResponse:
     try:
         restored = assistant.undo(workspace, run)
     except assistant.AssistantError as exc:
+        if is_htmx(request):
+            panel = AssistantPanel.of(workspace, run.session.deck_path, notice=str(exc))
+            return _panel(request, panel, status=409)
         return error_response(request, str(exc), 409, fmt="json")
+    if is_htmx(request):
+        return _panel(
+            request, AssistantPanel.of(workspace, run.session.deck_path, notice="Undone.")
+        )
     return json_response({"restored": restored})

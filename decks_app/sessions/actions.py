@@ -8,6 +8,7 @@ from typing import Any
 
 from django.db import IntegrityError, transaction
 from django.db.models import Avg, Count, Q, Sum
+from django.urls import reverse
 from django.utils import timezone
 
 from decks_app.models import Feedback, Run, Session, TraceEvent, Workspace
@@ -266,7 +267,7 @@ def grading_summaries(session: Session) -> list[dict[str, Any]]:
                 "score": g.get("score"),
                 "runAt": g.get("runAt"),
                 "imported": imported,
-                "url": f"/grade/runs/{g['runId']}/" if not imported else None,
+                "url": reverse("grading:grade_run", args=[g["runId"]]) if not imported else None,
             }
         )
     return out
@@ -380,7 +381,10 @@ def session_json(session: Session, detail: dict[str, Any] | None = None) -> dict
         ],
         "runs": [run_dict(r) for r in d["runs"]],
         # Retry re-runs the last turn after an interruption or failure: POST runId to url.
-        "retry": {"runId": d["retry_run"].id, "url": f"/test/{session.id}/retry"}
+        "retry": {
+            "runId": d["retry_run"].id,
+            "url": reverse("sessions:session_retry", args=[session.id]),
+        }
         if d["retry_run"]
         else None,
         "notes": session.notes,

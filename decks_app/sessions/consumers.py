@@ -4,7 +4,11 @@ Protocol: the client connects to `/ws/sessions/<id>/` and sends `{"after": N, "v
 (its last event id and conversation version, kept in the page's `#cursor` element, so a
 reconnect resumes where it stopped). The consumer answers with htmx out-of-band fragments
 for every stored event after N, then for every `session.changed` notification it reads the
-database again. A lost notification delays text; it never loses it (DESIGN §7).
+database again. A lost notification delays text; it never loses it (docs/simulator.md).
+
+Other live pages (a grade run, a Verify batch, a replay's comparison, the Build assistant)
+say `{"view": V, "key": K}` instead: the socket then sends their live part, re-rendered from
+their template whenever the session moves on and it changed (`decks_app.web.live`).
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ from channels.generic.websocket import AsyncWebsocketConsumer
 from decks_app.runs import events as event_log
 from decks_app.sessions import fragments
 from decks_app.sessions.actions import get_session, session_detail
+from decks_app.web import live
 
 BATCH = 500
 # While a run is active, re-read the database this often even without a notification, so a
@@ -69,6 +74,29 @@ def _read(session_id: str, after: int, version: int, status: str | None, force: 
     return fragments.frames(parts), cursor, current_version, current_status, more
 
 
+def _read_view(session_id: str, view: str, key: str) -> tuple[str, str] | None:
+    """A live page's part as it is now, and the session's status (for the poll's pace)."""
+    session = get_session(session_id)
+    if session is None:
+        return None
+    last = session.runs.order_by("-created_at").values("status").first()
+    return live.live_html(view, session_id, key), last["status"] if last else "idle"
+
+
+def _view_hello(text: str | None) -> tuple[str, str] | None:
+    """A live page's hello `{"view": V, "key": K}` (V one of `live.LIVE_VIEWS`), or None."""
+    try:
+        data: Any = json.loads(text or "{}")
+    except (ValueError, RecursionError):
+        return None
+    if not isinstance(data, dict):
+        return None
+    view, key = data.get("view"), data.get("key", "")
+    if view not in live.LIVE_VIEWS or not isinstance(key, str) or len(key) > 1024:
+        return None
+    return view, key
+
+
 def _hello(text: str | None) -> tuple[int, int, str | None] | None:
     """The client's hello `{"after": N, "version": V, "status": S}`, or None when it is not
     one (bad JSON, nesting, numbers that are not whole, wrong types): ignored, never fatal."""
@@ -105,6 +133,8 @@ class SessionConsumer(AsyncWebsocketConsumer):
         self.status: str | None = None
         self.lock = asyncio.Lock()
         self.poller: asyncio.Task | None = None
+        self.view: tuple[str, str] | None = None  # a live page's (view, key), not the session page
+        self.sent = ""  # what a live page was sent last
         await self.channel_layer.group_add(self.group, self.channel_name)
         await self.accept()
 
@@ -123,10 +153,12 @@ class SessionConsumer(AsyncWebsocketConsumer):
     async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None) -> None:
         if text_data is not None and len(text_data) > 4096:
             return  # a hello is a few dozen characters
-        hello = _hello(text_data)
+        view = _view_hello(text_data)
+        hello = _hello(text_data) if view is None else (0, -1, None)
         if hello is None:
             return
         self.after, self.version, self.status = hello
+        self.view, self.sent = view, ""
         await self.catch_up(force=True)  # the answer to a hello always carries the cursor
         if self.poller is None:
             self.poller = asyncio.create_task(self._poll())
@@ -137,6 +169,9 @@ class SessionConsumer(AsyncWebsocketConsumer):
 
     async def catch_up(self, force: bool = False) -> None:
         async with self.lock:
+            if self.view is not None:
+                await self._follow_view()
+                return
             while True:
                 result = await database_sync_to_async(_read)(
                     self.session_id, self.after or 0, self.version, self.status, force
@@ -149,3 +184,16 @@ class SessionConsumer(AsyncWebsocketConsumer):
                     await self.send(text_data=frame)
                 if not more:
                     return
+
+    async def _follow_view(self) -> None:
+        """A live page: its part again, sent only when it differs from the last one sent."""
+        assert self.view is not None
+        result = await database_sync_to_async(_read_view)(self.session_id, *self.view)
+        if result is None:
+            await self.close(code=4404)
+            return
+        html, self.status = result
+        if html and html != self.sent:
+            self.sent = html
+            for frame in fragments.frames([html]):
+                await self.send(text_data=frame)

@@ -14,6 +14,8 @@ import json
 from itertools import zip_longest
 from typing import Any
 
+from django.urls import reverse
+
 from decks_app.models import Run, Session, TraceEvent
 from decks_app.runs import recorded
 from decks_app.sessions import actions as sessions
@@ -137,7 +139,11 @@ def rerun_blocker(session: Session) -> str | None:
 def rerun_info(session: Session) -> dict[str, Any]:
     """For the pages and their JSON twins: whether "Re-run offline" is offered, and why not."""
     reason = rerun_blocker(session)
-    return {"available": reason is None, "url": f"/test/{session.id}/rerun", "reason": reason}
+    return {
+        "available": reason is None,
+        "url": reverse("sessions:replay_rerun", args=[session.id]),
+        "reason": reason,
+    }
 
 
 def _plan(source: Session) -> tuple[list[Any], Any]:

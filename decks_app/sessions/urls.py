@@ -1,20 +1,23 @@
-"""The Test tab: sessions, their conversation, trace, replay, compare and exports."""
+"""The Test tab: sessions, their conversation, trace, replay, compare and exports.
 
-from django.urls import path, re_path
+Pages are `page_route`s: `/test/<id>` and its twin `/test/<id>.json` under one name."""
+
+from django.urls import path
 
 from decks_app.sessions.views import compare, exports, feedback, replay, session, sessions, trace
+from decks_app.web.routes import EVENT_ID, ID, json_route, page_route
 
 app_name = "sessions"
 
+SESSION = rf"test/(?P<session_id>{ID})"
+
 urlpatterns = [
-    path("test/", sessions.sessions_list, name="sessions"),
-    re_path(r"^test\.(?P<fmt>json)$", sessions.sessions_list),
+    page_route("test", sessions.sessions_list, "sessions"),
     path("test/new", sessions.session_create, name="session_create"),
     path("test/import", sessions.session_import, name="session_import"),
     path("test/scenario", sessions.scenario_start, name="scenario_start"),
     path("test/context-form", sessions.context_form, name="context_form"),
-    path("test/<str:session_id>/", session.session_page, name="session"),
-    re_path(r"^test/(?P<session_id>[^/]+)\.(?P<fmt>json)$", session.session_page),
+    page_route(SESSION, session.session_page, "session"),
     path("test/<str:session_id>/conversation", session.session_earlier, name="session_earlier"),
     path(
         "test/<str:session_id>/events/recent", session.session_recent_events, name="recent_events"
@@ -29,28 +32,15 @@ urlpatterns = [
         feedback.message_feedback,
         name="message_feedback",
     ),
-    path("test/<str:session_id>/trace/", trace.trace_page, name="trace"),
-    re_path(r"^test/(?P<session_id>[^/]+)/trace\.(?P<fmt>json)$", trace.trace_page),
-    path("test/<str:session_id>/trace/calls/<int:event_id>/", trace.trace_call, name="trace_call"),
-    path("test/<str:session_id>/trace/runs/<int:event_id>/", trace.trace_run, name="trace_run"),
-    re_path(
-        r"^test/(?P<session_id>[^/]+)/trace/runs/(?P<event_id>[0-9]{1,18})\.(?P<fmt>json)$",
-        trace.trace_run,
+    page_route(f"{SESSION}/trace", trace.trace_page, "trace"),
+    page_route(rf"{SESSION}/trace/calls/(?P<event_id>{EVENT_ID})", trace.trace_call, "trace_call"),
+    page_route(rf"{SESSION}/trace/runs/(?P<event_id>{EVENT_ID})", trace.trace_run, "trace_run"),
+    json_route(
+        rf"{SESSION}/trace/events/(?P<event_id>{EVENT_ID})", trace.trace_event, "trace_event"
     ),
-    re_path(
-        r"^test/(?P<session_id>[^/]+)/trace/events/(?P<event_id>[0-9]{1,18})\.json$",
-        trace.trace_event,
-    ),
-    re_path(
-        r"^test/(?P<session_id>[^/]+)/trace/calls/(?P<event_id>[0-9]{1,18})\.(?P<fmt>json)$",
-        trace.trace_call,
-    ),
-    path("test/<str:session_id>/replay/", replay.replay_page, name="replay"),
-    re_path(r"^test/(?P<session_id>[^/]+)/replay\.(?P<fmt>json)$", replay.replay_page),
-    path("test/<str:session_id>/rerun", replay.replay_rerun, name="replay_rerun"),
-    re_path(r"^test/(?P<session_id>[^/]+)/rerun\.(?P<fmt>json)$", replay.replay_rerun),
-    path("test/<str:session_id>/compare/", compare.compare_page, name="compare"),
-    re_path(r"^test/(?P<session_id>[^/]+)/compare\.(?P<fmt>json)$", compare.compare_page),
+    page_route(f"{SESSION}/replay", replay.replay_page, "replay"),
+    page_route(f"{SESSION}/rerun", replay.replay_rerun, "replay_rerun"),
+    page_route(f"{SESSION}/compare", compare.compare_page, "compare"),
     path("test/<str:session_id>/export/state.json", exports.export_state, name="export_state"),
     path("test/<str:session_id>/export/trace.jsonl", exports.export_trace, name="export_trace"),
 ]

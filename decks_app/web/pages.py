@@ -7,6 +7,7 @@ from typing import Any
 
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import render
+from django.template.loader import render_to_string
 
 from decks_app.models import Session
 from decks_app.sessions.actions import get_session
@@ -29,6 +30,43 @@ def session_or_404(session_id: str) -> Session:
     if session is None:
         raise Http404("no such session")
     return session
+
+
+class PageData:
+    """One page's data, built once by its view (datasette's JsonDataView): `to_json()` is
+    the page's JSON twin, and the template receives the object whole as `page` (with `tab`
+    for the navigation). A live part of the page is rendered from the same object."""
+
+    tab = ""
+
+    def to_json(self) -> Any:
+        raise NotImplementedError
+
+    def context(self, **extra: Any) -> dict[str, Any]:
+        workspace = getattr(self, "workspace", None)  # the top bar shows its root
+        return {"page": self, "tab": self.tab, "workspace": workspace, **extra}
+
+
+def render_page(
+    request: HttpRequest,
+    template: str,
+    data: PageData,
+    fmt: str | None = None,
+    *,
+    fragment: str | None = None,
+) -> HttpResponse:
+    """The page's JSON twin, or its template rendered from the same data (for htmx
+    requests, the named partial `fragment` alone)."""
+    if wants_json(request, fmt):
+        return json_response(data.to_json())
+    if fragment and is_htmx(request) and not request.htmx.boosted:  # type: ignore[attr-defined]
+        return render(request, f"{template}#{fragment}", data.context())
+    return render(request, template, data.context())
+
+
+def live_part(template: str, data: PageData) -> str:
+    """A page's live part as an htmx out-of-band swap (sent over the session socket)."""
+    return render_to_string(template, data.context(oob=True))
 
 
 def page(

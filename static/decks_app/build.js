@@ -1,14 +1,17 @@
 // The Build tab's editor: CodeMirror (vendored), Ctrl/Cmd+S to save, the loader's problems
-// shown inline at their line and refreshed as you type (debounced). No inline script.
+// at their line, refreshed as you type (debounced). What htmx cannot do alone is here: the
+// editor's text goes into the save and validate requests, and the problems panel and the
+// disk's version (both rendered by the server, see build_file.html) are read back into the
+// editor's gutter and text. No inline script, no markup built here.
 (function () {
   const form = document.getElementById("editor-form");
   const textarea = document.getElementById("editor-text");
   if (!form || !textarea || typeof CodeMirror === "undefined") return;
   const path = form.dataset.path;
   const deck = form.dataset.deck;
-  const csrf = form.querySelector("[name=csrfmiddlewaretoken]").value;
-  const status = document.getElementById("save-status");
-  const version = document.getElementById("editor-version");
+  // Both are swapped out by the server's answers: always look them up.
+  const status = () => document.getElementById("save-status");
+  const version = () => document.getElementById("editor-version");
   // Markdown decks: TOML between the +++ lines of the front matter, Markdown after it.
   if (CodeMirror.multiplexingMode && !CodeMirror.modes["gambit-deck"]) {
     CodeMirror.defineMode("gambit-deck", function (config) {
@@ -23,6 +26,7 @@
     : path.endsWith(".toml") ? "toml"
     : path.match(/\.ya?ml$/) ? "yaml"
     : path.endsWith(".md") && textarea.value.startsWith("+++") ? "gambit-deck" : "markdown";
+  const save = () => htmx.trigger(form, "submit");
   const editor = CodeMirror.fromTextArea(textarea, {
     mode, lineNumbers: true, lineWrapping: true, gutters: ["problems", "CodeMirror-linenumbers"],
     extraKeys: { "Ctrl-S": save, "Cmd-S": save },
@@ -30,119 +34,68 @@
   window.gambitEditor = editor; // for tests and the console
   editor.getInputField().setAttribute("aria-label", "Contents of " + path);
   editor.getScrollerElement().setAttribute("tabindex", "0");
-  const marks = [];
-
-  function showProblems(problems) {
-    marks.splice(0).forEach((m) => m.clear());
-    editor.clearGutter("problems");
-    const panel = document.getElementById("problems");
-    const mine = problems.filter((p) => p.file === path && p.line);
-    for (const p of mine) {
-      const line = p.line - 1;
-      const marker = document.createElement("span");
-      marker.className = "problem-marker " + p.severity;
-      marker.title = p.text;
-      marker.textContent = p.severity === "error" ? "●" : "▲";
-      editor.setGutterMarker(line, "problems", marker);
-      marks.push(editor.addLineClass(line, "background", "problem-line-" + p.severity) && {
-        clear: () => editor.removeLineClass(line, "background", "problem-line-" + p.severity),
-      });
-    }
-    panel.replaceChildren();
-    if (!problems.length) {
-      const ok = document.createElement("p");
-      ok.className = "meta ok-deck";
-      ok.textContent = "The deck loads cleanly.";
-      panel.append(ok);
-      return;
-    }
-    const title = document.createElement("h2");
-    title.textContent = "Problems";
-    const list = document.createElement("ul");
-    list.className = "problems";
-    for (const p of problems) {
-      const item = document.createElement("li");
-      item.className = p.severity;
-      item.dataset.file = p.file || "";
-      item.dataset.line = p.line || "";
-      item.textContent = p.text; // textContent: model and user text never become markup
-      list.append(item);
-    }
-    panel.append(title, list);
-  }
-
-  async function post(url, fields) {
-    const body = new URLSearchParams(fields);
-    const response = await fetch(url, {
-      method: "POST", body, headers: { "X-CSRFToken": csrf, Accept: "application/json" },
-    });
-    return [response.status, await response.json()];
-  }
-
-  async function save() {
-    status.textContent = "Saving…";
-    const [code, data] = await post("/build/save", {
-      path, deck, text: editor.getValue(), version: version.value,
-    });
-    if (code === 409) {
-      document.getElementById("conflict").hidden = false;
-      document.getElementById("conflict-disk").textContent = data.conflict.diskText;
-      version.value = data.conflict.diskVersion;
-      status.textContent = "Not saved: the file changed on disk.";
-      return;
-    }
-    if (code !== 200) { status.textContent = "Not saved: " + (data.error || code); return; }
-    version.value = data.version;
-    saved = editor.getValue();
-    form.dataset.dirty = "false";
-    document.getElementById("conflict").hidden = true;
-    const errors = data.problems.filter((p) => p.severity === "error").length;
-    status.textContent = errors ? `Saved, with ${errors} error(s) in the deck.` : "Saved.";
-    showProblems(data.problems);
-  }
-
-  let timer = null;
-  editor.on("change", () => {
-    clearTimeout(timer);
-    timer = setTimeout(async () => {
-      if (!deck) return;
-      const [code, data] = await post("/build/validate", { path, deck, text: editor.getValue() });
-      if (code === 200) showProblems(data.problems);
-    }, 500);
-  });
-  form.addEventListener("submit", (event) => { event.preventDefault(); save(); });
-
-  // Changes on disk: reload the file when nothing was typed since it was loaded or saved.
   let saved = editor.getValue();
-  editor.on("change", () => { form.dataset.dirty = String(editor.getValue() !== saved); });
-  function connect() {
-    const scheme = location.protocol === "https:" ? "wss" : "ws";
-    const socket = new WebSocket(`${scheme}://${location.host}/ws/build/`);
-    socket.onmessage = async (event) => {
-      const changed = JSON.parse(event.data).changed || [];
-      if (!changed.includes(path)) {
-        if (changed.length && deck) {
-          const [code, data] = await post("/build/validate", { path, deck, text: editor.getValue() });
-          if (code === 200) showProblems(data.problems);
-        }
-        return;
-      }
-      const response = await fetch(`/build/file.json?path=${encodeURIComponent(path)}&deck=${encodeURIComponent(deck)}`);
-      if (!response.ok) return;
-      const data = await response.json();
-      if (data.version === version.value) return; // our own save
-      if (form.dataset.dirty === "true") {
-        status.textContent = "This file changed on disk; saving will show both versions.";
-        return;
-      }
-      saved = data.text;
-      editor.setValue(data.text);
-      version.value = data.version;
-      form.dataset.dirty = "false";
-      status.textContent = "Reloaded: the file changed on disk.";
-      showProblems(data.problems);
-    };
-    socket.onclose = () => setTimeout(connect, 1000);
+  const dirty = () => editor.getValue() !== saved;
+
+  // The gutter follows the problems panel the server rendered (#problems li).
+  const marks = [];
+  function markProblems() {
+    marks.splice(0).forEach((clear) => clear());
+    editor.clearGutter("problems");
+    document.querySelectorAll("#problems li[data-line]").forEach((item) => {
+      if (item.dataset.file !== path || !item.dataset.line) return;
+      const line = parseInt(item.dataset.line, 10) - 1;
+      const severity = item.className;
+      const marker = document.createElement("span");
+      marker.className = "problem-marker " + severity;
+      marker.title = item.textContent;
+      marker.textContent = severity === "error" ? "●" : "▲";
+      editor.setGutterMarker(line, "problems", marker);
+      editor.addLineClass(line, "background", "problem-line-" + severity);
+      marks.push(() => editor.removeLineClass(line, "background", "problem-line-" + severity));
+    });
   }
-  connect();
+
+  // The editor's text rides along with the form's own fields.
+  form.addEventListener("htmx:configRequest", (evt) => {
+    evt.detail.parameters.text = editor.getValue();
+  });
+  form.addEventListener("htmx:beforeRequest", () => { status().textContent = "Saving…"; });
+  form.addEventListener("htmx:afterRequest", (evt) => {
+    if (evt.detail.xhr.status === 200) saved = editor.getValue();
+  });
+  function validate() {
+    if (!deck) return;
+    // Sent from the body (not the form), so the form's save handlers stay out of it.
+    htmx.ajax("POST", form.dataset.validateUrl, {
+      source: document.body, swap: "none", values: { path, deck, text: editor.getValue() },
+    });
+  }
+  let timer = null;
+  editor.on("change", () => { clearTimeout(timer); timer = setTimeout(validate, 500); });
+
+  // A change on disk (#disk-file, sent by the Build socket): load it unless unsaved edits
+  // would be lost; with unsaved edits, check the draft against the deck as it now is.
+  let seen = document.getElementById("disk-file").dataset.version;
+  function followDisk() {
+    const disk = document.getElementById("disk-file");
+    const text = disk && disk.querySelector("textarea");
+    if (disk && text && disk.dataset.version !== seen) {
+      seen = disk.dataset.version;
+      if (seen !== version().value) {
+        if (dirty()) {
+          status().textContent = "This file changed on disk; saving will show both versions.";
+        } else {
+          editor.setValue(text.value);
+          saved = text.value;
+          version().value = seen;
+          status().textContent = "Reloaded: the file changed on disk.";
+        }
+      }
+    }
+    if (dirty()) validate();
+  }
+  document.body.addEventListener("htmx:wsAfterMessage", () => { followDisk(); markProblems(); });
+  document.body.addEventListener("htmx:oobAfterSwap", markProblems);
+  markProblems();
 })();

@@ -1,15 +1,6 @@
-// The session page's only script: after the websocket opens (and after every reconnect),
-// tell the server what this page already shows, so it sends only what is new.
+// The session page's behaviour htmx has no attribute for (the socket's hello is live.js):
+// announcing a finished reply, keeping the newest text in view, the run timer, Enter to send.
 (function () {
-  document.body.addEventListener("htmx:wsOpen", function (evt) {
-    var cursor = document.getElementById("cursor");
-    if (!cursor) return;
-    evt.detail.socketWrapper.send(JSON.stringify({
-      after: parseInt(cursor.dataset.after || "0", 10),
-      version: parseInt(cursor.dataset.version || "0", 10),
-      status: cursor.dataset.status || null,
-    }));
-  });
   var lastStatus = (document.getElementById("status") || {}).textContent;
   document.body.addEventListener("htmx:wsAfterMessage", function () {
     // A finished reply is announced once (not per delta), and focus goes back to the message

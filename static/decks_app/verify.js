@@ -1,5 +1,6 @@
 // Draws the Verify batch charts from the JSON the page embeds (no inline script; works
-// offline with the vendored Chart.js). Redrawn after each htmx swap of the batch.
+// offline with the vendored Chart.js). Redrawn after each swap of the batch: an htmx
+// request's, or the batch session's socket's (the live path, see live.js).
 (function () {
   const charts = [];
   function draw() {
@@ -65,4 +66,5 @@
   }
   document.addEventListener("DOMContentLoaded", draw);
   document.body.addEventListener("htmx:afterSettle", draw);
+  document.body.addEventListener("htmx:wsAfterMessage", draw);
 })();

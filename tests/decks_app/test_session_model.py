@@ -37,7 +37,7 @@ def test_a_deck_whose_model_is_not_configured_shows_the_offline_model(client, mo
         None,
     )
     assert data["runs"][0]["model"] == "offline/demo"
-    html = client.get(f"/test/{session.id}/").content.decode()
+    html = client.get(f"/test/{session.id}").content.decode()
     assert '<span id="session-model" title="The model that answered">offline/demo (offline)' in html
     (row,) = client.get("/test.json").json()["sessions"]
     assert (row["model"], row["offline"]) == ("offline/demo", True)
@@ -63,11 +63,11 @@ def test_the_page_shows_the_latest_runs_model_and_escapes_it(client, workspace):
     Run.objects.create(session=session, status="failed", model="")  # nothing answered
     data = client.get(f"/test/{session.id}.json").json()
     assert (data["model"], data["offline"]) == ("<b>second</b>", True)
-    html = client.get(f"/test/{session.id}/").content.decode()
+    html = client.get(f"/test/{session.id}").content.decode()
     assert "&lt;b&gt;second&lt;/b&gt; (offline)" in html and "<b>second</b>" not in html
     (row,) = client.get("/test.json").json()["sessions"]
     assert row["model"] == "<b>second</b>"
-    assert "&lt;b&gt;second&lt;/b&gt;" in client.get("/test/").content.decode()
+    assert "&lt;b&gt;second&lt;/b&gt;" in client.get("/test").content.decode()
 
 
 @pytest.mark.django_db
@@ -76,4 +76,4 @@ def test_a_session_without_runs_shows_its_override_or_the_deck_model(client, wor
     without = create_session(workspace, "support/PROMPT.md")
     assert client.get(f"/test/{with_override.id}.json").json()["model"] == "offline/echo"
     assert client.get(f"/test/{without.id}.json").json()["model"] is None
-    assert ">deck model</span>" in client.get(f"/test/{without.id}/").content.decode()
+    assert ">deck model</span>" in client.get(f"/test/{without.id}").content.decode()

@@ -46,7 +46,7 @@ def serve_simulator(
         stdout=log,
         stderr=subprocess.STDOUT,
     )
-    url = f"http://127.0.0.1:{port}/test/?format=json"
+    url = f"http://127.0.0.1:{port}/test?format=json"
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         try:

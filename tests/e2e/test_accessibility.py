@@ -66,10 +66,10 @@ def pages(site, browser):
     context = browser.new_context()
     page = context.new_page()
     page.set_default_timeout(20_000)
-    page.goto(site + "/test/")
+    page.goto(site + "/test")
     page.select_option("select[name=deck]", "support/PROMPT.md")
     page.click("#new-session")
-    page.wait_for_url(re.compile(r".*/test/session-[0-9a-f]{24}/$"))
+    page.wait_for_url(re.compile(r".*/test/session-[0-9a-f]{24}$"))
     session = page.url
     page.fill("#composer textarea[name=message]", "Where is order A1002?")
     page.click("#send")
@@ -77,37 +77,37 @@ def pages(site, browser):
     page.locator("#conversation .feedback button[data-score='2']").first.click()
     session_id = session.rstrip("/").split("/")[-1]
     page.click("#rerun")  # a replay of it, for the compare page
-    page.wait_for_url(re.compile(r".*/test/session-[0-9a-f]{24}/$"))
+    page.wait_for_url(re.compile(r".*/test/session-[0-9a-f]{24}$"))
     expect(page.locator("#status")).to_have_text("completed")
-    compare = page.url + "compare/"
-    page.goto(f"{site}/grade/?session={session_id}")
+    compare = page.url + "/compare"
+    page.goto(f"{site}/grade?session={session_id}")
     page.click("#run-grader")
-    page.wait_for_url(re.compile(r".*/grade/runs/run-[0-9a-f]{24}/$"))
+    page.wait_for_url(re.compile(r".*/grade/runs/run-[0-9a-f]{24}$"))
     expect(page.locator("#grade-result [data-status]")).to_have_text("completed")
     grade_run = page.url
-    page.goto(site + "/grade/verify/")
+    page.goto(site + "/grade/verify")
     page.fill("input[name=runs]", "1")
     page.fill("input[name=repeats]", "1")
     page.fill("input[name=maxTurns]", "1")
     page.click("#run-verify")
-    page.wait_for_url(re.compile(r".*/grade/verify/run-[0-9a-f]{24}/$"))
+    page.wait_for_url(re.compile(r".*/grade/verify/run-[0-9a-f]{24}$"))
     expect(page.locator("#verify-batch [data-status]")).to_have_text("completed", timeout=60_000)
     batch = page.url
     context.close()
     return {
-        "test tab": "/test/",
+        "test tab": "/test",
         "session": session.removeprefix(site),
-        "trace": session.removeprefix(site) + "trace/",
-        "replay": session.removeprefix(site) + "replay/",
-        "build tab": "/build/",
+        "trace": session.removeprefix(site) + "/trace",
+        "replay": session.removeprefix(site) + "/replay",
+        "build tab": "/build",
         "deck": "/build/deck?path=support/PROMPT.md",
         "editor": "/build/file?path=support/PROMPT.md&deck=support/PROMPT.md",
-        "grade tab": f"/grade/?session={session_id}",
+        "grade tab": f"/grade?session={session_id}",
         "grade run": grade_run.removeprefix(site),
-        "calibration": "/grade/calibration/",
-        "verify": "/grade/verify/",
+        "calibration": "/grade/calibration",
+        "verify": "/grade/verify",
         "verify batch": batch.removeprefix(site),
-        "not found": "/test/session-000000000000000000000000/",
+        "not found": "/test/session-000000000000000000000000",
         "compare": compare.removeprefix(site),
     }
 

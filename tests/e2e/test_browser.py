@@ -12,11 +12,11 @@ SHOTS = Path("/tmp/gambit-e2e")
 
 
 def _new_session(page, live_url) -> str:
-    page.goto(live_url + "/test/")
+    page.goto(live_url + "/test")
     page.select_option("select[name=deck]", "support/PROMPT.md")
     page.fill("input[name=model]", "openresponses/fake")
     page.click("#new-session")
-    page.wait_for_url(re.compile(r".*/test/session-[0-9a-f]{24}/$"))
+    page.wait_for_url(re.compile(r".*/test/session-[0-9a-f]{24}$"))
     return page.url
 
 
@@ -119,14 +119,14 @@ def test_a_replay_steps_through_the_events(page, live_url):
     url = _new_session(page, live_url)
     _send(page, "replay this")
     expect(page.locator("#status")).to_have_text("completed")
-    page.goto(url + "replay/?step=0")
+    page.goto(url + "/replay?step=0")
     expect(page.locator("#step-label")).to_contain_text("step 0 /")
     expect(page.locator("#replay-conversation")).to_contain_text("Nothing said yet")
     for step in (1, 2, 3):  # each click once the frame it swaps in has arrived
         page.click("#next")
         expect(page.locator("#step-label")).to_contain_text(f"step {step} /")
     total = int(page.locator("#step-label").inner_text().split("/")[1])
-    page.goto(url + f"replay/?step={total}")
+    page.goto(url + f"/replay?step={total}")
     expect(page.locator("#replay-conversation")).to_contain_text("tok59")
     page.click("#prev")
     expect(page.locator("#step-label")).to_contain_text(f"step {total - 1} /")

@@ -50,7 +50,7 @@ def build_url(tmp_path_factory):
 
 def test_create_break_fix_and_run_a_deck(page, build_url):
     url, workspace = build_url
-    page.goto(url + "/build/")
+    page.goto(url + "/build")
     page.fill("#new-deck-name", "concierge")
     page.click("#create-deck")
     page.wait_for_url(re.compile(r".*/build/file\?path=concierge/PROMPT\.md.*"))
@@ -84,13 +84,13 @@ def test_create_break_fix_and_run_a_deck(page, build_url):
     expect(page.locator("#save-status")).to_have_text("Saved.")
     expect(page.locator("#problems")).to_contain_text("The deck loads cleanly.")
     # The new deck's scenario runs from the Test tab with no restart.
-    page.goto(url + "/test/")
+    page.goto(url + "/test")
     page.select_option(
         "#scenario-choice", value="concierge/PROMPT.md|concierge/scenarios/first_visit/PROMPT.md"
     )
     page.fill("#scenario-form input[name=maxTurns]", "2")
     page.click("#run-scenario")
-    page.wait_for_url(re.compile(r".*/test/session-[0-9a-f]{24}/$"))
+    page.wait_for_url(re.compile(r".*/test/session-[0-9a-f]{24}$"))
     expect(page.locator("#status")).to_have_text("completed", timeout=30_000)
     Path("/tmp/gambit-e2e").mkdir(exist_ok=True)
 

@@ -187,7 +187,7 @@ class Deployment:
 
     def client(self) -> tuple[httpx.Client, dict[str, str]]:
         client = httpx.Client(base_url=self.url, timeout=10, headers={"Origin": self.url})
-        client.get("/test/")
+        client.get("/test")
         return client, {"X-CSRFToken": client.cookies["csrftoken"]}
 
     def send(self, message: str) -> tuple[str, httpx.Client, dict[str, str]]:

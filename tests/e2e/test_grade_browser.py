@@ -58,10 +58,10 @@ def grade_url(tmp_path_factory):
 
 def test_grade_flag_calibrate_and_verify(page, grade_url):
     # A conversation, rated +2 by a person.
-    page.goto(grade_url + "/test/")
+    page.goto(grade_url + "/test")
     page.select_option("select[name=deck]", "support/PROMPT.md")
     page.click("#new-session")
-    page.wait_for_url(re.compile(r".*/test/session-[0-9a-f]{24}/$"))
+    page.wait_for_url(re.compile(r".*/test/session-[0-9a-f]{24}$"))
     session_id = page.url.rstrip("/").split("/")[-1]
     page.fill("textarea[name=message]", "Where is my parcel?")
     page.click("#send")
@@ -72,10 +72,10 @@ def test_grade_flag_calibrate_and_verify(page, grade_url):
     )
 
     # Grade it: the run page polls until the grade is in, then shows score, reason, evidence.
-    page.goto(f"{grade_url}/grade/?session={session_id}")
+    page.goto(f"{grade_url}/grade?session={session_id}")
     page.select_option("#grade-grader", "support/graders/tone/PROMPT.md")
     page.click("#run-grader")
-    page.wait_for_url(re.compile(r".*/grade/runs/run-[0-9a-f]{24}/$"))
+    page.wait_for_url(re.compile(r".*/grade/runs/run-[0-9a-f]{24}$"))
     expect(page.locator("#grade-result [data-status]")).to_have_text("completed", timeout=20_000)
     result = page.locator(".grade-result").first
     expect(result.locator(".score-badge")).to_have_text(re.compile(r"^[+-]?\d$"))
@@ -95,7 +95,7 @@ def test_grade_flag_calibrate_and_verify(page, grade_url):
     grade_score = int(page.locator(".grade-result .score-badge").first.inner_text())
 
     # Calibration pairs the person's +2 with the grader's score on the same message.
-    page.goto(grade_url + "/grade/calibration/")
+    page.goto(grade_url + "/grade/calibration")
     article = page.locator(
         "article.calibration[data-grader='support/graders/tone/PROMPT.md']"
     ).first
@@ -106,12 +106,12 @@ def test_grade_flag_calibrate_and_verify(page, grade_url):
     expect(article.locator("table.confusion")).to_be_visible()
 
     # Verify: 2 runs x 2 grades, live progress, then metrics and drawn charts.
-    page.goto(grade_url + "/grade/verify/")
+    page.goto(grade_url + "/grade/verify")
     page.fill("input[name=runs]", "2")
     page.fill("input[name=repeats]", "2")
     page.fill("input[name=maxTurns]", "1")
     page.click("#run-verify")
-    page.wait_for_url(re.compile(r".*/grade/verify/run-[0-9a-f]{24}/$"))
+    page.wait_for_url(re.compile(r".*/grade/verify/run-[0-9a-f]{24}$"))
     expect(page.locator("#verify-batch [data-status]")).to_have_text("completed", timeout=60_000)
     expect(page.locator("[data-progress=run]")).to_contain_text("2 completed")
     expect(page.locator("[data-progress=grade]")).to_contain_text("4 completed")
@@ -123,25 +123,25 @@ def test_grade_flag_calibrate_and_verify(page, grade_url):
     # every scenario run links to its own session
     first_run = page.locator("table.runs a").first
     first_run.click()
-    page.wait_for_url(re.compile(r".*/test/session-[0-9a-f]{24}/$"))
+    page.wait_for_url(re.compile(r".*/test/session-[0-9a-f]{24}$"))
     expect(page.locator("#conversation")).to_contain_text("is on its way.")
 
 
 def test_a_scenario_run_streams_and_a_batch_finishes(page, grade_url):
-    page.goto(grade_url + "/test/")
+    page.goto(grade_url + "/test")
     page.select_option("#scenario-choice", label="Acme support bot: Customer whose parcel is late")
     page.fill("#scenario-form input[name=maxTurns]", "2")
     page.click("#run-scenario")
-    page.wait_for_url(re.compile(r".*/test/session-[0-9a-f]{24}/$"))
+    page.wait_for_url(re.compile(r".*/test/session-[0-9a-f]{24}$"))
     expect(page.locator("#status")).to_have_text("completed", timeout=30_000)
     expect(page.locator("#conversation")).to_contain_text("is on its way.")
     # a batch of three at concurrency two
-    page.goto(grade_url + "/test/")
+    page.goto(grade_url + "/test")
     page.fill("#scenario-form input[name=maxTurns]", "1")
     page.fill("#scenario-form input[name=runs]", "3")
     page.fill("#scenario-form input[name=concurrency]", "2")
     page.click("#run-scenario")
-    page.wait_for_url(re.compile(r".*/grade/verify/run-[0-9a-f]{24}/$"))
+    page.wait_for_url(re.compile(r".*/grade/verify/run-[0-9a-f]{24}$"))
     expect(page.locator("#verify-batch [data-status]")).to_have_text("completed", timeout=60_000)
     expect(page.locator("[data-progress=run]")).to_contain_text("3 completed")
     expect(page.locator("table.runs tbody tr")).to_have_count(3)

@@ -15,7 +15,7 @@ def test_a_session_from_the_keyboard_alone(page, live_url, fake_model):
     fake_model.reset()
     fake_model.default_reply = Reply(deltas=[f"tok{i} " for i in range(60)], delay=0.04)
     fake_model.queue(Reply(deltas=[f"slow{i} " for i in range(200)], delay=0.05))
-    page.goto(live_url + "/test/")
+    page.goto(live_url + "/test")
     page.focus("select[name=deck]")
     page.keyboard.press("ArrowDown")  # hello/deck.py -> support/PROMPT.md
     expect(page.locator('form[action="/test/new"] select[name=deck]')).to_have_value(
@@ -25,7 +25,7 @@ def test_a_session_from_the_keyboard_alone(page, live_url, fake_model):
     page.keyboard.type("openresponses/fake")
     page.focus("#new-session")
     page.keyboard.press("Enter")
-    page.wait_for_url(re.compile(r".*/test/session-[0-9a-f]{24}/$"))
+    page.wait_for_url(re.compile(r".*/test/session-[0-9a-f]{24}$"))
     box = page.locator("#composer textarea[name=message]")
     expect(box).to_be_focused()  # after Start session, straight into the message box
     page.keyboard.type("a slow answer please")
@@ -44,16 +44,16 @@ def test_a_session_from_the_keyboard_alone(page, live_url, fake_model):
 
 
 def test_trace_events_with_j_and_k(page, live_url):
-    page.goto(live_url + "/test/")
+    page.goto(live_url + "/test")
     page.select_option("select[name=deck]", "support/PROMPT.md")
     page.fill("input[name=model]", "openresponses/fake")
     page.focus("#new-session")
     page.keyboard.press("Enter")
-    page.wait_for_url(re.compile(r".*/test/session-[0-9a-f]{24}/$"))
+    page.wait_for_url(re.compile(r".*/test/session-[0-9a-f]{24}$"))
     page.keyboard.type("hello")
     page.keyboard.press("Enter")
     expect(page.locator("#status")).to_have_text("completed", timeout=20_000)
-    page.goto(page.url + "trace/")
+    page.goto(page.url + "/trace")
     page.locator("h1").first.focus()
     page.keyboard.press("j")
     first = page.evaluate("document.activeElement.textContent")
@@ -70,12 +70,12 @@ def test_a_reply_is_announced_once_and_focus_returns_to_the_box(page, live_url, 
     fake_model.reset()
     fake_model.default_reply = Reply(deltas=[f"tok{i} " for i in range(60)], delay=0.04)
     fake_model.queue(Reply(deltas=["All ", "good ", "here."], delay=0.05))
-    page.goto(live_url + "/test/")
+    page.goto(live_url + "/test")
     page.select_option('form[action="/test/new"] select[name=deck]', "support/PROMPT.md")
     page.fill("input[name=model]", "openresponses/fake")
     page.focus("#new-session")
     page.keyboard.press("Enter")
-    page.wait_for_url(re.compile(r".*/test/session-[0-9a-f]{24}/$"))
+    page.wait_for_url(re.compile(r".*/test/session-[0-9a-f]{24}$"))
     page.keyboard.type("status?")
     page.keyboard.press("Enter")
     expect(page.locator("#status")).to_have_text("completed", timeout=20_000)
@@ -103,19 +103,19 @@ def test_a_reply_is_announced_once_and_focus_returns_to_the_box(page, live_url, 
 def test_a_scenario_and_a_grader_from_the_keyboard(page, live_url, fake_model):
     fake_model.reset()
     fake_model.default_reply = Reply(deltas=["Fine."], delay=0.0)
-    page.goto(live_url + "/test/")
+    page.goto(live_url + "/test")
     page.focus("#scenario-form input[name=maxTurns]")
     page.keyboard.press("Control+A")
     page.keyboard.type("1")
     page.focus("#run-scenario")
     page.keyboard.press("Enter")
-    page.wait_for_url(re.compile(r".*/test/session-[0-9a-f]{24}/$"))
+    page.wait_for_url(re.compile(r".*/test/session-[0-9a-f]{24}$"))
     expect(page.locator("#status")).to_have_text(re.compile("completed|failed"), timeout=30_000)
     session_id = page.url.rstrip("/").split("/")[-1]
-    page.goto(f"{live_url}/grade/?session={session_id}")
+    page.goto(f"{live_url}/grade?session={session_id}")
     page.focus("#run-grader")
     page.keyboard.press("Enter")
-    page.wait_for_url(re.compile(r".*/grade/runs/run-[0-9a-f]{24}/$"))
+    page.wait_for_url(re.compile(r".*/grade/runs/run-[0-9a-f]{24}$"))
     expect(page.locator("#grade-result [data-status]")).to_have_text(
         re.compile("completed|failed"), timeout=30_000
     )

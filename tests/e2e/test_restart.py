@@ -25,7 +25,7 @@ def test_a_restart_marks_in_flight_runs_interrupted(fake_server, tmp_path):
         proc = serve_simulator(env, port, log)
         try:
             client = httpx.Client(base_url=url, timeout=10, headers={"Origin": url})
-            client.get("/test/")
+            client.get("/test")
             headers = {"X-CSRFToken": client.cookies["csrftoken"]}
             r = client.post(
                 "/test/new?format=json",
@@ -65,7 +65,7 @@ def test_a_restart_marks_in_flight_runs_interrupted(fake_server, tmp_path):
             # Retry: the same message again, from where the turn started.
             fake_server.queue(Reply(text="Here it is."))
             client = httpx.Client(base_url=url, timeout=10, headers={"Origin": url})
-            client.get("/test/")
+            client.get("/test")
             r = client.post(
                 f"/test/{session}/retry?format=json",
                 data={"runId": data["retry"]["runId"]},
@@ -99,7 +99,7 @@ def test_sigterm_stops_the_server_within_10_s_saving_what_streamed(fake_server, 
     with (tmp_path / "serve.log").open("w") as log:
         proc = serve_simulator(env, port, log)
         client = httpx.Client(base_url=url, timeout=10, headers={"Origin": url})
-        client.get("/test/")
+        client.get("/test")
         headers = {"X-CSRFToken": client.cookies["csrftoken"]}
         session = client.post(
             "/test/new?format=json",

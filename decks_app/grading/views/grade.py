@@ -12,14 +12,27 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import Any
+
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
+from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
+from django_htmx.http import HttpResponseClientRedirect
 
 from decks_app.grading import grades as grading
 from decks_app.models import Run, Session
 from decks_app.sessions.actions import get_session, stop_session
-from decks_app.web.pages import error_response, is_htmx, json_response, page, wants_json
+from decks_app.web.pages import (
+    PageData,
+    error_response,
+    is_htmx,
+    json_response,
+    live_part,
+    render_page,
+    wants_json,
+)
 from decks_app.workspaces.served import current_workspace
 
 SESSION_CHOICES = 100
@@ -41,34 +54,51 @@ def grade_tab(request: HttpRequest, fmt: str | None = None) -> HttpResponse:
     selected = get_session(wanted) if wanted else (sessions[0] if sessions else None)
     if wanted and (selected is None or selected.workspace_id != workspace.id):
         raise Http404("no such session")
-    graders = grading.graders_for(workspace, selected.deck_path) if selected else []
-    runs = grading.grade_runs(selected) if selected else []
-    imported = grading.imported_gradings(selected) if selected else []
-    data = {
-        "tab": "grade",
-        "session": selected.id if selected else None,
-        "sessions": [
-            {"id": s.id, "deck": s.deck_path, "label": s.deck_label, "origin": s.origin}
-            for s in sessions
-        ],
-        "graders": [g.to_dict() for g in graders],
-        "runs": [grading.grade_run_dict(r) for r in runs],
-        "imported": imported,
-    }
-    ctx = {
-        "tab": "grade",
-        "workspace": workspace,
-        "sessions": sessions,
-        "selected": selected,
-        "graders": graders,
-        "runs": [grading.grade_run_dict(r) for r in runs],
-        "imported": [
-            {**g, "rows": grading.result_rows(selected, {**g, "runId": g.get("id")})}
-            for g in imported
-            if selected is not None  # imported is empty without a selected session
-        ],
-    }
-    return page(request, "grading/grade.html", ctx, data=data, fmt=fmt, fragment="history")
+    data = GradeTabPage(
+        workspace=workspace,
+        sessions=sessions,
+        selected=selected,
+        graders=grading.graders_for(workspace, selected.deck_path) if selected else [],
+        runs=[grading.grade_run_dict(r) for r in grading.grade_runs(selected)] if selected else [],
+        imported=grading.imported_gradings(selected) if selected else [],
+    )
+    return render_page(request, "grading/grade.html", data, fmt, fragment="history")
+
+
+@dataclass
+class GradeTabPage(PageData):
+    """Sessions to grade, the selected one's graders, its grade runs and the gradings
+    recorded elsewhere (each with its rows)."""
+
+    workspace: Any
+    sessions: list[Session]
+    selected: Session | None
+    graders: list[Any]
+    runs: list[dict[str, Any]]
+    imported: list[dict[str, Any]]
+    tab = "grade"
+
+    @property
+    def imported_rows(self) -> list[dict[str, Any]]:
+        if self.selected is None:
+            return []
+        return [
+            {**g, "rows": grading.result_rows(self.selected, {**g, "runId": g.get("id")})}
+            for g in self.imported
+        ]
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "tab": self.tab,
+            "session": self.selected.id if self.selected else None,
+            "sessions": [
+                {"id": s.id, "deck": s.deck_path, "label": s.deck_label, "origin": s.origin}
+                for s in self.sessions
+            ],
+            "graders": [g.to_dict() for g in self.graders],
+            "runs": self.runs,
+            "imported": self.imported,
+        }
 
 
 @require_POST
@@ -82,12 +112,9 @@ def grade_start(request: HttpRequest) -> HttpResponse:
         return error_response(request, str(exc), 400)
     if wants_json(request):
         return json_response(grading.grade_run_dict(run), status=202)
-    target = f"/grade/runs/{run.id}/"
     if is_htmx(request):
-        response = HttpResponse(status=204)
-        response["HX-Redirect"] = target
-        return response
-    return redirect(target)
+        return HttpResponseClientRedirect(reverse("grading:grade_run", args=[run.id]))
+    return redirect("grading:grade_run", run_id=run.id)
 
 
 def _run_or_404(run_id: str) -> Run:
@@ -105,18 +132,46 @@ def _graded(run: Run) -> Session:
     return source
 
 
+RUN_TEMPLATE = "grading/grade_run.html"
+
+
+@dataclass
+class GradeRunPage(PageData):
+    """One grade run: the run, what it found (`grade`, the twin) and the session it graded."""
+
+    run: Run
+    graded: Session
+    grade: dict[str, Any]
+    tab = "grade"
+
+    @classmethod
+    def of(cls, run: Run) -> GradeRunPage:
+        return cls(run=run, graded=_graded(run), grade=grading.grade_run_dict(run))
+
+    @property
+    def workspace(self) -> Any:
+        return self.run.session.workspace
+
+    @property
+    def active(self) -> bool:
+        return self.grade["status"] in ("queued", "running")
+
+    def to_json(self) -> dict[str, Any]:
+        return self.grade
+
+
 @require_GET
 def grade_run_page(request: HttpRequest, run_id: str, fmt: str | None = None) -> HttpResponse:
-    run = _run_or_404(run_id)
-    data = grading.grade_run_dict(run)
-    ctx = {
-        "tab": "grade",
-        "workspace": run.session.workspace,
-        "run": run,
-        "grade": data,
-        "graded": run.session.source,
-    }
-    return page(request, "grading/grade_run.html", ctx, data=data, fmt=fmt, fragment="result")
+    data = GradeRunPage.of(_run_or_404(run_id))
+    return render_page(request, RUN_TEMPLATE, data, fmt, fragment="result")
+
+
+def live_result(session_id: str, run_id: str) -> str:
+    """The run's result, for its grading session's socket (decks_app.web.live)."""
+    run = grading.grade_run_or_none(run_id)
+    if run is None or run.session_id != session_id or run.session.source is None:
+        return ""
+    return live_part(RUN_TEMPLATE + "#result", GradeRunPage.of(run))
 
 
 def _position(value: str) -> int:
@@ -154,11 +209,9 @@ def _after_flag(request: HttpRequest, run: Run, data: dict) -> HttpResponse:
     if wants_json(request):
         return json_response(data)
     if is_htmx(request):
-        graded = _graded(run)
-        graded.refresh_from_db()
-        ctx = {"run": run, "grade": grading.grade_run_dict(run), "graded": graded}
-        return render(request, "grading/grade_run.html#result", ctx)
-    return redirect(f"/grade/runs/{run.id}/")
+        _graded(run).refresh_from_db()  # the flags are kept on the graded session
+        return render(request, RUN_TEMPLATE + "#result", GradeRunPage.of(run).context())
+    return redirect("grading:grade_run", run_id=run.id)
 
 
 @require_POST
@@ -167,4 +220,4 @@ def grade_stop(request: HttpRequest, run_id: str) -> HttpResponse:
     stopped = stop_session(run.session)  # the grading session holds only this run
     if wants_json(request):
         return json_response({"stopped": stopped})
-    return redirect(f"/grade/runs/{run.id}/")
+    return redirect("grading:grade_run", run_id=run.id)

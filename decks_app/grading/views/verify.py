@@ -12,14 +12,27 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import Any
+
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect
+from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
+from django_htmx.http import HttpResponseClientRedirect
 
 from decks_app.grading import verify as verify_service
 from decks_app.models import Run
 from decks_app.sessions.actions import stop_session
-from decks_app.web.pages import error_response, is_htmx, json_response, page, wants_json
+from decks_app.web.pages import (
+    PageData,
+    error_response,
+    is_htmx,
+    json_response,
+    live_part,
+    render_page,
+    wants_json,
+)
 from decks_app.workspaces.served import current_workspace, list_decks
 
 
@@ -38,18 +51,30 @@ def verify_tab(request: HttpRequest, fmt: str | None = None) -> HttpResponse:
     refs = (
         verify_service.deck_refs(workspace, wanted) if wanted else {"scenarios": [], "graders": []}
     )
-    history = [verify_service.batch_dict(r) for r in verify_service.batches(workspace)]
-    data = {"deck": wanted or None, **refs, "batches": history}
-    ctx = {
-        "tab": "grade",
-        "workspace": workspace,
-        "decks": decks,
-        "deck": wanted,
-        "refs": refs,
-        "batches": history,
-        "defaults": verify_service.VerifySettings([], []),
-    }
-    return page(request, "grading/verify.html", ctx, data=data, fmt=fmt)
+    data = VerifyPage(
+        workspace=workspace,
+        decks=decks,
+        deck=wanted,
+        refs=refs,
+        batches=[verify_service.batch_dict(r) for r in verify_service.batches(workspace)],
+    )
+    return render_page(request, "grading/verify.html", data, fmt)
+
+
+@dataclass
+class VerifyPage(PageData):
+    """The Verify form for a root deck (its scenarios and graders) and the batches so far."""
+
+    workspace: Any
+    decks: list[Any]
+    deck: str
+    refs: dict[str, list[dict[str, Any]]]
+    batches: list[dict[str, Any]]
+    tab = "grade"
+    defaults = verify_service.VerifySettings([], [])
+
+    def to_json(self) -> dict[str, Any]:
+        return {"deck": self.deck or None, **self.refs, "batches": self.batches}
 
 
 @require_POST
@@ -63,12 +88,9 @@ def verify_start(request: HttpRequest) -> HttpResponse:
         return error_response(request, str(exc), 400)
     if wants_json(request):
         return json_response(verify_service.batch_dict(run), status=202)
-    target = f"/grade/verify/{run.id}/"
     if is_htmx(request):
-        response = HttpResponse(status=204)
-        response["HX-Redirect"] = target
-        return response
-    return redirect(target)
+        return HttpResponseClientRedirect(reverse("grading:verify_batch", args=[run.id]))
+    return redirect("grading:verify_batch", run_id=run.id)
 
 
 def _batch_or_404(run_id: str) -> Run:
@@ -78,24 +100,94 @@ def _batch_or_404(run_id: str) -> Run:
     return run
 
 
+BATCH_TEMPLATE = "grading/verify_batch.html"
+
+
+@dataclass
+class VerifyBatchPage(PageData):
+    """One Verify batch: its record (`batch`, the twin), what its charts draw, and each
+    grader's figures with its label and the sessions of its outliers (joined here, not in
+    the template)."""
+
+    run: Run
+    batch: dict[str, Any]
+    tab = "grade"
+
+    @classmethod
+    def of(cls, run: Run) -> VerifyBatchPage:
+        return cls(run=run, batch=verify_service.batch_dict(run))
+
+    @property
+    def workspace(self) -> Any:
+        return self.run.session.workspace
+
+    @property
+    def active(self) -> bool:
+        return self.batch["status"] in ("queued", "running")
+
+    @property
+    def chart_data(self) -> dict[str, Any]:
+        return _chart_data(self.batch)
+
+    @property
+    def graders(self) -> list[dict[str, Any]]:
+        labels = self.batch.get("graderLabels") or {}
+        sessions = {r["id"]: r.get("session") for r in self.batch["runs"]}
+        out = []
+        for name, summary in self.batch["summaries"].items():
+            outliers = [
+                {
+                    **o,
+                    "session": next(
+                        (sessions.get(link.get("run")) for link in o.get("links") or []), None
+                    ),
+                }
+                for o in summary.get("outliers") or []
+            ]
+            out.append(
+                {
+                    "name": name,
+                    "label": labels.get(name, name),
+                    "summary": summary,
+                    "outliers": outliers,
+                    "failures": [(k, v) for k, v in (summary.get("failures") or {}).items() if v],
+                }
+            )
+        return out
+
+    @property
+    def runs(self) -> list[dict[str, Any]]:
+        """The scenario runs, each with its grades."""
+        grades: dict[str, list[dict[str, Any]]] = {}
+        for grade in self.batch["grades"]:
+            grades.setdefault(grade.get("runId"), []).append(grade)
+        return [{**r, "grades": grades.get(r["id"], [])} for r in self.batch["runs"]]
+
+    @property
+    def others(self) -> list[Run]:
+        """Completed batches it can be compared with."""
+        return [
+            b
+            for b in verify_service.batches(self.run.session.workspace)
+            if b.id != self.run.id and b.status == "completed"
+        ]
+
+    def to_json(self) -> dict[str, Any]:
+        return self.batch
+
+
 @require_GET
 def verify_batch(request: HttpRequest, run_id: str, fmt: str | None = None) -> HttpResponse:
-    run = _batch_or_404(run_id)
-    data = verify_service.batch_dict(run)
-    others = [
-        b
-        for b in verify_service.batches(run.session.workspace)
-        if b.id != run.id and b.status == "completed"
-    ]
-    ctx = {
-        "tab": "grade",
-        "workspace": run.session.workspace,
-        "run": run,
-        "batch": data,
-        "others": others,
-        "chart_data": _chart_data(data),
-    }
-    return page(request, "grading/verify_batch.html", ctx, data=data, fmt=fmt, fragment="batch")
+    data = VerifyBatchPage.of(_batch_or_404(run_id))
+    return render_page(request, BATCH_TEMPLATE, data, fmt, fragment="batch")
+
+
+def live_batch(session_id: str, run_id: str) -> str:
+    """The batch's progress and results, for its session's socket (decks_app.web.live)."""
+    run = verify_service.verify_run_or_none(run_id)
+    if run is None or run.session_id != session_id:
+        return ""
+    return live_part(BATCH_TEMPLATE + "#batch", VerifyBatchPage.of(run))
 
 
 def _chart_data(batch: dict) -> dict:
@@ -131,7 +223,7 @@ def verify_stop(request: HttpRequest, run_id: str) -> HttpResponse:
     stopped = stop_session(run.session)
     if wants_json(request):
         return json_response({"stopped": stopped})
-    return redirect(f"/grade/verify/{run.id}/")
+    return redirect("grading:verify_batch", run_id=run.id)
 
 
 @require_GET
@@ -142,13 +234,25 @@ def verify_compare(request: HttpRequest, fmt: str | None = None) -> HttpResponse
         return error_response(
             request, "both batches must have completed to be compared", 400, fmt=fmt
         )
-    comparison = verify_service.compare_batches(before, after)
-    data = {"before": before.id, "after": after.id, "graders": comparison}
-    ctx = {
-        "tab": "grade",
-        "workspace": after.session.workspace,
-        "before": verify_service.batch_dict(before),
-        "after": verify_service.batch_dict(after),
-        "graders": comparison,
-    }
-    return page(request, "grading/verify_compare.html", ctx, data=data, fmt=fmt)
+    data = VerifyComparePage(
+        before=before, after=after, graders=verify_service.compare_batches(before, after)
+    )
+    return render_page(request, "grading/verify_compare.html", data, fmt)
+
+
+@dataclass
+class VerifyComparePage(PageData):
+    """Two completed batches side by side: each grader's change and whether it is beyond
+    the noise the repeats measure."""
+
+    before: Run
+    after: Run
+    graders: dict[str, Any]
+    tab = "grade"
+
+    @property
+    def workspace(self) -> Any:
+        return self.after.session.workspace
+
+    def to_json(self) -> dict[str, Any]:
+        return {"before": self.before.id, "after": self.after.id, "graders": self.graders}

@@ -3,12 +3,25 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import Any
+
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect
+from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods
 
+from decks_app.models import Session
 from decks_app.sessions import replay
-from decks_app.web.pages import error_response, json_response, page, session_or_404, wants_json
+from decks_app.sessions.trace_tree import Node
+from decks_app.web.pages import (
+    PageData,
+    error_response,
+    json_response,
+    render_page,
+    session_or_404,
+    wants_json,
+)
 
 
 @require_GET
@@ -19,19 +32,40 @@ def replay_page(request: HttpRequest, session_id: str, fmt: str | None = None) -
     except ValueError:
         step = None
     frame = replay.frame(session, step)
-    current = frame["current"]
-    data = {
-        "session": session.id,
-        "step": frame["step"],
-        "total": frame["total"],
-        "event": current["payload"] if current else None,
-        "conversation": frame["conversation"],
-        "tree": [n.to_dict() for n in frame["tree"]],
-    }
-    rerun = replay.rerun_info(session)
-    data["rerun"] = rerun
-    ctx = {**frame, "tab": "test", "rerun": rerun}
-    return page(request, "sessions/replay.html", ctx, data=data, fmt=fmt, fragment="frame")
+    data = ReplayPage(**frame, rerun=replay.rerun_info(session))
+    return render_page(request, "sessions/replay.html", data, fmt, fragment="frame")
+
+
+@dataclass
+class ReplayPage(PageData):
+    """A session replayed up to `step` of its stored events: the conversation and trace tree
+    as they were then, the event at that step, and whether "Re-run offline" is offered."""
+
+    session: Session
+    step: int
+    total: int
+    prev: int
+    next: int
+    current: dict[str, Any] | None
+    conversation: list[dict[str, Any]]
+    tree: list[Node]
+    rerun: dict[str, Any]
+    tab = "test"
+
+    @property
+    def workspace(self) -> Any:
+        return self.session.workspace
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "session": self.session.id,
+            "step": self.step,
+            "total": self.total,
+            "event": self.current["payload"] if self.current else None,
+            "conversation": self.conversation,
+            "tree": [n.to_dict() for n in self.tree],
+            "rerun": self.rerun,
+        }
 
 
 @require_http_methods(["GET", "POST"])
@@ -42,10 +76,9 @@ def replay_rerun(request: HttpRequest, session_id: str, fmt: str | None = None) 
     it is still running."""
     session = session_or_404(session_id)
     if request.method == "GET":
-        rerun = replay.rerun_info(session)
-        ctx = {"session": session, "rerun": rerun, "tab": "test"}
-        return page(request, "sessions/rerun.html", ctx, data=rerun, fmt=fmt, fragment="slot")
-    back = f"/test/{session.id}/"
+        data = RerunPage(session=session, rerun=replay.rerun_info(session))
+        return render_page(request, "sessions/rerun.html", data, fmt, fragment="slot")
+    back = reverse("sessions:session", args=[session.id])
     try:
         new = replay.rerun_offline(session)
     except replay.StillRunning as exc:
@@ -54,6 +87,24 @@ def replay_rerun(request: HttpRequest, session_id: str, fmt: str | None = None) 
         return error_response(request, str(exc), 400, fmt, code="not_replayable", back=back)
     if wants_json(request, fmt):
         return json_response(
-            {"id": new.id, "url": f"/test/{new.id}/", "source": session.id}, status=201
+            {"id": new.id, "url": reverse("sessions:session", args=[new.id]), "source": session.id},
+            status=201,
         )
     return redirect("sessions:session", session_id=new.id)
+
+
+@dataclass
+class RerunPage(PageData):
+    """Whether "Re-run offline" is offered for a session, and why not (the twin)."""
+
+    session: Session
+    rerun: dict[str, Any]
+    tab = "test"
+
+    def to_json(self) -> dict[str, Any]:
+        return self.rerun
+
+    def context(self, **extra: Any) -> dict[str, Any]:
+        # The button's slot (rerun.html#slot) is shared with the session and replay pages,
+        # which hand it their `rerun`.
+        return super().context(rerun=self.rerun, **extra)

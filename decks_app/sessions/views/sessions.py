@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import Any
+
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
+from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
+from decks_app.models import Workspace
 from decks_app.runs import providers
 from decks_app.sessions import forms, scenarios, transfer
 from decks_app.sessions.actions import (
@@ -16,7 +21,7 @@ from decks_app.sessions.actions import (
     parse_context,
     session_row_json,
 )
-from decks_app.web.pages import error_response, json_response, page, wants_json
+from decks_app.web.pages import PageData, error_response, json_response, render_page, wants_json
 from decks_app.workspaces.served import current_workspace, is_listed_deck, list_decks
 
 STATUSES = ["idle", "queued", "running", "completed", "failed", "canceled", "interrupted"]
@@ -30,39 +35,55 @@ def sessions_list(request: HttpRequest, fmt: str | None = None) -> HttpResponse:
         deck=request.GET.get("deck", "")[:1024],
         q=request.GET.get("q", "")[:200],
     )
-    rows = list_sessions(workspace, flt)
     decks = list_decks(workspace)
     scenario_choices = scenarios.workspace_scenarios(workspace)
-    data = {
-        "workspace": {"id": workspace.id, "root": workspace.root},
-        "filter": {"status": flt.status, "deck": flt.deck, "q": flt.q},
-        "sessions": [session_row_json(r) for r in rows],
-        "decks": [d.to_dict() for d in decks],
-        "scenarios": scenario_choices,
-        "providers": providers.configured_providers(),
-    }
     first_deck = next((d.path for d in decks if not d.error), "")
-    ctx = {
-        "session_context": _context_ctx(workspace, first_deck, "ctx", "session-context"),
-        "scenario_context": _context_ctx(
+    first_scenario = scenario_choices[0] if scenario_choices else None
+    data = SessionsPage(
+        workspace=workspace,
+        filter=flt,
+        rows=list_sessions(workspace, flt),
+        decks=decks,
+        scenarios=scenario_choices,
+        providers=providers.configured_providers(),
+        session_context=_context_ctx(workspace, first_deck, "ctx", "session-context"),
+        scenario_context=_context_ctx(
             workspace,
-            scenario_choices[0]["deck"] if scenario_choices else "",
+            first_scenario["deck"] if first_scenario else "",
             "scenario_ctx",
             "scenario-context",
         ),
-        "persona_context": _persona_ctx(
-            workspace, scenario_choices[0] if scenario_choices else None
-        ),
-        "tab": "test",
-        "rows": rows,
-        "decks": decks,
-        "filter": flt,
-        "statuses": STATUSES,
-        "scenarios": scenario_choices,
-        "providers": data["providers"],
-        "workspace": workspace,
-    }
-    return page(request, "sessions/sessions.html", ctx, data=data, fmt=fmt, fragment="table")
+        persona_context=_persona_ctx(workspace, first_scenario),
+    )
+    return render_page(request, "sessions/sessions.html", data, fmt, fragment="table")
+
+
+@dataclass
+class SessionsPage(PageData):
+    """The Test tab: the sessions (filtered), the decks and scenarios to start one with, the
+    providers, and the context forms of the first deck and scenario."""
+
+    workspace: Workspace
+    filter: SessionFilter
+    rows: list[dict[str, Any]]
+    decks: list[Any]
+    scenarios: list[dict[str, Any]]
+    providers: list[dict[str, Any]]
+    session_context: dict[str, Any]
+    scenario_context: dict[str, Any]
+    persona_context: dict[str, Any]
+    tab = "test"
+    statuses = STATUSES
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "workspace": {"id": self.workspace.id, "root": self.workspace.root},
+            "filter": {"status": self.filter.status, "deck": self.filter.deck, "q": self.filter.q},
+            "sessions": [session_row_json(r) for r in self.rows],
+            "decks": [d.to_dict() for d in self.decks],
+            "scenarios": self.scenarios,
+            "providers": self.providers,
+        }
 
 
 @require_GET
@@ -149,8 +170,13 @@ def session_create(request: HttpRequest) -> HttpResponse:
     except (InvalidInput, forms.FormError) as exc:
         return error_response(request, str(exc))
     if wants_json(request):
-        return json_response({"id": session.id, "url": f"/test/{session.id}/"}, status=201)
+        return _created(session)
     return redirect("sessions:session", session_id=session.id)
+
+
+def _created(session) -> HttpResponse:
+    url = reverse("sessions:session", args=[session.id])
+    return json_response({"id": session.id, "url": url}, status=201)
 
 
 @require_POST
@@ -169,7 +195,7 @@ def session_import(request: HttpRequest) -> HttpResponse:
     except InvalidInput as exc:
         return error_response(request, str(exc))
     if wants_json(request):
-        return json_response({"id": session.id, "url": f"/test/{session.id}/"}, status=201)
+        return _created(session)
     return redirect("sessions:session", session_id=session.id)
 
 
@@ -208,9 +234,10 @@ def scenario_start(request: HttpRequest) -> HttpResponse:
                 context=context,
                 scenario_input=scenario_input,
             )
+            url = reverse("grading:verify_batch", args=[batch.id])
             if wants_json(request):
-                return json_response({"batch": batch.id, "url": f"/grade/verify/{batch.id}/"}, 201)
-            return redirect(f"/grade/verify/{batch.id}/")
+                return json_response({"batch": batch.id, "url": url}, 201)
+            return redirect(url)
         session = scenarios.start_scenario(
             workspace,
             deck,
@@ -223,7 +250,7 @@ def scenario_start(request: HttpRequest) -> HttpResponse:
     except (scenarios.ScenarioError, forms.FormError) as exc:
         return error_response(request, str(exc))
     if wants_json(request):
-        return json_response({"id": session.id, "url": f"/test/{session.id}/"}, status=201)
+        return _created(session)
     return redirect("sessions:session", session_id=session.id)
 
 

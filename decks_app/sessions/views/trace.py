@@ -2,15 +2,25 @@
 
 from __future__ import annotations
 
-from django.core.paginator import Paginator
+from dataclasses import dataclass
+from typing import Any
+
+from django.core.paginator import Page, Paginator
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
-from decks_app.models import TraceEvent
+from decks_app.models import Session, TraceEvent
 from decks_app.runs.events import event_dict, light_payloads
-from decks_app.sessions.trace_tree import build_tree, request_detail, tree_rows
-from decks_app.web.pages import is_htmx, json_response, page, session_or_404, wants_json
+from decks_app.sessions.trace_tree import Node, build_tree, request_detail, tree_rows
+from decks_app.web.pages import (
+    PageData,
+    is_htmx,
+    json_response,
+    render_page,
+    session_or_404,
+    wants_json,
+)
 
 # The trace page opens the newest runs and folds the older ones (each loads when opened),
 # and lists the raw events this many to a page.
@@ -30,22 +40,36 @@ def trace_page(request: HttpRequest, session_id: str, fmt: str | None = None) ->
         number = 1
     current = pages.get_page(number)
     current.object_list = light_payloads(current.object_list)
-    data = {
-        "session": session.id,
-        "tree": [n.to_dict() for n in tree],
-        "events": [event_dict(e) for e in current.object_list],
-        "page": current.number,
-        "pages": pages.num_pages,
-        "count": pages.count,
-    }
-    ctx = {
-        "session": session,
-        "tree": tree,
-        "events": current,
-        "tab": "test",
-        "runs_open": RUNS_OPEN,
-    }
-    return page(request, "sessions/trace.html", ctx, data=data, fmt=fmt, fragment="events")
+    data = TracePage(session=session, tree=tree, events=current)
+    return render_page(request, "sessions/trace.html", data, fmt, fragment="events")
+
+
+@dataclass
+class TracePage(PageData):
+    """A session's whole trace tree and one page of its raw events."""
+
+    session: Session
+    tree: list[Node]
+    events: Page
+    tab = "test"
+
+    @property
+    def runs_open(self) -> int:
+        return RUNS_OPEN
+
+    @property
+    def workspace(self) -> Any:
+        return self.session.workspace
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "session": self.session.id,
+            "tree": [n.to_dict() for n in self.tree],
+            "events": [event_dict(e) for e in self.events.object_list],
+            "page": self.events.number,
+            "pages": self.events.paginator.num_pages,
+            "count": self.events.paginator.count,
+        }
 
 
 @require_GET
@@ -81,8 +105,21 @@ def trace_call(
     if event is None:
         raise Http404("no such model call in this session")
     call = {"model": event.payload.get("model"), **request_detail(event.payload)}
-    ctx = {"session": session, "event_id": event_id, "call": call, "tab": "test"}
-    return page(request, "sessions/trace_call.html", ctx, data=call, fmt=fmt, fragment="sent")
+    data = CallPage(session=session, event_id=event_id, call=call)
+    return render_page(request, "sessions/trace_call.html", data, fmt, fragment="sent")
+
+
+@dataclass
+class CallPage(PageData):
+    """Everything one model call sent (the twin is the call itself)."""
+
+    session: Session
+    event_id: int
+    call: dict[str, Any]
+    tab = "test"
+
+    def to_json(self) -> dict[str, Any]:
+        return self.call
 
 
 @require_GET

@@ -28,7 +28,7 @@ def ws(tmp_path, settings):
 def test_the_tab_lists_decks(client, ws):
     data = client.get("/build.json").json()
     assert {d["path"] for d in data["decks"]} == {"hello/deck.py", "support/PROMPT.md"}
-    assert 'id="create-deck"' in client.get("/build/").content.decode()
+    assert 'id="create-deck"' in client.get("/build").content.decode()
 
 
 def test_a_deck_as_the_loader_sees_it_beside_its_files(client, ws):
@@ -127,7 +127,7 @@ def test_binary_files_are_shown_as_such(client, ws):
 @pytest.mark.parametrize(
     ("method", "url"),
     [
-        ("post", "/build/"),
+        ("post", "/build"),
         ("get", "/build/save"),
         ("get", "/build/new"),
         ("get", "/build/validate"),

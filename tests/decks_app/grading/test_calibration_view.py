@@ -72,9 +72,9 @@ def test_figures_against_hand_computed_values(client, workspace):
     assert grader["confusion"][-1 + 3][1 + 3] == 1  # human -1 row, grader +1 column
     assert [d["difference"] for d in grader["disagreements"]] == [2, -1]
     assert grader["disagreements"][0]["session"] == session.id
-    html = client.get("/grade/calibration/").content.decode()
+    html = client.get("/grade/calibration").content.decode()
     assert 'data-figure="exact">50%' in html and "rubric " + current in html
-    assert f"/test/{session.id}/#msg-{1:024d}" in html
+    assert f"/test/{session.id}#msg-{1:024d}" in html
 
 
 def test_a_changed_rubric_starts_fresh_and_keeps_history(client, workspace):
@@ -83,7 +83,7 @@ def test_a_changed_rubric_starts_fresh_and_keeps_history(client, workspace):
     graders = client.get("/grade/calibration.json").json()["graders"]
     assert [(g["current"], g["exact"]) for g in graders] == [(True, 0.0), (False, 1.0)]
     assert (
-        "Earlier versions of the graders (1)" in client.get("/grade/calibration/").content.decode()
+        "Earlier versions of the graders (1)" in client.get("/grade/calibration").content.decode()
     )
 
 
@@ -96,16 +96,16 @@ def test_cli_paths_are_matched_to_the_workspace_grader(client, workspace):
 
 def test_nothing_to_calibrate_says_how(client, workspace):
     assert client.get("/grade/calibration.json").json() == {"graders": []}
-    assert "Nothing to calibrate yet" in client.get("/grade/calibration/").content.decode()
+    assert "Nothing to calibrate yet" in client.get("/grade/calibration").content.decode()
 
 
 def test_graded_but_unrated_shows_no_made_up_figures(client, workspace):
     _rated_session(workspace, [(None, 2)], grader_hash=_tone_hash(workspace))
     (grader,) = client.get("/grade/calibration.json").json()["graders"]
     assert grader["pairs"] == 0 and grader["exact"] is None and grader["kappa"] is None
-    assert "No paired ratings yet" in client.get("/grade/calibration/").content.decode()
+    assert "No paired ratings yet" in client.get("/grade/calibration").content.decode()
 
 
 def test_post_is_405_and_htmx_gets_the_page(client, workspace):
-    assert client.post("/grade/calibration/").status_code == 405
-    assert client.get("/grade/calibration/", HTTP_HX_REQUEST="true").status_code == 200
+    assert client.post("/grade/calibration").status_code == 405
+    assert client.get("/grade/calibration", HTTP_HX_REQUEST="true").status_code == 200

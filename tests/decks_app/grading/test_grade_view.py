@@ -30,7 +30,7 @@ def _execute(run_id: str) -> str:
 
 
 def test_an_empty_workspace_says_how_to_get_a_session(client, workspace):
-    page = client.get("/grade/")
+    page = client.get("/grade")
     assert page.status_code == 200
     assert "No sessions found. Run the Test view" in page.content.decode()
     assert client.get("/grade.json").json()["sessions"] == []
@@ -49,7 +49,7 @@ def test_it_lists_the_graders_of_the_sessions_deck(client, workspace):
             "error": None,
         }
     ]
-    assert 'name="grader"' in client.get(f"/grade/?session={session.id}").content.decode()
+    assert 'name="grader"' in client.get(f"/grade?session={session.id}").content.decode()
 
 
 def test_a_grade_run_grades_each_turn_and_is_recorded_in_the_session(client, workspace):
@@ -72,7 +72,7 @@ def test_a_grade_run_grades_each_turn_and_is_recorded_in_the_session(client, wor
     assert [r["id"] for r in tab["runs"]] == [run_id] and tab["imported"] == []
     listed = [s["id"] for s in client.get("/test.json").json()["sessions"]]
     assert session.id in listed and data["gradingSession"] not in listed
-    html = client.get(f"/grade/runs/{run_id}/").content.decode()
+    html = client.get(f"/grade/runs/{run_id}").content.decode()
     assert "ships &lt;b&gt;today&lt;/b&gt;" in html  # model and user text escaped
     assert "Show input" in html
 
@@ -116,7 +116,7 @@ def test_a_failed_grader_shows_its_cause(client, workspace, settings, tmp_path):
     assert _execute(run_id) == "failed"
     data = client.get(f"/grade/runs/{run_id}.json").json()
     assert data["status"] == "failed" and data["error"]
-    assert "Grader run failed" in client.get(f"/grade/runs/{run_id}/").content.decode()
+    assert "Grader run failed" in client.get(f"/grade/runs/{run_id}").content.decode()
 
 
 def test_cli_gradings_in_the_session_are_shown_as_imported(client, workspace):
@@ -139,7 +139,7 @@ def test_cli_gradings_in_the_session_are_shown_as_imported(client, workspace):
     session.save()
     data = client.get(f"/grade.json?session={session.id}").json()
     assert [g["id"] for g in data["imported"]] == ["grade-cli"]
-    html = client.get(f"/grade/?session={session.id}").content.decode()
+    html = client.get(f"/grade?session={session.id}").content.decode()
     assert 'id="imported-grades"' in html and "No grade runs for this session yet" not in html
 
 
@@ -152,9 +152,9 @@ def test_simulator_grades_travel_with_an_exported_session(client, workspace):
     assert (ours["imported"], ours["runId"], ours["url"]) == (
         False,
         run_id,
-        f"/grade/runs/{run_id}/",
+        f"/grade/runs/{run_id}",
     )
-    assert ">1 grade</a>" in client.get(f"/test/{session.id}/").content.decode()
+    assert ">1 grade</a>" in client.get(f"/test/{session.id}").content.decode()
     state = client.get(f"/test/{session.id}/export/state.json").content
     r = client.post(
         "/test/import?format=json",
@@ -180,10 +180,12 @@ def test_stopping_a_queued_grade_cancels_it(client, workspace):
 
 def test_htmx_gets_the_result_fragment_only(client, workspace):
     _, run_id = _graded(client, workspace)
-    html = client.get(f"/grade/runs/{run_id}/", HTTP_HX_REQUEST="true").content.decode()
+    html = client.get(f"/grade/runs/{run_id}", HTTP_HX_REQUEST="true").content.decode()
     assert 'id="grade-result"' in html and "<html" not in html
-    assert 'hx-trigger="every 1s"' in html  # a queued run polls until it finishes
-    tab = client.get("/grade/", HTTP_HX_REQUEST="true").content.decode()
+    assert "every 1s" not in html  # the page follows the grading session's socket instead
+    page = client.get(f"/grade/runs/{run_id}").content.decode()
+    assert 'data-live-view="grade_run" data-live-key="' + run_id in page
+    tab = client.get("/grade", HTTP_HX_REQUEST="true").content.decode()
     assert 'id="grade-history"' in tab and "<html" not in tab
 
 
@@ -191,10 +193,10 @@ def test_htmx_gets_the_result_fragment_only(client, workspace):
     ("method", "url"),
     [
         ("get", "/grade/run"),
-        ("post", "/grade/"),
+        ("post", "/grade"),
         ("get", "/grade/runs/{run}/flag/0"),
         ("get", "/grade/runs/{run}/stop"),
-        ("post", "/grade/runs/{run}/"),
+        ("post", "/grade/runs/{run}"),
     ],
 )
 def test_wrong_methods_are_405(client, workspace, method, url):
@@ -205,10 +207,10 @@ def test_wrong_methods_are_405(client, workspace, method, url):
 @pytest.mark.parametrize(
     "url",
     [
-        "/grade/runs/run-000000000000000000000000/",
-        "/grade/runs/not-an-id/",
+        "/grade/runs/run-000000000000000000000000",
+        "/grade/runs/not-an-id",
         "/grade/runs/run-000000000000000000000000.json",
-        "/grade/?session=session-000000000000000000000000",
+        "/grade?session=session-000000000000000000000000",
     ],
 )
 def test_unknown_ids_are_404(client, workspace, url):
@@ -218,7 +220,7 @@ def test_unknown_ids_are_404(client, workspace, url):
 def test_a_chat_run_id_is_not_a_grade_run(client, workspace):
     session = chat_session(workspace)
     run = Run.objects.create(session=session, kind="manual", message="hi", status="completed")
-    assert client.get(f"/grade/runs/{run.id}/").status_code == 404
+    assert client.get(f"/grade/runs/{run.id}").status_code == 404
 
 
 def test_posts_need_the_csrf_token(csrf_client, workspace):

@@ -40,7 +40,7 @@ def test_the_form_offers_the_decks_scenarios_and_graders(client, workspace):
     assert data["deck"] == "support/PROMPT.md"
     assert [s["path"] for s in data["scenarios"]] == [FORM["scenario"]]
     assert [g["path"] for g in data["graders"]] == [FORM["grader"]]
-    html = client.get("/grade/verify/").content.decode()
+    html = client.get("/grade/verify").content.decode()
     assert 'name="scenario"' in html and 'id="run-verify"' in html
 
 
@@ -65,18 +65,18 @@ def test_a_batch_runs_grades_and_reports(client, workspace):
     # scenario sessions are conversations in the Test tab and gradable in the Grade tab
     listed = [s["id"] for s in client.get("/test.json").json()["sessions"]]
     assert sessions[0] in listed and Run.objects.get(pk=run_id).session_id not in listed
-    html = client.get(f"/grade/verify/{run_id}/").content.decode()
+    html = client.get(f"/grade/verify/{run_id}").content.decode()
     assert 'id="chart-scores"' in html and 'id="verify-chart-data"' in html
     assert "vendor/chart.js/chart.umd.min.js" in html
-    assert f"/test/{sessions[0]}/" in html
+    assert f"/test/{sessions[0]}" in html
     # outliers link to their session's grades, which link back to the batch
     assert 'class="outliers"' in html
     assert any(
-        f'href="/grade/?session={sid}#imported-grades">its grades</a>' in html for sid in sessions
+        f'href="/grade?session={sid}#imported-grades">its grades</a>' in html for sid in sessions
     )
     assert scenario.meta["gradingRuns"][0]["verifyBatchRunId"] == run_id
-    grades = client.get(f"/grade/?session={sessions[0]}").content.decode()
-    assert f'href="/grade/verify/{run_id}/">Verify batch, repeat ' in grades
+    grades = client.get(f"/grade?session={sessions[0]}").content.decode()
+    assert f'href="/grade/verify/{run_id}">Verify batch, repeat ' in grades
     assert f'id="grading-{scenario.meta["gradingRuns"][0]["id"]}"' in grades
     history = client.get("/grade/verify.json").json()["batches"]
     assert [b["id"] for b in history] == [run_id]
@@ -121,15 +121,17 @@ def test_stopping_a_queued_batch(client, workspace):
     assert Run.objects.get(pk=run_id).status == "canceled"
 
 
-def test_htmx_polls_the_batch_fragment(client, workspace):
+def test_htmx_gets_the_batch_fragment_and_the_page_follows_its_socket(client, workspace):
     run_id = _start(client)
-    html = client.get(f"/grade/verify/{run_id}/", HTTP_HX_REQUEST="true").content.decode()
-    assert 'id="verify-batch"' in html and "<html" not in html and "every 1s" in html
+    html = client.get(f"/grade/verify/{run_id}", HTTP_HX_REQUEST="true").content.decode()
+    assert 'id="verify-batch"' in html and "<html" not in html and "every 1s" not in html
+    page = client.get(f"/grade/verify/{run_id}").content.decode()
+    assert 'data-live-view="verify_batch" data-live-key="' + run_id in page
 
 
 @pytest.mark.parametrize(
     ("method", "url"),
-    [("get", "/grade/verify/run"), ("post", "/grade/verify/"), ("get", "/grade/verify/{run}/stop")],
+    [("get", "/grade/verify/run"), ("post", "/grade/verify"), ("get", "/grade/verify/{run}/stop")],
 )
 def test_wrong_methods_are_405(client, workspace, method, url):
     run_id = _start(client)
@@ -139,9 +141,9 @@ def test_wrong_methods_are_405(client, workspace, method, url):
 @pytest.mark.parametrize(
     "url",
     [
-        "/grade/verify/run-000000000000000000000000/",
-        "/grade/verify/bad/",
-        "/grade/verify/?deck=../../etc/passwd",
+        "/grade/verify/run-000000000000000000000000",
+        "/grade/verify/bad",
+        "/grade/verify?deck=../../etc/passwd",
         "/grade/verify/compare?before=x&after=y",
     ],
 )

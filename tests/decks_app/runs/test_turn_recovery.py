@@ -111,7 +111,7 @@ def test_the_page_and_its_json_offer_retry(client):
     assert data["status"] == "interrupted"
     assert data["retry"] == {"runId": run.id, "url": f"/test/{session.id}/retry"}
     assert data["conversation"][-1]["status"] == "interrupted"
-    page = client.get(f"/test/{session.id}/").content.decode()
+    page = client.get(f"/test/{session.id}").content.decode()
     assert 'id="retry"' in page and ">interrupted</span>" in page
 
 

@@ -18,7 +18,7 @@ def _pair(workspace, replay_reply, *, status="completed", error="", user="q"):
 
 def test_it_shows_a_replay_beside_its_original(client, workspace):
     source, replay = _pair(workspace, "same answer")
-    data = client.get(f"/test/{replay.id}/compare/?format=json").json()
+    data = client.get(f"/test/{replay.id}/compare?format=json").json()
     assert data == client.get(f"/test/{replay.id}/compare.json").json()
     assert (data["source"], data["identical"], len(data["rows"])) == (source.id, True, 2)
     assert (data["verdict"], data["differences"], data["firstDifference"]) == (
@@ -28,8 +28,8 @@ def test_it_shows_a_replay_beside_its_original(client, workspace):
     )
     assert data["status"] == {"original": "completed", "replay": "completed", "replayError": None}
     assert data["turns"] == {"original": 1, "replay": 1}
-    html = client.get(f"/test/{replay.id}/compare/").content.decode()
-    assert "identical" in html and f"/test/{source.id}/" in html
+    html = client.get(f"/test/{replay.id}/compare").content.decode()
+    assert "identical" in html and f"/test/{source.id}" in html
     assert 'id="differences"' not in html
 
 
@@ -41,7 +41,7 @@ def test_it_flags_differences_and_escapes(client, workspace):
     (difference,) = data["differences"]
     assert difference["kind"] == "message" and difference["index"] == 1
     assert "Row 2 differs" in difference["message"] and "<b>other</b>" in difference["message"]
-    html = client.get(f"/test/{replay.id}/compare/").content.decode()
+    html = client.get(f"/test/{replay.id}/compare").content.decode()
     assert "&lt;b&gt;other&lt;/b&gt;" in html and "different" in html and "<b>other" not in html
     assert 'class="differs first-difference"' in html and 'href="#row-1"' in html
 
@@ -67,7 +67,7 @@ def test_a_replay_that_did_not_complete_is_never_identical(
     assert first["message"].startswith((f"The replay was {sentence}", f"The replay {sentence}"))
     if error:
         assert error in first["message"]
-    html = client.get(f"/test/{replay.id}/compare/").content.decode()
+    html = client.get(f"/test/{replay.id}/compare").content.decode()
     assert ">different</span>" in html and "identical" not in html.split('id="verdict"')[1][:80]
     if "<" in error:  # the error, like all model text, is escaped
         assert "&lt;call&gt;" in html and "<call>" not in html
@@ -95,33 +95,35 @@ def test_missing_turns_are_named(client, workspace):
     assert data["firstDifference"] == 2 and [r["replay"] for r in data["rows"][2:]] == [None, None]
 
 
-def test_a_replay_in_progress_is_pending_and_the_fragment_polls(client, workspace):
+def test_a_replay_in_progress_is_pending_and_the_page_follows_its_socket(client, workspace):
     _, replay = _pair(workspace, "same answer", status="running")
     data = client.get(f"/test/{replay.id}/compare.json").json()
     assert (data["verdict"], data["identical"]) == ("pending", False)
     assert data["differences"][0]["message"] == "The replay is still running."
-    html = client.get(f"/test/{replay.id}/compare/", HTTP_HX_REQUEST="true").content.decode()
+    html = client.get(f"/test/{replay.id}/compare", HTTP_HX_REQUEST="true").content.decode()
     assert html.lstrip().startswith('<div id="compare-result"')
-    assert 'hx-trigger="every 1s"' in html and "replay in progress" in html
+    assert "every 1s" not in html and "replay in progress" in html
+    page = client.get(f"/test/{replay.id}/compare").content.decode()
+    assert f'ws-connect="/ws/sessions/{replay.id}/" data-live-view="compare"' in page
     Run.objects.filter(session=replay).update(status="completed")
-    html = client.get(f"/test/{replay.id}/compare/", HTTP_HX_REQUEST="true").content.decode()
-    assert "hx-trigger" not in html and ">identical</span>" in html
+    html = client.get(f"/test/{replay.id}/compare", HTTP_HX_REQUEST="true").content.decode()
+    assert ">identical</span>" in html
 
 
 def test_it_renders_the_result_for_htmx(client, workspace):
     _, replay = _pair(workspace, "x")
-    html = client.get(f"/test/{replay.id}/compare/", HTTP_HX_REQUEST="true").content.decode()
+    html = client.get(f"/test/{replay.id}/compare", HTTP_HX_REQUEST="true").content.decode()
     assert html.lstrip().startswith('<div id="compare-result"')
     assert '<table class="sessions" id="compare-rows">' in html and "<html" not in html
 
 
 def test_it_404s_for_non_replays_and_bad_ids_and_405s_posts(client, workspace):
     source, replay = _pair(workspace, "x")
-    assert client.get(f"/test/{source.id}/compare/").status_code == 404
-    assert client.get("/test/session-0123456789abcdef01234567/compare/").status_code == 404
+    assert client.get(f"/test/{source.id}/compare").status_code == 404
+    assert client.get("/test/session-0123456789abcdef01234567/compare").status_code == 404
     assert client.get("/test/nope/compare.json").status_code == 404
     assert client.get("/test/nope/compare.json").json() == {"error": "no such session"}
-    assert client.post(f"/test/{replay.id}/compare/").status_code == 405
+    assert client.post(f"/test/{replay.id}/compare").status_code == 405
     assert client.post(f"/test/{replay.id}/compare.json").status_code == 405
     # a session with a source that is not a replay of it (a grading session) is no replay
     grading = Session.objects.create(
@@ -134,8 +136,8 @@ def test_it_404s_for_non_replays_and_bad_ids_and_405s_posts(client, workspace):
 
 def test_the_session_page_links_compare_only_for_replays(client, workspace):
     source, replay = _pair(workspace, "x")
-    assert 'id="compare-link"' in client.get(f"/test/{replay.id}/").content.decode()
-    assert 'id="compare-link"' not in client.get(f"/test/{source.id}/").content.decode()
+    assert 'id="compare-link"' in client.get(f"/test/{replay.id}").content.decode()
+    assert 'id="compare-link"' not in client.get(f"/test/{source.id}").content.decode()
 
 
 def _with_tool_result(session, payload, run_id):

@@ -290,3 +290,52 @@ def test_rows_only_fragments_are_the_raw_rows_without_live_pieces():
     full = fragments.event_fragments(rows)
     assert len(full) == 6  # the reply's block, its two deltas, and the three rows
     assert sum('id="live"' in p for p in full) == 1 and sum("&lt;d2&gt;" in p for p in full) == 2
+
+
+def _grade_run_of(session):
+    """A queued grade run of `session` in its own grading session (as the Grade tab makes)."""
+    from decks_app.models import Session
+
+    grading = Session.objects.create(
+        id=f"session-{'ab' * 12}",
+        workspace=session.workspace,
+        deck_path=session.deck_path,
+        origin="grade",
+        source=session,
+    )
+    return Run.objects.create(
+        session=grading, kind="grader", status="queued", message="support/graders/tone/PROMPT.md"
+    )
+
+
+async def test_a_live_page_gets_its_part_again_only_when_it_changed():
+    """The Grade run page (like Verify, compare and the Build assistant) follows its
+    session's socket: its hello names the view, the socket sends the part rendered server
+    side as an out-of-band swap, and again only once the run moved on."""
+    session, _ = await sync_to_async(_session_with_events)(1)
+    run = await sync_to_async(_grade_run_of)(session)
+    comm, connected, _ = await _connect(run.session_id)
+    assert connected
+    await comm.send_json_to({"view": "grade_run", "key": run.id})
+    html = await comm.receive_from(timeout=5)
+    assert html.startswith('\n  <div id="grade-result"') or '<div id="grade-result"' in html
+    assert 'hx-swap-oob="true"' in html and 'data-status="queued"' in html
+    await event_log.notify(run.session_id)  # nothing changed: nothing sent
+    assert await comm.receive_nothing(timeout=0.5)
+    await Run.objects.filter(pk=run.id).aupdate(status="failed", error="no <b>luck</b>")
+    await event_log.notify(run.session_id)
+    html = await comm.receive_from(timeout=5)
+    assert 'data-status="failed"' in html and "no &lt;b&gt;luck&lt;/b&gt;" in html
+    await comm.disconnect()
+
+
+async def test_a_live_page_never_gets_another_sessions_part():
+    session, _ = await sync_to_async(_session_with_events)(1)
+    run = await sync_to_async(_grade_run_of)(session)
+    comm, connected, _ = await _connect(session.id)  # the socket of the graded session
+    assert connected
+    await comm.send_json_to({"view": "grade_run", "key": run.id})  # a run of another session
+    assert await comm.receive_nothing(timeout=0.5)
+    await comm.send_json_to({"view": "no-such-view", "key": run.id})
+    assert await comm.receive_nothing(timeout=0.5)
+    await comm.disconnect()

@@ -175,7 +175,7 @@ def with_persona(ws):
 
 
 def test_the_scenario_deck_gets_a_form_from_its_own_schema(client, with_persona):
-    html = client.get("/test/").content.decode()
+    html = client.get("/test").content.decode()
     assert 'id="persona-context"' in html
     assert "<b>Asker</b> <code>form/scenarios/asker/PROMPT.md</code>" in html
     assert 'name="persona.orderId"' in html and "The order the customer asks about" in html

@@ -137,7 +137,7 @@ def test_an_imported_trace_counts_every_run_it_recorded(client, workspace):
     (row,) = client.get("/test.json").json()["sessions"]
     assert (row["tokens"], row["model"]) == (38, "openrouter/openai/gpt-4o")
     assert row["cost"] == pytest.approx(0.036)
-    html = client.get(f"/test/{session.id}/").content.decode()
+    html = client.get(f"/test/{session.id}").content.decode()
     assert "38 tokens · $0.03600" in html and "openrouter/openai/gpt-4o" in html
 
 
@@ -146,7 +146,7 @@ def test_an_import_without_model_results_names_no_model(client, workspace):
     session = _import(client, state=json.dumps(state))
     data = client.get(f"/test/{session.id}.json").json()
     assert (data["model"], data["tokens"], data["cost"]) == (None, 0, None)
-    assert ">no model answered</span>" in client.get(f"/test/{session.id}/").content.decode()
+    assert ">no model answered</span>" in client.get(f"/test/{session.id}").content.decode()
 
 
 CLI_GRADING = {
@@ -202,16 +202,16 @@ def test_imported_grading_runs_are_kept_shown_and_round_trip(client, workspace):
         "imported": True,
         "url": None,
     }
-    page = client.get(f"/test/{session.id}/").content.decode()
+    page = client.get(f"/test/{session.id}").content.decode()
     assert (
-        f'<a href="/grade/?session={session.id}" id="grades-link">1 grade (1 imported)</a>' in page
+        f'<a href="/grade?session={session.id}" id="grades-link">1 grade (1 imported)</a>' in page
     )
     tab = client.get(f"/grade.json?session={session.id}").json()
     assert tab["runs"] == [] and [g["id"] for g in tab["imported"]] == [CLI_GRADING["id"]]
-    html = client.get(f"/grade/?session={session.id}").content.decode()
+    html = client.get(f"/grade?session={session.id}").content.decode()
     assert 'id="imported-grades"' in html and "No grade runs for this session yet" not in html
     assert "Tone &lt;kind&gt;" in html and "polite &lt;enough&gt;" in html
-    fragment = client.get(f"/grade/?session={session.id}", HTTP_HX_REQUEST="true").content.decode()
+    fragment = client.get(f"/grade?session={session.id}", HTTP_HX_REQUEST="true").content.decode()
     assert (
         fragment.lstrip().startswith('<div id="grade-history">') and CLI_GRADING["id"] in fragment
     )

@@ -18,9 +18,9 @@ def test_it_rates_a_message_and_keeps_the_reason(client, workspace):
     client.post(url, {"score": "3"})
     fb = Feedback.objects.get()
     assert (fb.score, fb.reason) == (3, "clear <answer>")
-    page = client.get(f"/test/{s.id}/").content.decode()
+    page = client.get(f"/test/{s.id}").content.decode()
     assert 'aria-pressed="true"' in page and "clear &lt;answer&gt;" in page
-    listing = client.get("/test/?format=json").json()["sessions"][0]
+    listing = client.get("/test?format=json").json()["sessions"][0]
     assert (listing["ratings"], listing["averageRating"]) == (1, 3.0)
 
 

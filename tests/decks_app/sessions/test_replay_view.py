@@ -20,7 +20,7 @@ NO_RESULTS = (
 @pytest.mark.django_db
 def test_it_steps_through_the_events(client, workspace):
     s = _with_events(workspace)
-    data = client.get(f"/test/{s.id}/replay/?step=0&format=json").json()
+    data = client.get(f"/test/{s.id}/replay?step=0&format=json").json()
     assert (data["step"], data["total"], data["conversation"]) == (0, len(EVENTS), [])
     data = client.get(f"/test/{s.id}/replay.json?step=4").json()
     assert data["event"]["type"] == "model.result"
@@ -28,18 +28,18 @@ def test_it_steps_through_the_events(client, workspace):
     data = client.get(f"/test/{s.id}/replay.json").json()
     assert data["step"] == len(EVENTS)
     assert data["conversation"][-1] == {"kind": "assistant", "text": "done"}
-    html = client.get(f"/test/{s.id}/replay/?step=2", HTTP_HX_REQUEST="true").content.decode()
+    html = client.get(f"/test/{s.id}/replay?step=2", HTTP_HX_REQUEST="true").content.decode()
     assert html.lstrip().startswith('<div id="frame">') and "step 2 / 13" in html
-    assert client.get(f"/test/{s.id}/replay/?step=999&format=json").json()["step"] == len(EVENTS)
+    assert client.get(f"/test/{s.id}/replay?step=999&format=json").json()["step"] == len(EVENTS)
 
 
 @pytest.mark.django_db
 def test_rerun_is_offered_only_where_a_recording_can_answer(client, workspace):
     bare = chat_session(workspace)  # a conversation, but no trace
     recorded = _with_events(workspace)  # a trace with model results
-    for page in (f"/test/{bare.id}/", f"/test/{bare.id}/replay/"):
+    for page in (f"/test/{bare.id}", f"/test/{bare.id}/replay"):
         assert 'id="rerun"' not in client.get(page).content.decode(), page
-    for page in (f"/test/{recorded.id}/", f"/test/{recorded.id}/replay/"):
+    for page in (f"/test/{recorded.id}", f"/test/{recorded.id}/replay"):
         assert 'id="rerun"' in client.get(page).content.decode(), page
     assert client.get(f"/test/{bare.id}.json").json()["rerun"] == {
         "available": False,
@@ -55,13 +55,13 @@ def test_rerun_is_offered_only_where_a_recording_can_answer(client, workspace):
     )
     assert client.get(f"/test/{bare.id}/rerun.json").json()["reason"] == NO_RESULTS
     page = client.get(f"/test/{bare.id}/rerun").content.decode()
-    assert NO_RESULTS in page and 'id="rerun"' not in page and 'href="/grade/"' in page
+    assert NO_RESULTS in page and 'id="rerun"' not in page and 'href="/grade"' in page
     slot = client.get(f"/test/{recorded.id}/rerun", HTTP_HX_REQUEST="true").content.decode()
     assert slot.startswith(f'<span id="rerun-slot" data-src="/test/{recorded.id}/rerun">')
     assert 'id="rerun"' in slot and "csrfmiddlewaretoken" in slot and "<html" not in slot
     slot = client.get(f"/test/{bare.id}/rerun", HTTP_HX_REQUEST="true").content.decode()
     assert slot == f'<span id="rerun-slot" data-src="/test/{bare.id}/rerun"></span>'
-    assert "decks_app/rerun.js" in client.get(f"/test/{bare.id}/").content.decode()
+    assert "decks_app/rerun.js" in client.get(f"/test/{bare.id}").content.decode()
     # results recorded only inside an action are not the deck's own answers
     nested = chat_session(workspace)
     run = Run.objects.create(session=nested, status="completed")
@@ -84,7 +84,7 @@ def test_it_refuses_to_rerun_without_recorded_results(client, workspace):
     page = client.post(f"/test/{s.id}/rerun")  # a page with the navigation and a way back
     html = page.content.decode()
     assert page.status_code == 400 and NO_RESULTS in html
-    assert f'href="/test/{s.id}/"' in html and 'href="/grade/"' in html
+    assert f'href="/test/{s.id}"' in html and 'href="/grade"' in html
     fragment = client.post(f"/test/{s.id}/rerun", HTTP_HX_REQUEST="true").content.decode()
     assert fragment.lstrip().startswith('<div class="callout error" id="error"')
     assert "<html" not in fragment
@@ -199,7 +199,7 @@ async def test_it_reruns_a_session_offline_into_a_new_session(fake_server, monke
     listed = {s["id"]: s for s in (await client.get("/test.json")).json()["sessions"]}
     assert (listed[replay.id]["model"], listed[replay.id]["tokens"]) == ("offline-replay", 36)
     assert (listed[source.id]["model"], listed[source.id]["tokens"]) == ("openresponses/fake", 36)
-    page = (await client.get(f"/test/{replay.id}/")).content.decode()
+    page = (await client.get(f"/test/{replay.id}")).content.decode()
     assert "offline-replay (offline)" in page and "36 tokens" in page
 
     compared = (await client.get(f"/test/{replay.id}/compare.json")).json()
@@ -207,12 +207,12 @@ async def test_it_reruns_a_session_offline_into_a_new_session(fake_server, monke
     assert compared["verdict"] == "identical" and compared["differences"] == []
     kinds = [r["original"]["kind"] for r in compared["rows"]]
     assert [k for k in kinds if k in ("user", "assistant")] == ["user", "assistant"] * 2
-    html = (await client.get(f"/test/{replay.id}/compare/")).content.decode()
+    html = (await client.get(f"/test/{replay.id}/compare")).content.decode()
     assert ">identical</span>" in html and "second answer" in html
-    fragment = await client.get(f"/test/{replay.id}/compare/", headers={"HX-Request": "true"})
+    fragment = await client.get(f"/test/{replay.id}/compare", headers={"HX-Request": "true"})
     assert fragment.content.decode().lstrip().startswith('<div id="compare-result"')
-    assert (await client.get(f"/test/{source.id}/compare/")).status_code == 404
-    assert (await client.post(f"/test/{replay.id}/compare/")).status_code == 405
+    assert (await client.get(f"/test/{source.id}/compare")).status_code == 404
+    assert (await client.post(f"/test/{replay.id}/compare")).status_code == 405
 
     # A replay replays too: its turns are the ones its trace recorded.
     again = await _rerun(client, replay.id)
@@ -250,5 +250,5 @@ async def test_a_replay_that_runs_out_of_recorded_results_is_not_identical(
     assert status["kind"] == "status" and status["replay"] == "failed"
     assert status["message"].startswith("The replay failed: ")
     assert "recorded only 1 model call" in status["message"]
-    html = (await client.get(f"/test/{replay.id}/compare/")).content.decode()
+    html = (await client.get(f"/test/{replay.id}/compare")).content.decode()
     assert ">different</span>" in html and "The replay failed" in html

@@ -31,7 +31,7 @@ def test_the_test_tab_lists_the_root_decks_scenarios(client, workspace):
             "description": None,
         }
     ]
-    assert 'id="run-scenario"' in client.get("/test/").content.decode()
+    assert 'id="run-scenario"' in client.get("/test").content.decode()
 
 
 def test_one_run_is_a_live_session_of_its_own(client, workspace):
@@ -62,7 +62,7 @@ def test_several_runs_are_a_batch(client, workspace):
     response = client.post(
         "/test/scenario", {"scenario": SCENARIO, "maxTurns": "1", "runs": "3", "concurrency": "2"}
     )
-    assert response.status_code == 302 and "/grade/verify/" in response["Location"]
+    assert response.status_code == 302 and "/grade/verify" in response["Location"]
     batch_id = response["Location"].rstrip("/").split("/")[-1]
     assert _execute(batch_id) == "completed"
     batch = client.get(f"/grade/verify/{batch_id}.json").json()

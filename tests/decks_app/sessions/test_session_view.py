@@ -11,12 +11,12 @@ pytestmark = pytest.mark.django_db
 
 def test_it_shows_the_conversation_and_its_json_twin(client, workspace):
     s = chat_session(workspace, reply="**bold** reply", user="hi")
-    r = client.get(f"/test/{s.id}/")
+    r = client.get(f"/test/{s.id}")
     assert r.status_code == 200
     html = r.content.decode()
     assert "<strong>bold</strong> reply" in html
     assert f'ws-connect="/ws/sessions/{s.id}/"' in html
-    data = client.get(f"/test/{s.id}/?format=json").json()
+    data = client.get(f"/test/{s.id}?format=json").json()
     assert data == client.get(f"/test/{s.id}.json").json()
     assert [b["kind"] for b in data["conversation"]] == ["user", "assistant"]
     assert data["conversation"][1]["messageRefId"] == "msg-000000000000000000000003"
@@ -27,7 +27,7 @@ def test_it_escapes_model_and_user_text(client, workspace):
     s = chat_session(
         workspace, reply="<script>alert('x')</script><img src=x onerror=alert(1)>", user="<b>u</b>"
     )
-    html = client.get(f"/test/{s.id}/").content.decode()
+    html = client.get(f"/test/{s.id}").content.decode()
     assert "<script>alert" not in html
     assert "&lt;script&gt;alert" in html
     assert "<img src=x" not in html
@@ -35,17 +35,17 @@ def test_it_escapes_model_and_user_text(client, workspace):
 
 
 def test_it_gives_404_for_unknown_and_malformed_ids(client, workspace, django_assert_num_queries):
-    assert client.get("/test/session-0123456789abcdef01234567/").status_code == 404
+    assert client.get("/test/session-0123456789abcdef01234567").status_code == 404
     with django_assert_num_queries(0):
-        assert client.get("/test/../etc/").status_code == 404
-        assert client.get("/test/session-XYZ/").status_code == 404
+        assert client.get("/test/../etc").status_code == 404
+        assert client.get("/test/session-XYZ").status_code == 404
         assert client.get("/test/run-0123456789abcdef01234567.json").status_code == 404
         assert client.post("/test/bad/send", {"message": "x"}).status_code == 404
 
 
 def test_it_renders_the_conversation_fragment_for_htmx(client, workspace):
     s = chat_session(workspace)
-    html = client.get(f"/test/{s.id}/", HTTP_HX_REQUEST="true").content.decode()
+    html = client.get(f"/test/{s.id}", HTTP_HX_REQUEST="true").content.decode()
     assert html.lstrip().startswith('<div id="conversation"')
     assert "<html" not in html
 
@@ -103,7 +103,7 @@ def test_it_saves_notes_and_the_conversation_score(client, workspace):
     client.post(f"/test/{s.id}/notes", {"score": ""})
     s.refresh_from_db()
     assert s.conversation_score is None
-    listing = client.get("/test/?format=json").json()["sessions"][0]
+    listing = client.get("/test?format=json").json()["sessions"][0]
     assert listing["id"] == s.id
 
 
@@ -133,7 +133,7 @@ def test_it_shows_live_events_of_the_active_run(client, workspace):
     ]
     for i, p in enumerate(payloads, 1):
         TraceEvent.objects.create(run=run, session=s, seq=i, type=p["type"], payload=p, ts=0)
-    html = client.get(f"/test/{s.id}/").content.decode()
+    html = client.get(f"/test/{s.id}").content.decode()
     assert "Hello&lt;x&gt;" in html and "q&lt;i&gt;" in html
     data = client.get(f"/test/{s.id}.json").json()
     assert data["activeRunId"] == run.id
@@ -153,7 +153,7 @@ def test_a_run_without_reply_text_yet_is_thinking_and_a_finished_one_has_no_indi
     assert data["activity"]["phase"] == "thinking" and data["activity"]["elapsedSeconds"] >= 3
     Run.objects.filter(pk=run.pk).update(status="completed")
     assert client.get(f"/test/{s.id}.json").json()["activity"] is None
-    assert 'id="activity"' not in client.get(f"/test/{s.id}/").content.decode()
+    assert 'id="activity"' not in client.get(f"/test/{s.id}").content.decode()
 
 
 def _add_events(session, payloads, status="completed"):
@@ -172,10 +172,10 @@ def test_it_lists_the_raw_events_under_the_trace_escaped(client, workspace):
             {"type": "log", "message": "<script>alert('e')</script>"},
         ],
     )
-    html = client.get(f"/test/{s.id}/").content.decode()
+    html = client.get(f"/test/{s.id}").content.decode()
     assert 'id="raw-events-panel"' in html and 'id="raw-events"' in html
     assert f'hx-get="/test/{s.id}/events/recent" hx-trigger="toggle once"' in html
-    assert f'href="/test/{s.id}/trace/"' in html
+    assert f'href="/test/{s.id}/trace"' in html
     assert "<b>log</b>" not in html  # the rows load when the panel opens
     panel = client.get(f"/test/{s.id}/events/recent", HTTP_HX_REQUEST="true").content.decode()
     assert panel.startswith('<ol class="events" id="raw-events"')
@@ -231,7 +231,7 @@ def test_a_session_is_deleted_only_with_its_id_as_confirmation(client, workspace
 
 
 def test_errors_are_pages_with_the_navigation(client, workspace):
-    page = client.get("/test/session-000000000000000000000000/")
+    page = client.get("/test/session-000000000000000000000000")
     assert page.status_code == 404
     html = page.content.decode()
     assert "<nav" in html and "Not found" in html and "← Back" in html
@@ -240,7 +240,7 @@ def test_errors_are_pages_with_the_navigation(client, workspace):
 
 
 def test_a_search_with_no_match_says_so(client, workspace):
-    html = client.get("/test/?q=zzz-nothing").content.decode()
+    html = client.get("/test?q=zzz-nothing").content.decode()
     assert "No session matches these filters." in html
 
 
@@ -290,7 +290,7 @@ def test_tool_calls_and_reasoning_fold_into_one_activity_block_per_turn(client, 
     # the flat conversation stays as it was for readers of the twin
     assert [b["kind"] for b in data["conversation"]][:3] == ["context", "user", "tool_call"]
 
-    html = client.get(f"/test/{s.id}/").content.decode()
+    html = client.get(f"/test/{s.id}").content.decode()
     assert html.count('<details class="activity"') == 2
     assert "1 tool call (order_status) · 1 reasoning" in html and "+1 internal" in html
     # internal calls sit in their own closed block, results are escaped
@@ -311,7 +311,7 @@ def test_a_long_conversation_shows_its_newest_blocks_and_loads_the_rest(
     ]  # fmt: skip
     s.state_version = 1
     s.save()
-    html = client.get(f"/test/{s.id}/").content.decode()
+    html = client.get(f"/test/{s.id}").content.decode()
     assert "user 3 &lt;x&gt;" in html and "user 2 &lt;x&gt;" not in html
     assert (
         f'hx-get="/test/{s.id}/conversation?before=6"' in html and "Show earlier (6 more)" in html
@@ -347,6 +347,6 @@ def test_the_trace_panel_shows_the_newest_runs_and_points_at_the_rest(
     data = client.get(f"/test/{s.id}.json").json()
     assert [n["label"] for n in data["trace"]] == ["run-1", "run-2"]
     assert data["traceOmittedRuns"] == 1
-    html = client.get(f"/test/{s.id}/").content.decode()
-    assert "1 earlier run: " in html and f'href="/test/{s.id}/trace/">on the trace page' in html
+    html = client.get(f"/test/{s.id}").content.decode()
+    assert "1 earlier run: " in html and f'href="/test/{s.id}/trace">on the trace page' in html
     assert len(client.get(f"/test/{s.id}/trace.json").json()["tree"]) == 3

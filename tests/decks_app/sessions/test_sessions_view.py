@@ -11,11 +11,11 @@ pytestmark = pytest.mark.django_db
 def test_it_lists_sessions_newest_first(client, workspace):
     a = chat_session(workspace)
     b = chat_session(workspace)
-    r = client.get("/test/")
+    r = client.get("/test")
     assert r.status_code == 200
     html = r.content.decode()
     assert html.index(b.id) < html.index(a.id)
-    data = client.get("/test/?format=json").json()
+    data = client.get("/test?format=json").json()
     assert [s["id"] for s in data["sessions"]] == [b.id, a.id]
     assert client.get("/test.json").json()["sessions"] == data["sessions"]
     assert {d["path"] for d in data["decks"]} >= {"hello/deck.py", "support/PROMPT.md"}
@@ -26,18 +26,18 @@ def test_it_filters_by_status_and_deck(client, workspace):
     s = chat_session(workspace)
     Run.objects.create(session=s, status="failed", model="offline/echo")
     other = chat_session(workspace)
-    data = client.get("/test/?format=json&status=failed").json()
+    data = client.get("/test?format=json&status=failed").json()
     assert [x["id"] for x in data["sessions"]] == [s.id]
     assert data["sessions"][0]["status"] == "failed"
-    data = client.get("/test/?format=json&deck=hello/deck.py").json()
+    data = client.get("/test?format=json&deck=hello/deck.py").json()
     assert data["sessions"] == []
-    data = client.get(f"/test/?format=json&q={other.id[-6:]}").json()
+    data = client.get(f"/test?format=json&q={other.id[-6:]}").json()
     assert [x["id"] for x in data["sessions"]] == [other.id]
 
 
 def test_it_renders_only_the_table_for_htmx(client, workspace):
     chat_session(workspace)
-    r = client.get("/test/", HTTP_HX_REQUEST="true")
+    r = client.get("/test", HTTP_HX_REQUEST="true")
     html = r.content.decode()
     assert html.lstrip().startswith('<table id="sessions-table"')
     assert "<html" not in html
@@ -49,7 +49,7 @@ def test_it_creates_a_session_and_redirects(client, workspace):
     )
     assert r.status_code == 302
     session = Session.objects.get()
-    assert r["Location"] == f"/test/{session.id}/"
+    assert r["Location"] == f"/test/{session.id}"
     assert session.context == {"customerName": "Ada", "tier": "standard"}  # validated, defaults in
     assert not session.runs.exists()  # startMode user: waits for the user
 
@@ -99,7 +99,7 @@ def test_a_folder_linking_outside_the_workspace_is_skipped_with_a_warning(tmp_pa
     shutil.copytree(Path(__file__).resolve().parents[3] / "examples" / "hello", outside)
     (root / "linked").symlink_to(outside, target_is_directory=True)
     with override_settings(GAMBIT_WORKSPACE=str(root)), caplog.at_level("WARNING"):
-        for url in ("/test/", "/test.json", "/build/", "/grade/"):
+        for url in ("/test", "/test.json", "/build", "/grade"):
             assert client.get(url).status_code == 200, url
         listed = [d["path"] for d in client.get("/build.json").json()["decks"]]
         assert listed == ["support/PROMPT.md"]

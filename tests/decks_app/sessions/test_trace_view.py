@@ -95,24 +95,24 @@ def _with_events(workspace):
 
 def test_it_shows_the_tree_and_raw_events(client, workspace):
     s = _with_events(workspace)
-    html = client.get(f"/test/{s.id}/trace/").content.decode()
+    html = client.get(f"/test/{s.id}/trace").content.decode()
     assert "child/PROMPT.md" in html and "&lt;x&gt;" in html and "<x>" not in html
     data = client.get(f"/test/{s.id}/trace.json").json()
-    assert data == client.get(f"/test/{s.id}/trace/?format=json").json()
+    assert data == client.get(f"/test/{s.id}/trace?format=json").json()
     assert data["count"] == len(EVENTS) and data["events"][0]["type"] == "run.start"
     assert data["tree"][0]["children"][0]["kind"] == "deck"
 
 
 def test_it_renders_the_event_list_for_htmx(client, workspace):
     s = _with_events(workspace)
-    html = client.get(f"/test/{s.id}/trace/", HTTP_HX_REQUEST="true").content.decode()
+    html = client.get(f"/test/{s.id}/trace", HTTP_HX_REQUEST="true").content.decode()
     assert html.lstrip().startswith('<ol class="events" id="events">')
 
 
 def test_it_404s_and_405s(client, workspace):
-    assert client.get("/test/session-0123456789abcdef01234567/trace/").status_code == 404
+    assert client.get("/test/session-0123456789abcdef01234567/trace").status_code == 404
     s = chat_session(workspace)
-    assert client.post(f"/test/{s.id}/trace/").status_code == 405
+    assert client.post(f"/test/{s.id}/trace").status_code == 405
 
 
 SENT = {
@@ -195,33 +195,33 @@ def _call_session(workspace):
 
 def test_the_trace_page_renders_the_call_summary_and_loads_the_rest(client, workspace):
     s, call = _call_session(workspace)
-    html = client.get(f"/test/{s.id}/trace/").content.decode()
+    html = client.get(f"/test/{s.id}/trace").content.decode()
     assert "Sent · 2 items, 1 tools · responses · streamed · openai-api" in html
-    assert f'hx-get="/test/{s.id}/trace/calls/{call}/" hx-trigger="toggle once"' in html
+    assert f'hx-get="/test/{s.id}/trace/calls/{call}" hx-trigger="toggle once"' in html
     assert "&quot;max_output_tokens&quot;: 300" in html
     assert "Be &lt;brief&gt;" not in html  # not sent with the page
     # input, cached, output, reasoning, latency, cost
     assert "<td>120</td><td>100</td><td>30</td><td>12</td><td>812 ms</td><td>$0.000420</td>" in html
-    fragment = client.get(f"/test/{s.id}/trace/calls/{call}/", HTTP_HX_REQUEST="true")
+    fragment = client.get(f"/test/{s.id}/trace/calls/{call}", HTTP_HX_REQUEST="true")
     text = fragment.content.decode()
     assert "<html" not in text and "Be &lt;brief&gt;." in text and "<brief>" not in text
     assert "<code>lookup</code>" in text and "Where is A1?" in text
     data = client.get(f"/test/{s.id}/trace/calls/{call}.json").json()
     assert data["instructions"] == "Be <brief>." and data["model"] == "openai-api/gpt-x"
     assert data["params"] == {"temperature": 0.2, "max_output_tokens": 300}
-    page = client.get(f"/test/{s.id}/trace/calls/{call}/").content.decode()
+    page = client.get(f"/test/{s.id}/trace/calls/{call}").content.decode()
     assert "Back to the trace" in page
 
 
 def test_the_call_detail_404s_and_405s(client, workspace):
     s, call = _call_session(workspace)
     other = chat_session(workspace)
-    assert client.get(f"/test/{other.id}/trace/calls/{call}/").status_code == 404
-    assert client.get(f"/test/{s.id}/trace/calls/{call + 1}/").status_code == 404  # model.result
+    assert client.get(f"/test/{other.id}/trace/calls/{call}").status_code == 404
+    assert client.get(f"/test/{s.id}/trace/calls/{call + 1}").status_code == 404  # model.result
     assert (
-        client.get(f"/test/session-0123456789abcdef01234567/trace/calls/{call}/").status_code == 404
+        client.get(f"/test/session-0123456789abcdef01234567/trace/calls/{call}").status_code == 404
     )
-    assert client.post(f"/test/{s.id}/trace/calls/{call}/").status_code == 405
+    assert client.post(f"/test/{s.id}/trace/calls/{call}").status_code == 405
 
 
 def test_the_tree_reads_calls_without_their_conversation(workspace):
@@ -290,21 +290,21 @@ def test_the_trace_page_folds_older_runs_and_loads_each_when_opened(client, work
             )
             if seq == 1:
                 starts.append(event.id)
-    html = client.get(f"/test/{s.id}/trace/").content.decode()
+    html = client.get(f"/test/{s.id}/trace").content.decode()
     # the two older runs are folded: their heads only, the body loads on toggle
     for start in starts[:2]:
-        assert f'hx-get="/test/{s.id}/trace/runs/{start}/" hx-trigger="toggle once"' in html
+        assert f'hx-get="/test/{s.id}/trace/runs/{start}" hx-trigger="toggle once"' in html
     tree = html.split('<section class="panel side">')[0]
     # only the newest run's tree is in the page
     assert f'id="tn-{starts[2]}-children"' in tree
     assert (
         f'id="tn-{starts[0]}-children"' not in tree and f'id="tn-{starts[1]}-children"' not in tree
     )
-    body = client.get(f"/test/{s.id}/trace/runs/{starts[0]}/", HTTP_HX_REQUEST="true").content
+    body = client.get(f"/test/{s.id}/trace/runs/{starts[0]}", HTTP_HX_REQUEST="true").content
     assert b"child/PROMPT.md" in body and b"<html" not in body
     assert f'id="tn-{starts[0]}-children"'.encode() in body
     data = client.get(f"/test/{s.id}/trace/runs/{starts[1]}.json").json()
     assert data["label"] == "run-1" and data["children"][0]["kind"] == "deck"
-    assert b"Back to the trace" in client.get(f"/test/{s.id}/trace/runs/{starts[0]}/").content
-    assert client.get(f"/test/{s.id}/trace/runs/{starts[0] + 1}/").status_code == 404
-    assert client.post(f"/test/{s.id}/trace/runs/{starts[0]}/").status_code == 405
+    assert b"Back to the trace" in client.get(f"/test/{s.id}/trace/runs/{starts[0]}").content
+    assert client.get(f"/test/{s.id}/trace/runs/{starts[0] + 1}").status_code == 404
+    assert client.post(f"/test/{s.id}/trace/runs/{starts[0]}").status_code == 405
