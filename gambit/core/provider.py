@@ -22,6 +22,9 @@ What is here:
   (`MessageItem`, `FunctionCallItem`, `FunctionCallOutputItem`, `UnknownItem` for reasoning
   and `ns:type` extension items), content parts and the streaming events, with helpers to
   build and convert them (`message_item`, `item_from_dict`, `event_to_dict`, ...).
+- **The stream encoder.** `ResponseEventEncoder` builds the events of one streamed response
+  (sequence numbers, items and content parts opened and closed, the terminal event): a
+  provider that streams says what happens and sends the events it gets back.
 - **Chat mode.** `ChatMessage` and its tool calls, `messages_to_items` /
   `items_to_messages`, `chat_request` (a chat call as a Responses request) and
   `chat_result_from_response` (a response as a chat result).
@@ -101,6 +104,7 @@ from ._provider import (
     chat_request,
     chat_result_from_response,
 )
+from ._response_events import TERMINAL_EVENTS, ResponseEventEncoder
 from ._state import SavedState, state_from_dict
 from ._trace import ModelCallEvent, ModelResultEvent, read_trace, trace_event_from_dict
 
@@ -161,7 +165,9 @@ __all__ = [
     "ResponseCompletedEvent",
     "ResponseCreatedEvent",
     "ResponseEvent",
+    "ResponseEventEncoder",
     "ResponseFailedEvent",
+    "TERMINAL_EVENTS",
     "UnknownResponseEvent",
     "event_from_dict",
     "event_to_dict",

@@ -44,16 +44,10 @@ from gambit.core.provider import (
     FunctionCallItem,
     FunctionCallOutputItem,
     MessageItem,
-    OutputItemAddedEvent,
-    OutputItemDoneEvent,
     OutputTextContent,
-    OutputTextDeltaEvent,
-    OutputTextDoneEvent,
     ProviderResponse,
-    ResponseCompletedEvent,
-    ResponseCreatedEvent,
     ResponseError,
-    ResponseFailedEvent,
+    ResponseEventEncoder,
     ResponseToolDefinition,
     ResponseUsage,
     SavedState,
@@ -61,9 +55,7 @@ from gambit.core.provider import (
     StreamTextCallback,
     chat_request,
     chat_result_from_response,
-    item_from_dict,
     item_text,
-    message_item,
     new_id,
 )
 
@@ -162,17 +154,10 @@ async def _call(callback: Callable[[Any], Any], value: Any) -> None:
         await result
 
 
-def _numbered(emit: Callable[[Any], Any]) -> Callable[[Any], Awaitable[None]]:
-    """A sender that numbers a stream's events 1, 2, ... and hands each on as a dict."""
-    seq = 0
-
-    async def send(event: Any) -> None:
-        nonlocal seq
-        seq += 1
-        event.sequence_number = seq
-        await _call(emit, event.to_dict())
-
-    return send
+async def _send(emit: Callable[[Any], Any], events: list[dict[str, Any]]) -> None:
+    """Hand a stream's events (numbered by their encoder) to the callback, in order."""
+    for event in events:
+        await _call(emit, event)
 
 
 def _coerce_request(request: Any) -> CreateResponseRequest:
@@ -325,8 +310,7 @@ class OfflineBase:
         response: CreateResponseResponse,
         emit: StreamEventCallback,
     ) -> None:
-        send = _numbered(emit)
-
+        encoder = ResponseEventEncoder(full=False)
         created = CreateResponseResponse(
             id=response.id,
             model=response.model,
@@ -334,41 +318,29 @@ class OfflineBase:
             status="in_progress",
             output=[],
         )
-        await send(ResponseCreatedEvent(response=created))
+        await _send(emit, encoder.created(created.to_dict()))
         for index, item in enumerate(plan.output):
-            if isinstance(item, MessageItem):
-                shell = item.to_dict()
-                shell["content"] = []
-                shell["status"] = "in_progress"
-                await send(OutputItemAddedEvent(output_index=index, item=item_from_dict(shell)))
-                for part_index, part in enumerate(item.content):
-                    if not isinstance(part, OutputTextContent):
-                        continue
-                    chunks = plan.chunks.get((index, part_index), [part.text])
-                    for chunk in chunks:
-                        if not chunk:
-                            continue
+            if not isinstance(item, MessageItem):
+                await _send(emit, encoder.item(item.to_dict()))
+                continue
+            final = item.to_dict()
+            _, opened = encoder.open_message(final)
+            await _send(emit, opened)
+            last_text = ""
+            for part_index, part in enumerate(item.content):
+                if not isinstance(part, OutputTextContent):
+                    continue
+                if part_index:
+                    await _send(emit, encoder.start_part(index, part_index))
+                for chunk in plan.chunks.get((index, part_index), [part.text]):
+                    if chunk:
                         await self._pause(plan.delay)
-                        await send(
-                            OutputTextDeltaEvent(
-                                output_index=index,
-                                content_index=part_index,
-                                item_id=item.id,
-                                delta=chunk,
-                            )
+                        await _send(
+                            emit, encoder.text_delta(index, chunk, content_index=part_index)
                         )
-                    await send(
-                        OutputTextDoneEvent(
-                            output_index=index,
-                            content_index=part_index,
-                            item_id=item.id,
-                            text=part.text,
-                        )
-                    )
-            else:
-                await send(OutputItemAddedEvent(output_index=index, item=item))
-            await send(OutputItemDoneEvent(output_index=index, item=item))
-        await send(ResponseCompletedEvent(response=response))
+                last_text = part.text
+            await _send(emit, encoder.close(index, text=last_text, item=final))
+        await _send(emit, [encoder.terminal(response.to_dict())])
 
     async def _stream_failure(
         self,
@@ -377,33 +349,19 @@ class OfflineBase:
         response_id: str,
         emit: StreamEventCallback,
     ) -> None:
-        send = _numbered(emit)
-
+        encoder = ResponseEventEncoder(full=False)
         created = int(time.time())
-        await send(
-            ResponseCreatedEvent(
-                response=CreateResponseResponse(
-                    id=response_id, model=request.model, created=created, status="in_progress"
-                )
-            )
+        started = CreateResponseResponse(
+            id=response_id, model=request.model, created=created, status="in_progress"
         )
-        shell = message_item("assistant", "").to_dict()
-        shell["content"] = []
-        shell["status"] = "in_progress"
-        await send(OutputItemAddedEvent(output_index=0, item=item_from_dict(shell)))
+        await _send(emit, encoder.created(started.to_dict()))
+        index, opened = encoder.open_message()
+        await _send(emit, opened)
         for chunk in fail.after_deltas or []:
             await self._pause(self.chunk_delay)
-            await send(OutputTextDeltaEvent(output_index=0, content_index=0, delta=chunk))
+            await _send(emit, encoder.text_delta(index, chunk))
         error = ResponseError(code=fail.code, message=fail.message)
-        await send(
-            ResponseFailedEvent(
-                error=error,
-                response=CreateResponseResponse(
-                    id=response_id,
-                    model=request.model,
-                    created=created,
-                    status="failed",
-                    error=error,
-                ),
-            )
+        failed = CreateResponseResponse(
+            id=response_id, model=request.model, created=created, status="failed", error=error
         )
+        await _send(emit, [encoder.terminal(failed.to_dict(), error=error.to_dict())])
