@@ -25,8 +25,9 @@ from django.views.decorators.csrf import csrf_exempt
 from decks_app.workspaces.served import current_workspace
 from endpoint import keys as api_keys
 from endpoint import store as response_store
-from endpoint.call import ResponseCall, list_models, served_workspace
+from endpoint.call import ResponseCall
 from endpoint.models import ApiKey
+from endpoint.routing import list_models, served_workspace
 from endpoint.schemas import ApiError, parse_body
 
 MAX_BODY = 10 * 1024 * 1024
