@@ -11,6 +11,8 @@ What is here:
 - **The contract.** `ModelProvider` (`name`, `offline`, async `responses(request, *, state,
   deck_path, on_stream_event) -> ProviderResponse`) and the optional chat-mode
   `ChatProvider` (`chat(...) -> ChatResult`); `ModelResolver` / `ResolvedModel` for routers.
+  `BaseProvider` / `BaseChatProvider` own that surface: a subclass implements one method,
+  `execute(call: ProviderCall) -> ProviderResponse`.
   The stream callbacks are `StreamEventCallback` (one Open Responses event dict at a time)
   and `StreamTextCallback` (chat mode: one text delta at a time).
 - **Errors.** `ProviderError` (every failed call; `status`, `code`, `param`, `retryable`,
@@ -90,11 +92,14 @@ from ._openresponses import (
     output_text,
 )
 from ._provider import (
+    BaseChatProvider,
+    BaseProvider,
     ChatProvider,
     ChatResult,
     ModelNotAvailableError,
     ModelProvider,
     ModelResolver,
+    ProviderCall,
     ProviderError,
     ProviderResponse,
     ResolvedModel,
@@ -103,6 +108,7 @@ from ._provider import (
     ToolCallRequest,
     chat_request,
     chat_result_from_response,
+    text_forwarder,
 )
 from ._response_events import TERMINAL_EVENTS, ResponseEventEncoder
 from ._state import SavedState, state_from_dict
@@ -110,9 +116,12 @@ from ._trace import ModelCallEvent, ModelResultEvent, read_trace, trace_event_fr
 
 __all__ = [
     # the contract
+    "BaseChatProvider",
+    "BaseProvider",
     "ChatProvider",
     "ModelProvider",
     "ModelResolver",
+    "ProviderCall",
     "ResolvedModel",
     "StreamEventCallback",
     "StreamTextCallback",
@@ -179,6 +188,7 @@ __all__ = [
     "chat_result_from_response",
     "items_to_messages",
     "messages_to_items",
+    "text_forwarder",
     # state, traces, ids
     "ModelCallEvent",
     "ModelResultEvent",

@@ -37,26 +37,23 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
 from gambit.core.provider import (
-    ChatMessage,
-    ChatResult,
+    BaseChatProvider,
     CreateResponseRequest,
     CreateResponseResponse,
     FunctionCallItem,
     FunctionCallOutputItem,
     MessageItem,
     OutputTextContent,
+    ProviderCall,
     ProviderResponse,
     ResponseError,
     ResponseEventEncoder,
-    ResponseToolDefinition,
     ResponseUsage,
     SavedState,
     StreamEventCallback,
-    StreamTextCallback,
-    chat_request,
-    chat_result_from_response,
     item_text,
     new_id,
+    text_forwarder,
 )
 
 if TYPE_CHECKING:
@@ -171,7 +168,7 @@ def deck_label(deck_path: str | None) -> str:
     return deck_path if deck_path is not None else "<none>"
 
 
-class OfflineBase:
+class OfflineBase(BaseChatProvider):
     """Shared machinery: recording, streaming, aggregation, chat mode (see the module doc).
 
     `chunk_delay` is the default pause before each streamed delta; `sleep` is how the pause
@@ -206,80 +203,35 @@ class OfflineBase:
     ) -> Plan | Fail:
         raise NotImplementedError
 
-    # -- ModelProvider
+    # -- ModelProvider, ChatProvider (through BaseChatProvider)
 
-    async def responses(
-        self,
-        request: CreateResponseRequest,
-        *,
-        state: SavedState | None = None,
-        deck_path: str | None = None,
-        on_stream_event: StreamEventCallback | None = None,
-    ) -> ProviderResponse:
-        request = _coerce_request(request)
+    async def execute(self, call: ProviderCall) -> ProviderResponse:
+        """Resolve the reply and stream it: the caller's callback means "stream"
+        (`request.stream` is not consulted), its events in responses mode, its text deltas in
+        chat mode."""
+        request = _coerce_request(call.request)
+        emit: StreamEventCallback | None = call.on_stream_event
+        if call.mode == "chat":
+            emit = text_forwarder(call.on_stream_text) if call.on_stream_text else None
         self.records.append(
             RecordedRequest(
                 request=request,
-                state=state,
-                deck_path=deck_path,
-                mode="responses",
-                streamed=on_stream_event is not None,
+                state=call.state,
+                deck_path=call.deck_path,
+                mode=call.mode,
+                streamed=emit is not None,
             )
         )
-        outcome = await self._resolve(request, state=state, deck_path=deck_path)
+        outcome = await self._resolve(request, state=call.state, deck_path=call.deck_path)
         response_id = new_id("resp")
         if not isinstance(outcome, Plan):
-            if on_stream_event is not None and outcome.after_deltas is not None:
-                await self._stream_failure(outcome, request, response_id, on_stream_event)
+            if emit is not None and outcome.after_deltas is not None:
+                await self._stream_failure(outcome, request, response_id, emit)
             raise outcome.error(self.name)
         response = self._aggregate(outcome, request, response_id)
-        if on_stream_event is not None:
-            await self._stream(outcome, request, response, on_stream_event)
+        if emit is not None:
+            await self._stream(outcome, request, response, emit)
         return ProviderResponse(response=response)
-
-    async def chat(
-        self,
-        *,
-        model: str,
-        messages: list[ChatMessage],
-        tools: list[ResponseToolDefinition] | None = None,
-        stream: bool = False,
-        state: SavedState | None = None,
-        deck_path: str | None = None,
-        on_stream_text: StreamTextCallback | None = None,
-        params: dict[str, Any] | None = None,
-    ) -> ChatResult:
-        """Chat mode: the same replies, returned as an assistant `ChatMessage`."""
-        request = chat_request(
-            model=model, messages=messages, tools=tools, stream=stream, params=params
-        )
-        self.records.append(
-            RecordedRequest(
-                request=request,
-                state=state,
-                deck_path=deck_path,
-                mode="chat",
-                streamed=on_stream_text is not None,
-            )
-        )
-        outcome = await self._resolve(request, state=state, deck_path=deck_path)
-        if not isinstance(outcome, Plan):
-            if on_stream_text is not None:
-                for chunk in outcome.after_deltas or []:
-                    await self._pause(self.chunk_delay)
-                    await _call(on_stream_text, chunk)
-            raise outcome.error(self.name)
-        if on_stream_text is not None:
-            for index, item in enumerate(outcome.output):
-                if not (isinstance(item, MessageItem) and item.role == "assistant"):
-                    continue
-                for part_index, part in enumerate(item.content):
-                    if isinstance(part, OutputTextContent):
-                        for chunk in outcome.chunks.get((index, part_index), [part.text]):
-                            if chunk:
-                                await self._pause(outcome.delay)
-                                await _call(on_stream_text, chunk)
-        return chat_result_from_response(self._aggregate(outcome, request, new_id("resp")))
 
     # -- rendering
 
