@@ -30,11 +30,10 @@ from __future__ import annotations
 
 import asyncio
 import inspect
-import re
 import time
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 from gambit.core.provider import (
     BaseChatProvider,
@@ -56,8 +55,7 @@ from gambit.core.provider import (
     text_forwarder,
 )
 
-if TYPE_CHECKING:
-    from .scripted import Fail
+from .replies import Fail
 
 __all__ = [
     "OfflineBase",
@@ -66,27 +64,10 @@ __all__ = [
     "Sleep",
     "deck_label",
     "last_user_text",
-    "word_chunks",
 ]
 
 Sleep = Callable[[float], Awaitable[None]]
 """How a provider pauses between streamed deltas (`asyncio.sleep` by default)."""
-
-
-def word_chunks(text: str) -> list[str]:
-    """Split text into word-sized chunks (each word with the whitespace after it).
-
-    `"".join(word_chunks(text)) == text` always holds; empty text gives `[]`.
-    """
-    if not text:
-        return []
-    chunks = re.findall(r"\S+\s*", text)
-    leading = text[: len(text) - len(text.lstrip())]
-    if not chunks:
-        return [text]
-    if leading:
-        chunks[0] = leading + chunks[0]
-    return chunks
 
 
 @dataclass
