@@ -203,7 +203,7 @@ async def _sse(call: ResponseCall) -> AsyncIterator[bytes]:
 
 @csrf_exempt
 async def chat_completions(request: HttpRequest) -> HttpResponseBase:
-    """Legacy (seed 003): off unless enabled; see decks_app/api/chat_completions.py."""
+    """Legacy: off unless enabled; see endpoint/chat_completions.py (docs/endpoint.md)."""
     if not getattr(settings, "GAMBIT_CHAT_COMPLETIONS", False):
         return error(
             ApiError(

@@ -159,8 +159,8 @@ class HttpProvider(BaseChatProvider):
     # ------------------------------------------------------------------ protocol
 
     async def execute(self, call: ProviderCall) -> ProviderResponse:
-        """A Responses call (chat mode too: the messages go through it, seed 000 mapping
-        rules)."""
+        """A Responses call (chat mode too: the messages go through it, docs/providers.md
+        "What every adapter does")."""
         self._check_configured()
         request = call.request
         model = self.provider_model(request.model)
