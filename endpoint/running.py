@@ -151,9 +151,11 @@ class Runner:
             waiter = asyncio.create_task(paused.wait())
             try:
                 done, _ = await asyncio.wait({task, waiter}, return_when=asyncio.FIRST_COMPLETED)
-            except asyncio.CancelledError:
-                task.cancel()
+            except asyncio.CancelledError:  # the client left: the run stops with the call
                 waiter.cancel()
+                task.cancel()
+                with contextlib.suppress(BaseException):
+                    await task
                 raise
             if task not in done:  # a client tool was called: stop the run, keep its state
                 task.cancel()
