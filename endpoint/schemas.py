@@ -240,3 +240,13 @@ def _parts(item: Any) -> list[ContentPart]:
     if isinstance(item, FunctionCallOutputParam) and isinstance(item.output, list):
         return item.output
     return []
+
+
+def last_user_text(items: list[Item]) -> str | None:
+    """The text of the request's last user message, unless a tool's output follows it."""
+    for item in reversed(items):
+        if isinstance(item, MessageParam) and item.role == "user":
+            return item.text()
+        if isinstance(item, FunctionCallOutputParam):
+            return None
+    return None

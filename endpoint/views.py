@@ -25,8 +25,9 @@ from django.views.decorators.csrf import csrf_exempt
 from decks_app.workspaces.served import current_workspace
 from endpoint import keys as api_keys
 from endpoint import store as response_store
-from endpoint.call import ResponseCall, list_models, served_workspace
+from endpoint.call import ResponseCall
 from endpoint.models import ApiKey
+from endpoint.routing import list_models, served_workspace
 from endpoint.schemas import ApiError, parse_body
 
 MAX_BODY = 10 * 1024 * 1024
@@ -202,7 +203,7 @@ async def _sse(call: ResponseCall) -> AsyncIterator[bytes]:
 
 @csrf_exempt
 async def chat_completions(request: HttpRequest) -> HttpResponseBase:
-    """Legacy (seed 003): off unless enabled; see decks_app/api/chat_completions.py."""
+    """Legacy: off unless enabled; see endpoint/chat_completions.py (docs/endpoint.md)."""
     if not getattr(settings, "GAMBIT_CHAT_COMPLETIONS", False):
         return error(
             ApiError(

@@ -1,8 +1,10 @@
-"""ASGI entry point: HTTP through Django, websockets through Channels (origin checked)."""
+"""ASGI entry point: HTTP through Django, websockets through Channels (origin checked).
+
+It composes: the body limit, then `/v1/*` to the API's own handler (`endpoint.asgi`), the
+rest (and static files) to the simulator's."""
 
 from __future__ import annotations
 
-import logging
 import os
 from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any
@@ -13,10 +15,11 @@ from channels.routing import ProtocolTypeRouter, URLRouter
 from django.conf import settings
 from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler
 from django.core.asgi import get_asgi_application
-from django.core.handlers.asgi import ASGIHandler
+
+from endpoint.asgi import ApiHandler, error_body, is_api_path
 
 if TYPE_CHECKING:
-    from django.http import HttpRequest, HttpResponseBase, JsonResponse
+    from django.http import HttpRequest, HttpResponseBase
 
 # ASGI callables, as Django's handlers type them.
 _Scope = dict[str, Any]
@@ -89,12 +92,11 @@ class BodyLimit:
         mb, rest = divmod(self.limit, 1024 * 1024)
         size = f"{mb} MB" if mb and not rest else f"{self.limit:,} bytes"
         message = f"the request body is larger than {size}"
-        path = scope.get("path", "")
-        if path.startswith("/v1/"):
-            error = {"type": "invalid_request_error", "code": "body_too_large", "param": None}
-            body = json.dumps({"error": {**error, "message": message}}).encode()
+        if is_api_path(scope.get("path", "")):
+            error = error_body("invalid_request_error", "body_too_large", message)
         else:
-            body = json.dumps({"error": message}).encode()
+            error = {"error": message}
+        body = json.dumps(error).encode()
         await send(
             {
                 "type": "http.response.start",
@@ -109,62 +111,16 @@ class BodyLimit:
         await send({"type": "http.response.body", "body": body})
 
 
-class ApiHandler(ASGIHandler):
-    """`/v1/*`: Django's handler without the browser middleware chain.
-
-    The API needs none of it (no sessions, CSRF, messages or templates: its views check API
-    keys and answer JSON), and every `MiddlewareMixin` runs its `process_request` and
-    `process_response` through the request's sync thread: a dozen thread hand-offs before
-    the first byte, each a scheduling delay on a busy machine (most of the time to first
-    byte the endpoint added in bench/bench_endpoint.py). What the API does need of it is
-    here: the Host check (ALLOWED_HOSTS), `nosniff`, and a structured 500 instead of a page.
-    """
-
-    def load_middleware(self, is_async: bool = False) -> None:
-        self._view_middleware: list[Callable[..., Any]] = []
-        self._template_response_middleware: list[Callable[..., Any]] = []
-        self._exception_middleware: list[Callable[..., Any]] = []
-        self._middleware_chain = self._guarded
-
-    async def _guarded(self, request: HttpRequest) -> HttpResponseBase:
-        from django.core.exceptions import PermissionDenied, SuspiciousOperation
-        from django.http import Http404
-
-        try:
-            request.get_host()  # validates the Host header against ALLOWED_HOSTS
-            # the ignore: BaseHandler._get_response_async is private, absent from django-stubs
-            response = await self._get_response_async(request)  # type: ignore[attr-defined]
-        except Http404:
-            response = _api_error(404, "not_found", "not_found", f"no endpoint {request.path}")
-        except PermissionDenied:
-            response = _api_error(403, "invalid_request_error", "forbidden", "forbidden")
-        except SuspiciousOperation as exc:  # a bad Host header, among others
-            response = _api_error(400, "invalid_request_error", "bad_request", str(exc)[:200])
-        except Exception:
-            logging.getLogger("django.request").exception("%s failed", request.path)
-            response = _api_error(500, "server_error", "server_error", "internal error")
-        response.headers.setdefault("X-Content-Type-Options", "nosniff")
-        response.headers.setdefault("Referrer-Policy", "same-origin")
-        return response
-
-
-def _api_error(status: int, type_: str, code: str, message: str) -> JsonResponse:
-    from django.http import JsonResponse
-
-    error = {"type": type_, "code": code, "param": None, "message": message}
-    return JsonResponse({"error": error}, status=status)
-
-
 class ApiFirst:
-    """`/v1/...` to the API handler, everything else to the simulator's."""
+    """`/v1/...` to the API's handler (`endpoint.asgi.ApiHandler`), everything else to the
+    simulator's."""
 
     def __init__(self, api: _App, app: _App) -> None:
         self.api = api
         self.app = app
 
     async def __call__(self, scope: _Scope, receive: _Receive, send: _Send) -> None:
-        path = scope.get("path", "")
-        if scope["type"] == "http" and (path == "/v1" or path.startswith("/v1/")):
+        if scope["type"] == "http" and is_api_path(scope.get("path", "")):
             return await self.api(scope, receive, send)
         return await self.app(scope, receive, send)
 

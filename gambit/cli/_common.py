@@ -256,9 +256,51 @@ def fail(message: str) -> None:
     sys.exit(1)
 
 
+Decorator = Callable[[Callable[..., Any]], Callable[..., Any]]
+
+
+def _options(*options: Decorator) -> Decorator:
+    """Apply click options in the order given (the order --help lists them in)."""
+
+    def apply(func: Callable[..., Any]) -> Callable[..., Any]:
+        for option in reversed(options):
+            func = option(func)
+        return func
+
+    return apply
+
+
+def trace_option(help: str = "Append one JSON trace event per line to this file.") -> Decorator:
+    return click.option("--trace", "trace_path", type=click.Path(path_type=Path), help=help)
+
+
+VERBOSE_OPTION = click.option(
+    "--verbose", is_flag=True, help="Print one line per trace event on stderr."
+)
+
+
+def model_options(model_help: str = "Model for decks that set none.") -> Decorator:
+    """--responses, --model, --model-force and --strict: how the decks' models are called
+    (every command that runs decks: run, repl, scenario, grade, verify)."""
+    return _options(
+        click.option(
+            "--responses",
+            is_flag=True,
+            help="Responses mode (the default; overrides GAMBIT_CHAT_FALLBACK=1).",
+        ),
+        click.option("--model", help=model_help),
+        click.option("--model-force", help="Model for every deck, overriding their own."),
+        click.option(
+            "--strict",
+            is_flag=True,
+            help="Deprecated keys and other deck warnings are errors (also GAMBIT_STRICT=1).",
+        ),
+    )
+
+
 def common_run_options(func: Callable[..., Any]) -> Callable[..., Any]:
     """Options shared by run, repl and scenario."""
-    options = [
+    return _options(
         click.option("--context", help="Context input for the deck (JSON, or a plain string)."),
         click.option("--init", help="Deprecated alias of --context.", hidden=False),
         click.option("--message", help="An initial user message (JSON, or a plain string)."),
@@ -268,30 +310,11 @@ def common_run_options(func: Callable[..., Any]) -> Callable[..., Any]:
             type=click.Path(path_type=Path),
             help="SavedState JSON file to resume from and save to.",
         ),
-        click.option(
-            "--trace",
-            "trace_path",
-            type=click.Path(path_type=Path),
-            help="Append one JSON trace event per line to this file.",
-        ),
+        trace_option(),
         click.option("--stream", is_flag=True, help="Print text as it arrives."),
-        click.option("--verbose", is_flag=True, help="Print one line per trace event on stderr."),
-        click.option(
-            "--responses",
-            is_flag=True,
-            help="Responses mode (the default; overrides GAMBIT_CHAT_FALLBACK=1).",
-        ),
-        click.option("--model", help="Model for decks that set none."),
-        click.option("--model-force", help="Model for every deck, overriding their own."),
-        click.option(
-            "--strict",
-            is_flag=True,
-            help="Deprecated keys and other deck warnings are errors (also GAMBIT_STRICT=1).",
-        ),
-    ]
-    for option in reversed(options):
-        func = option(func)
-    return func
+        VERBOSE_OPTION,
+        model_options(),
+    )(func)
 
 
 @dataclass

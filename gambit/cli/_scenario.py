@@ -17,6 +17,7 @@ from gambit.core._scenario import run_scenario
 
 from ._common import (
     MISSING,
+    VERBOSE_OPTION,
     RunFlags,
     TraceSink,
     common_run_options,
@@ -24,12 +25,14 @@ from ._common import (
     fail,
     load_tree,
     make_router,
+    model_options,
     parse_value,
     read_state,
     run_async,
     select_mode,
     stdout_writer,
     strict_mode,
+    trace_option,
 )
 
 
@@ -213,26 +216,9 @@ def scenario_command(
 @click.option(
     "--fail-under", type=float, help="Exit 1 when the mean score is below this (CI gate)."
 )
-@click.option(
-    "--trace",
-    "trace_path",
-    type=click.Path(path_type=Path),
-    help="Append trace events to this file.",
-)
-@click.option("--verbose", is_flag=True, help="Print one line per trace event on stderr.")
-@click.option(
-    "--responses",
-    is_flag=True,
-    help="Responses mode (the default; overrides GAMBIT_CHAT_FALLBACK=1).",
-)
-@click.option("--model", help="Model for graders that set none.")
-@click.option("--model-force", help="Model for every deck, overriding their own.")
-@click.option(
-    "--strict",
-    "strict_flag",
-    is_flag=True,
-    help="Deprecated keys and other deck warnings are errors (also GAMBIT_STRICT=1).",
-)
+@trace_option("Append trace events to this file.")
+@VERBOSE_OPTION
+@model_options("Model for graders that set none.")
 def grade_command(
     grader: Path,
     state_path: Path,
@@ -242,7 +228,7 @@ def grade_command(
     responses: bool,
     model: str | None,
     model_force: str | None,
-    strict_flag: bool,
+    strict: bool,
 ) -> None:
     """Grade the conversation in --state with GRADER and record the result in the state.
 
@@ -263,7 +249,7 @@ def grade_command(
         mode=select_mode(responses, os.environ),
         model=model,
         model_force=model_force,
-        strict=strict_mode(strict_flag),
+        strict=strict_mode(strict),
     )
 
     async def main() -> None:

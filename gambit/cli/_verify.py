@@ -8,7 +8,6 @@ import json
 import os
 import re
 import sys
-import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any
 
@@ -32,10 +31,13 @@ from ._common import (
     fail,
     load_tree,
     make_router,
+    model_options,
     run_async,
     select_mode,
     strict_mode,
+    trace_option,
 )
+from ._junit import grader_label, junit_xml, score_text
 
 
 def _pass_rate(value: str) -> float:
@@ -137,26 +139,9 @@ def _pass_rate(value: str) -> float:
     type=click.Path(path_type=Path),
     help="Folder for each run's SavedState (default .gambit/verify/<deck>-<time>/).",
 )
-@click.option(
-    "--trace",
-    "trace_path",
-    type=click.Path(path_type=Path),
-    help="Append every trace event to this file.",
-)
+@trace_option("Append every trace event to this file.")
 @click.option("--quiet", is_flag=True, help="No progress bar.")
-@click.option(
-    "--responses",
-    is_flag=True,
-    help="Responses mode (the default; overrides GAMBIT_CHAT_FALLBACK=1).",
-)
-@click.option("--model", help="Model for decks that set none.")
-@click.option("--model-force", help="Model for every deck, overriding their own.")
-@click.option(
-    "--strict",
-    "strict_flag",
-    is_flag=True,
-    help="Deprecated keys and other deck warnings are errors (also GAMBIT_STRICT=1).",
-)
+@model_options()
 def verify_command(
     root: Path,
     scenarios: tuple[Path, ...],
@@ -180,7 +165,7 @@ def verify_command(
     responses: bool,
     model: str | None,
     model_force: str | None,
-    strict_flag: bool,
+    strict: bool,
 ) -> None:
     """Run every scenario --runs times, grade each run --repeats times, and report the metrics.
 
@@ -193,7 +178,7 @@ def verify_command(
     rate = _pass_rate(min_pass_rate) if min_pass_rate is not None else None
     for path in (root, *scenarios, *graders):
         deck_argument_exists(path)
-    strict = strict_mode(strict_flag)
+    strict = strict_mode(strict)
     folder = sessions_dir or _default_sessions_dir(root)
 
     async def main() -> VerifyReport:
@@ -288,18 +273,6 @@ def _write(path: Path, text: str) -> None:
     path.write_text(text, encoding="utf-8")
 
 
-def _label(report: VerifyReport, grader: str) -> str:
-    for grade in report.grades:
-        if grade.grader == grader and grade.grader_label:
-            return grade.grader_label
-    path = Path(grader)
-    return path.parent.name if path.name == "PROMPT.md" else path.stem
-
-
-def _fmt(value: float | None, spec: str = "+.2f") -> str:
-    return "-" if value is None else format(value, spec)
-
-
 def _print_summary(report: VerifyReport, summaries: dict[str, GraderSummary]) -> None:
     from rich.console import Console
     from rich.table import Table
@@ -330,13 +303,13 @@ def _print_summary(report: VerifyReport, summaries: dict[str, GraderSummary]) ->
         scores, consistency = summary.scores, summary.consistency
         rate = summary.pass_rate
         table.add_row(
-            _label(report, grader),
+            grader_label(report, grader),
             f"{summary.scored}/{summary.samples}",
             "-" if rate is None else f"{rate:.0%}",
-            _fmt(scores.mean),
-            _fmt(scores.median),
-            f"{_fmt(scores.minimum)} / {_fmt(scores.maximum)}",
-            _fmt(scores.stdev, ".2f"),
+            score_text(scores.mean),
+            score_text(scores.median),
+            f"{score_text(scores.minimum)} / {score_text(scores.maximum)}",
+            score_text(scores.stdev, ".2f"),
             "-"
             if consistency.exact is None
             else f"{consistency.exact:.0%} / {consistency.within_one:.0%}",
@@ -346,11 +319,13 @@ def _print_summary(report: VerifyReport, summaries: dict[str, GraderSummary]) ->
     console.print(table)
     for grader, summary in summaries.items():
         if summary.outliers:
-            console.print(f"outliers for {_label(report, grader)} (failed first, then lowest):")
+            console.print(
+                f"outliers for {grader_label(report, grader)} (failed first, then lowest):"
+            )
             for outlier in summary.outliers[:5]:
                 console.print(
                     f"  {outlier.conversation} ({outlier.scenario}): "
-                    f"mean {_fmt(outlier.mean)}, {outlier.failures} failed"
+                    f"mean {score_text(outlier.mean)}, {outlier.failures} failed"
                 )
     for run in failed_runs[:5]:  # whole lines, as written (an error is no rich markup)
         console.print(
@@ -363,7 +338,7 @@ def _print_summary(report: VerifyReport, summaries: dict[str, GraderSummary]) ->
     failed_grades = [g for g in report.grades if g.status == "failed" and g.run_id in ran]
     for grade in failed_grades[:5]:
         console.print(
-            f"failed grade {grade.id} ({_label(report, grade.grader)} on {grade.run_id}): "
+            f"failed grade {grade.id} ({grader_label(report, grade.grader)} on {grade.run_id}): "
             f"{grade.error}",
             soft_wrap=True,
             markup=False,
@@ -381,14 +356,14 @@ def _threshold_problems(
     if failed_runs:
         problems.append(f"{failed_runs} of {len(report.runs)} scenario runs failed")
     for grader, summary in summaries.items():
-        label = _label(report, grader)
+        label = grader_label(report, grader)
         errors = summary.failure_counts.get("grader_error", 0)
         if errors:
             problems.append(f"{label}: {errors} grades failed")
         mean = summary.scores.mean
         if fail_under is not None and (mean is None or mean < fail_under):
             problems.append(
-                f"{label}: mean score {_fmt(mean)} is below --fail-under {fail_under:+g}"
+                f"{label}: mean score {score_text(mean)} is below --fail-under {fail_under:+g}"
             )
         rate = summary.pass_rate
         if min_pass_rate is not None and (rate is None or rate < min_pass_rate):
@@ -397,78 +372,6 @@ def _threshold_problems(
                 f"{label}: pass rate {shown} is below --min-pass-rate {min_pass_rate:.0%}"
             )
     return problems
-
-
-def junit_xml(report: VerifyReport) -> str:
-    """JUnit XML: a test suite per grader, a test case per scenario run.
-
-    A case fails when a repeat scored below the threshold and errors when the run or the
-    grader failed; the scores and reasons are in the case's system-out.
-    """
-    by_run = {run.id: run for run in report.runs}
-    suites = ET.Element("testsuites", name="gambit verify", time=f"{report.duration_ms / 1000:.3f}")
-    graders = list(dict.fromkeys(grade.grader for grade in report.grades))
-    totals = {"tests": 0, "failures": 0, "errors": 0}
-    for grader in graders:
-        grades = [g for g in report.grades if g.grader == grader]
-        suite = ET.SubElement(suites, "testsuite", name=_label(report, grader))
-        counts = {"tests": 0, "failures": 0, "errors": 0}
-        seconds = 0.0
-        for run_id in dict.fromkeys(g.run_id for g in grades):
-            run = by_run[run_id]
-            repeats = [g for g in grades if g.run_id == run_id]
-            duration = ((run.duration_ms or 0) + sum(g.duration_ms or 0 for g in repeats)) / 1000
-            seconds += duration
-            case = ET.SubElement(
-                suite,
-                "testcase",
-                classname=run.scenario_label or Path(run.scenario).parent.name,
-                name=f"run {run.index} ({run.id})",
-                time=f"{duration:.3f}",
-            )
-            counts["tests"] += 1
-            lines = []
-            for g in repeats:
-                lines.append(
-                    f"repeat {g.repeat}: score {_fmt(g.score, '+g')}"
-                    + (f" error {g.error}" if g.error else "")
-                    + (f" reason {r}" if (r := _reason(g)) else "")
-                )
-            if run.status == "failed":
-                ET.SubElement(case, "error", message=run.error or "the scenario run failed")
-                counts["errors"] += 1
-            elif any(g.error or g.score is None for g in repeats):
-                first = next(g for g in repeats if g.error or g.score is None)
-                ET.SubElement(case, "error", message=first.error or "the grader gave no score")
-                counts["errors"] += 1
-            elif any(g.score is not None and g.score < report.threshold for g in repeats):
-                low = min(g.score for g in repeats if g.score is not None)
-                ET.SubElement(
-                    case,
-                    "failure",
-                    message=f"score {low:+g} is below the threshold {report.threshold:+g}",
-                )
-                counts["failures"] += 1
-            ET.SubElement(case, "system-out").text = "\n".join(lines)
-        for key, value in counts.items():
-            suite.set(key, str(value))
-            totals[key] += value
-        suite.set("time", f"{seconds:.3f}")
-    for key, value in totals.items():
-        suites.set(key, str(value))
-    ET.indent(suites)
-    return (
-        '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(suites, encoding="unicode") + "\n"
-    )
-
-
-def _reason(grade: Any) -> str | None:
-    if grade.grading is None:
-        return None
-    for result in grade.grading.grades:
-        if result.reason:
-            return result.reason
-    return None
 
 
 class _Progress:

@@ -101,6 +101,107 @@ class ChatProvider(Protocol):
 
 
 @dataclass
+class ProviderCall:
+    """One call to a provider, as `BaseProvider.execute` receives it: the request (a chat-mode
+    call converted to one, `chat_request`), the conversation's state and deck, the mode, and
+    where streamed output goes (`on_event`)."""
+
+    request: CreateResponseRequest
+    state: SavedState | None = None
+    deck_path: str | None = None
+    mode: Literal["responses", "chat"] = "responses"
+    on_stream_event: StreamEventCallback | None = None  # responses mode: the caller's events
+    on_stream_text: StreamTextCallback | None = None  # chat mode: the caller's text deltas
+    messages: list[ChatMessage] | None = None  # chat mode: the messages as the caller gave them
+
+    @property
+    def on_event(self) -> StreamEventCallback | None:
+        """Where the provider sends its stream events: the caller's callback, or in chat mode
+        (for a streamed request) one that hands the text deltas to `on_stream_text`."""
+        if self.mode == "responses":
+            return self.on_stream_event
+        if self.on_stream_text is None or not self.request.stream:
+            return None
+        return text_forwarder(self.on_stream_text)
+
+
+def text_forwarder(on_text: StreamTextCallback) -> StreamEventCallback:
+    """A stream-event callback that hands each `response.output_text.delta` to `on_text`."""
+
+    def forward(event: dict[str, Any]) -> Any:
+        if event.get("type") == "response.output_text.delta" and isinstance(
+            event.get("delta"), str
+        ):
+            return on_text(event["delta"])  # an async callback's awaitable, for the caller
+        return None
+
+    return forward
+
+
+class BaseProvider:
+    """A provider that owns the `ModelProvider` surface: `responses(...)` hands the call to
+    `execute`, the one method a subclass implements (docs/providers.md, "Writing a provider
+    plugin"). Implementing the protocol directly works as well; this saves the signature."""
+
+    name: str = ""
+    offline: bool = False
+
+    async def responses(
+        self,
+        request: CreateResponseRequest,
+        *,
+        state: SavedState | None = None,
+        deck_path: str | None = None,
+        on_stream_event: StreamEventCallback | None = None,
+    ) -> ProviderResponse:
+        call = ProviderCall(
+            request, state=state, deck_path=deck_path, on_stream_event=on_stream_event
+        )
+        return await self.execute(call)
+
+    async def execute(self, call: ProviderCall) -> ProviderResponse:
+        """Answer one call (`call.mode` says which surface it came through)."""
+        raise NotImplementedError(f"{type(self).__name__} does not implement execute()")
+
+
+class BaseChatProvider(BaseProvider):
+    """A `BaseProvider` that also serves chat mode (`ChatProvider`): `chat(...)` converts the
+    messages to a request (`chat_request`), hands it to `execute` in chat mode, and returns
+    the answer as a `ChatResult`."""
+
+    async def chat(
+        self,
+        *,
+        model: str,
+        messages: list[ChatMessage],
+        tools: list[ResponseToolDefinition] | None = None,
+        stream: bool = False,
+        state: SavedState | None = None,
+        deck_path: str | None = None,
+        on_stream_text: StreamTextCallback | None = None,
+        params: dict[str, Any] | None = None,
+    ) -> ChatResult:
+        request = chat_request(
+            model=model, messages=messages, tools=tools, stream=stream, params=params
+        )
+        call = ProviderCall(
+            request,
+            state=state,
+            deck_path=deck_path,
+            mode="chat",
+            on_stream_text=on_stream_text,
+            messages=messages,
+        )
+        return await self.execute_chat(call)
+
+    async def execute_chat(self, call: ProviderCall) -> ChatResult:
+        """A chat-mode call: `execute`'s answer as a `ChatResult` (a router overrides it, to
+        hand the call to a provider's own `chat`)."""
+        result = await self.execute(call)
+        return chat_result_from_response(result.response, result.updated_state)
+
+
+@dataclass
 class ResolvedModel:
     """A model chosen from a deck's fallback list, with the parameters and provider it uses."""
 

@@ -11,6 +11,8 @@ What is here:
 - **The contract.** `ModelProvider` (`name`, `offline`, async `responses(request, *, state,
   deck_path, on_stream_event) -> ProviderResponse`) and the optional chat-mode
   `ChatProvider` (`chat(...) -> ChatResult`); `ModelResolver` / `ResolvedModel` for routers.
+  `BaseProvider` / `BaseChatProvider` own that surface: a subclass implements one method,
+  `execute(call: ProviderCall) -> ProviderResponse`.
   The stream callbacks are `StreamEventCallback` (one Open Responses event dict at a time)
   and `StreamTextCallback` (chat mode: one text delta at a time).
 - **Errors.** `ProviderError` (every failed call; `status`, `code`, `param`, `retryable`,
@@ -22,6 +24,9 @@ What is here:
   (`MessageItem`, `FunctionCallItem`, `FunctionCallOutputItem`, `UnknownItem` for reasoning
   and `ns:type` extension items), content parts and the streaming events, with helpers to
   build and convert them (`message_item`, `item_from_dict`, `event_to_dict`, ...).
+- **The stream encoder.** `ResponseEventEncoder` builds the events of one streamed response
+  (sequence numbers, items and content parts opened and closed, the terminal event): a
+  provider that streams says what happens and sends the events it gets back.
 - **Chat mode.** `ChatMessage` and its tool calls, `messages_to_items` /
   `items_to_messages`, `chat_request` (a chat call as a Responses request) and
   `chat_result_from_response` (a response as a chat result).
@@ -87,11 +92,14 @@ from ._openresponses import (
     output_text,
 )
 from ._provider import (
+    BaseChatProvider,
+    BaseProvider,
     ChatProvider,
     ChatResult,
     ModelNotAvailableError,
     ModelProvider,
     ModelResolver,
+    ProviderCall,
     ProviderError,
     ProviderResponse,
     ResolvedModel,
@@ -100,15 +108,20 @@ from ._provider import (
     ToolCallRequest,
     chat_request,
     chat_result_from_response,
+    text_forwarder,
 )
+from ._response_events import TERMINAL_EVENTS, ResponseEventEncoder
 from ._state import SavedState, state_from_dict
 from ._trace import ModelCallEvent, ModelResultEvent, read_trace, trace_event_from_dict
 
 __all__ = [
     # the contract
+    "BaseChatProvider",
+    "BaseProvider",
     "ChatProvider",
     "ModelProvider",
     "ModelResolver",
+    "ProviderCall",
     "ResolvedModel",
     "StreamEventCallback",
     "StreamTextCallback",
@@ -161,7 +174,9 @@ __all__ = [
     "ResponseCompletedEvent",
     "ResponseCreatedEvent",
     "ResponseEvent",
+    "ResponseEventEncoder",
     "ResponseFailedEvent",
+    "TERMINAL_EVENTS",
     "UnknownResponseEvent",
     "event_from_dict",
     "event_to_dict",
@@ -173,6 +188,7 @@ __all__ = [
     "chat_result_from_response",
     "items_to_messages",
     "messages_to_items",
+    "text_forwarder",
     # state, traces, ids
     "ModelCallEvent",
     "ModelResultEvent",

@@ -19,12 +19,12 @@ import os
 import shutil
 import time
 from collections.abc import AsyncIterator, Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
 from gambit.core.provider import (
     CreateResponseResponse,
     ProviderError,
+    ResponseEventEncoder,
     ResponseUsage,
     StreamEventCallback,
     items_from_json,
@@ -121,29 +121,32 @@ async def _terminate(process: asyncio.subprocess.Process) -> None:
         await process.wait()
 
 
-@dataclass
 class ResponseBuilder:
-    """Builds the response item by item, emitting the Open Responses stream events as it goes."""
+    """Builds the response item by item, sending the Open Responses stream events (from a
+    `ResponseEventEncoder`, the shorter sequence of the offline providers) as it goes."""
 
-    model: str
-    on_stream_event: StreamEventCallback | None
-    response_id: str = field(default_factory=lambda: new_id("resp"))
-    output: list[dict[str, Any]] = field(default_factory=list)
-    sequence: int = 0
-    created_at: int = field(default_factory=lambda: int(time.time()))
-    _open_message: dict[str, Any] | None = None
-    _pending: list[Any] = field(default_factory=list)
+    def __init__(self, model: str, on_stream_event: StreamEventCallback | None) -> None:
+        self.model = model
+        self.on_stream_event = on_stream_event
+        self.response_id = new_id("resp")
+        self.created_at = int(time.time())
+        self.encoder = ResponseEventEncoder(full=False)
+        self._message: int | None = None  # the open message's output index
 
-    async def _emit(self, type_: str, **fields: Any) -> None:
+    @property
+    def output(self) -> list[dict[str, Any]]:
+        return self.encoder.output
+
+    async def _send(self, events: list[dict[str, Any]]) -> None:
         if self.on_stream_event is None:
             return
-        self.sequence += 1
-        result = self.on_stream_event({"type": type_, "sequence_number": self.sequence, **fields})
-        if inspect.isawaitable(result):
-            await result
+        for event in events:
+            result = self.on_stream_event(event)
+            if inspect.isawaitable(result):
+                await result
 
     async def start(self) -> None:
-        await self._emit("response.created", response=self._resource("in_progress"))
+        await self._send(self.encoder.created(self._resource("in_progress")))
 
     def _resource(self, status: str) -> dict[str, Any]:
         return {
@@ -159,71 +162,35 @@ class ResponseBuilder:
         """Stream text into the open assistant message (opened on the first delta)."""
         if not delta:
             return
-        message = await self._message()
-        message["content"][0]["text"] += delta
-        await self._emit(
-            "response.output_text.delta",
-            item_id=message["id"],
-            output_index=len(self.output) - 1,
-            content_index=0,
-            delta=delta,
-        )
-
-    async def _message(self) -> dict[str, Any]:
-        if self._open_message is None:
-            message = {
-                "type": "message",
-                "id": new_id("msg"),
-                "role": "assistant",
-                "status": "in_progress",
-                "content": [{"type": "output_text", "text": "", "annotations": []}],
-            }
-            self.output.append(message)
-            self._open_message = message
-            await self._emit(
-                "response.output_item.added",
-                output_index=len(self.output) - 1,
-                item={**message, "content": []},
-            )
-        return self._open_message
+        if self._message is None:
+            self._message, opened = self.encoder.open_message({"id": new_id("msg")})
+            await self._send(opened)
+        await self._send(self.encoder.text_delta(self._message, delta))
 
     async def message_done(self, full_text: str | None = None) -> None:
         """Close the open message; `full_text` (when the agent reports it) wins over deltas."""
-        if full_text is not None and self._open_message is None and full_text:
+        if full_text and self._message is None:
             await self.text_delta(full_text)
-        message = self._open_message
-        if message is None:
+        if self._message is None:
             return
-        part = message["content"][0]
-        if full_text is not None and full_text != part["text"]:
-            part["text"] = full_text
-        message["status"] = "completed"
-        index = self.output.index(message)
-        await self._emit(
-            "response.output_text.done",
-            item_id=message["id"],
-            output_index=index,
-            content_index=0,
-            text=part["text"],
-        )
-        await self._emit("response.output_item.done", output_index=index, item=message)
-        self._open_message = None
+        index, self._message = self._message, None
+        await self._send(self.encoder.close(index, text=full_text))
 
     async def extension_item(self, item: dict[str, Any]) -> None:
         """A namespaced item (`codex:...`, `claude-code:...`): what the agent did."""
         await self.message_done()
-        item = {"id": item.get("id") or new_id("item"), "status": "completed", **item}
-        self.output.append(item)
-        index = len(self.output) - 1
-        await self._emit("response.output_item.added", output_index=index, item=item)
-        await self._emit("response.output_item.done", output_index=index, item=item)
+        await self._send(
+            self.encoder.item(
+                {"id": item.get("id") or new_id("item"), "status": "completed", **item}
+            )
+        )
 
     async def finish(self, usage: ResponseUsage | None) -> CreateResponseResponse:
         await self.message_done()
         resource = self._resource("completed")
         if usage is not None:
             resource["usage"] = usage.to_dict() if hasattr(usage, "to_dict") else usage
-        await self._emit("response.completed", response=resource)
+        await self._send([self.encoder.terminal(resource)])
         return CreateResponseResponse(
             id=self.response_id,
             model=self.model,

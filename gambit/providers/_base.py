@@ -11,24 +11,19 @@ from typing import Any, ClassVar
 import httpx
 
 from gambit.core.provider import (
-    ChatMessage,
-    ChatResult,
+    BaseChatProvider,
     CreateResponseRequest,
     CreateResponseResponse,
+    ProviderCall,
     ProviderError,
     ProviderResponse,
-    ResponseToolDefinition,
-    SavedState,
     StreamEventCallback,
-    StreamTextCallback,
-    messages_to_items,
 )
 
 from ._chat_wire import (
     ChatStreamConverter,
     ChatStreamError,
     chat_body,
-    chat_result_from_response,
     parse_chat_completion,
 )
 from ._http import (
@@ -79,7 +74,7 @@ def settings_http_options(settings: Mapping[str, Any] | None) -> dict[str, Any]:
     return options
 
 
-class HttpProvider:
+class HttpProvider(BaseChatProvider):
     """Common machinery: HTTP client, Responses and Chat Completions calls, chat mode, cost.
 
     Constructor (every adapter): `base_url`, `api_key`, `client` (an `httpx.AsyncClient`)
@@ -163,48 +158,16 @@ class HttpProvider:
 
     # ------------------------------------------------------------------ protocol
 
-    async def responses(
-        self,
-        request: CreateResponseRequest,
-        *,
-        state: SavedState | None = None,
-        deck_path: str | None = None,
-        on_stream_event: StreamEventCallback | None = None,
-    ) -> ProviderResponse:
+    async def execute(self, call: ProviderCall) -> ProviderResponse:
+        """A Responses call (chat mode too: the messages go through it, docs/providers.md
+        "What every adapter does")."""
         self._check_configured()
+        request = call.request
         model = self.provider_model(request.model)
         body = self.responses_body(request, model)
-        response = await self._call_responses(body, on_event=on_stream_event)
+        response = await self._call_responses(body, on_event=call.on_event)
         self._apply_cost(response, request.model, model)
         return ProviderResponse(response=response)
-
-    async def chat(
-        self,
-        *,
-        model: str,
-        messages: list[ChatMessage],
-        tools: list[ResponseToolDefinition] | None = None,
-        stream: bool = False,
-        state: SavedState | None = None,
-        deck_path: str | None = None,
-        on_stream_text: StreamTextCallback | None = None,
-        params: dict[str, Any] | None = None,
-    ) -> ChatResult:
-        """Chat mode: the messages go through `responses` (seed 000 mapping rules)."""
-        request = CreateResponseRequest(
-            model=model,
-            input=messages_to_items(messages),
-            tools=tools or None,
-            stream=stream or None,
-            params=params or None,
-        )
-        result = await self.responses(
-            request,
-            state=state,
-            deck_path=deck_path,
-            on_stream_event=_text_forwarder(on_stream_text) if stream else None,
-        )
-        return chat_result_from_response(result.response, result.updated_state)
 
     # ------------------------------------------------------------------ building blocks
 
@@ -386,16 +349,3 @@ async def _drain(events: Any) -> None:
                 pass
     except (TimeoutError, StreamBroken, httpx.HTTPError):
         pass
-
-
-def _text_forwarder(callback: StreamTextCallback | None) -> StreamEventCallback | None:
-    if callback is None:
-        return None
-
-    def forward(event: dict[str, Any]) -> None:
-        if event.get("type") == "response.output_text.delta" and isinstance(
-            event.get("delta"), str
-        ):
-            callback(event["delta"])
-
-    return forward

@@ -17,6 +17,7 @@ from typing import Any
 from gambit.core.provider import (
     CreateResponseRequest,
     CreateResponseResponse,
+    ResponseEventEncoder,
     chat_result_from_response,
     items_to_messages,
 )
@@ -179,26 +180,29 @@ class ChatStreamError(Exception):
 
 
 class ChatStreamConverter:
-    """Turns chat completion chunks into Open Responses events, and aggregates them."""
+    """Turns chat completion chunks into Open Responses events, and aggregates them.
+
+    The events come from a `ResponseEventEncoder` (the one sequence every stream follows);
+    this class only decides, chunk by chunk, what opens, grows and closes."""
 
     def __init__(self, emit: Callable[[dict[str, Any]], None] | None):
         self._emit_cb = emit
-        self.seq = 0
+        self.encoder = ResponseEventEncoder()
         self.started = False
         self.id: str | None = None
         self.model: str | None = None
         self.created: int | None = None
-        self.output: list[dict[str, Any]] = []
-        self._open: dict[int, str] = {}  # output_index -> kind, while the item is open
         self._message_index: int | None = None
         self._reasoning_index: int | None = None
-        self._texts: dict[int, list[str]] = {}
         self._tool_index: dict[int, int] = {}  # chat tool index -> output index
-        self._args: dict[int, list[str]] = {}
         self.finish_reason: str | None = None
         self.usage: Any = None
         self.chunks = 0
         self._partial: list[str] = []
+
+    @property
+    def output(self) -> list[dict[str, Any]]:
+        return self.encoder.output
 
     @property
     def partial_text(self) -> str:
@@ -208,11 +212,10 @@ class ChatStreamConverter:
     def saw_finish(self) -> bool:
         return self.finish_reason is not None
 
-    def _emit(self, kind: str, **fields: Any) -> None:
-        event = {"type": kind, "sequence_number": self.seq, **fields}
-        self.seq += 1
+    def _send(self, events: list[dict[str, Any]]) -> None:
         if self._emit_cb is not None:
-            self._emit_cb(event)
+            for event in events:
+                self._emit_cb(event)
 
     def _base(self, status: str) -> dict[str, Any]:
         return {
@@ -225,114 +228,28 @@ class ChatStreamConverter:
 
     # ------------------------------------------------------------------ items
 
-    def _close(self, index: int) -> None:
-        kind = self._open.pop(index, None)
-        if kind is None:
+    def _close(self, index: int | None) -> None:
+        if index is None:
             return
-        item = self.output[index]
-        if kind == "message":
-            text = "".join(self._texts.get(index, []))
-            part = {"type": "output_text", "text": text, "annotations": []}
-            self._emit(
-                "response.output_text.done",
-                item_id=item["id"],
-                output_index=index,
-                content_index=0,
-                text=text,
-                logprobs=[],
-            )
-            self._emit(
-                "response.content_part.done",
-                item_id=item["id"],
-                output_index=index,
-                content_index=0,
-                part=part,
-            )
-            item["content"] = [part]
+        if index == self._message_index:
             self._message_index = None
-        elif kind == "reasoning":
-            text = "".join(self._texts.get(index, []))
-            part = {"type": "summary_text", "text": text}
-            common = {"item_id": item["id"], "output_index": index, "summary_index": 0}
-            self._emit("response.reasoning_summary_text.done", **common, text=text)
-            self._emit("response.reasoning_summary_part.done", **common, part=part)
-            item["summary"] = [part]
+        if index == self._reasoning_index:
             self._reasoning_index = None
-        elif kind == "function_call":
-            args = "".join(self._args.get(index, []))
-            item["arguments"] = args
-            self._emit(
-                "response.function_call_arguments.done",
-                item_id=item["id"],
-                output_index=index,
-                arguments=args,
-            )
-        item["status"] = "completed"
-        self._emit("response.output_item.done", output_index=index, item=dict(item))
-
-    def _open_item(self, kind: str, item: dict[str, Any]) -> int:
-        index = len(self.output)
-        self.output.append(item)
-        self._open[index] = kind
-        self._emit("response.output_item.added", output_index=index, item=dict(item))
-        return index
+        self._send(self.encoder.close(index))
 
     def _text(self, delta: str) -> None:
-        if self._reasoning_index is not None:
-            self._close(self._reasoning_index)
+        self._close(self._reasoning_index)
         if self._message_index is None:
-            item = {
-                "type": "message",
-                "id": _new_id("msg"),
-                "role": "assistant",
-                "status": "in_progress",
-                "content": [],
-            }
-            index = self._message_index = self._open_item("message", item)
-            self._emit(
-                "response.content_part.added",
-                item_id=item["id"],
-                output_index=index,
-                content_index=0,
-                part={"type": "output_text", "text": "", "annotations": []},
-            )
-        index = self._message_index
-        self._texts.setdefault(index, []).append(delta)
+            self._message_index, opened = self.encoder.open_message({"id": _new_id("msg")})
+            self._send(opened)
         self._partial.append(delta)
-        self._emit(
-            "response.output_text.delta",
-            item_id=self.output[index]["id"],
-            output_index=index,
-            content_index=0,
-            delta=delta,
-            logprobs=[],
-        )
+        self._send(self.encoder.text_delta(self._message_index, delta))
 
     def _reasoning(self, delta: str) -> None:
         if self._reasoning_index is None:
-            item = {
-                "type": "reasoning",
-                "id": _new_id("rs"),
-                "summary": [],
-                "status": "in_progress",
-            }
-            index = self._reasoning_index = self._open_item("reasoning", item)
-            self._emit(
-                "response.reasoning_summary_part.added",
-                item_id=item["id"],
-                output_index=index,
-                summary_index=0,
-                part={"type": "summary_text", "text": ""},
-            )
-        index = self._reasoning_index
-        self._texts.setdefault(index, []).append(delta)
-        self._emit(
-            "response.reasoning_summary_text.delta",
-            item_id=self.output[index]["id"],
-            output_index=index,
-            summary_index=0,
-            delta=delta,
-        )
+            self._reasoning_index, opened = self.encoder.open_reasoning({"id": _new_id("rs")})
+            self._send(opened)
+        self._send(self.encoder.reasoning_delta(self._reasoning_index, delta))
 
     def _tool_call(self, call: Mapping[str, Any]) -> None:
         chat_index = call.get("index")
@@ -341,29 +258,18 @@ class ChatStreamConverter:
         fn = call.get("function") or {}
         index = self._tool_index.get(chat_index)
         if index is None:
-            for open_index, kind in list(self._open.items()):
-                if kind in ("message", "reasoning"):
-                    self._close(open_index)
-            item = {
-                "type": "function_call",
-                "id": _new_id("fc"),
-                "call_id": call.get("id") or _new_id("call"),
-                "name": fn.get("name") or "",
-                "arguments": "",
-                "status": "in_progress",
-            }
-            index = self._tool_index[chat_index] = self._open_item("function_call", item)
+            self._close(self._message_index)
+            self._close(self._reasoning_index)
+            index, opened = self.encoder.open_function_call(
+                call.get("id") or _new_id("call"), fn.get("name") or "", item_id=_new_id("fc")
+            )
+            self._tool_index[chat_index] = index
+            self._send(opened)
         elif fn.get("name") and not self.output[index]["name"]:
             self.output[index]["name"] = fn["name"]
         args = fn.get("arguments")
         if isinstance(args, str) and args:
-            self._args.setdefault(index, []).append(args)
-            self._emit(
-                "response.function_call_arguments.delta",
-                item_id=self.output[index]["id"],
-                output_index=index,
-                delta=args,
-            )
+            self._send(self.encoder.arguments_delta(index, args))
 
     # ------------------------------------------------------------------ chunks
 
@@ -377,8 +283,7 @@ class ChatStreamConverter:
             self.id = str(chunk.get("id") or _new_id("chatcmpl"))
             self.model = chunk.get("model")
             self.created = chunk.get("created") or int(time.time())
-            self._emit("response.created", response={**self._base("in_progress"), "output": []})
-            self._emit("response.in_progress", response={**self._base("in_progress"), "output": []})
+            self._send(self.encoder.created({**self._base("in_progress"), "output": []}))
         if chunk.get("usage"):
             self.usage = chunk["usage"]
         for choice in chunk.get("choices") or []:
@@ -401,8 +306,8 @@ class ChatStreamConverter:
         """Close open items, emit the terminal event and return the aggregated response."""
         if not self.started:
             self.feed({})
-        for index in sorted(self._open):
-            self._close(index)
+        self._message_index = self._reasoning_index = None
+        self._send(self.encoder.close_all())
         incomplete = self.finish_reason == "length"
         response = {
             **self._base("incomplete" if incomplete else "completed"),
@@ -413,9 +318,7 @@ class ChatStreamConverter:
             response["usage"] = self.usage
         if incomplete:
             response["incomplete_details"] = {"reason": "max_output_tokens"}
-            self._emit("response.incomplete", response=response)
-        else:
-            self._emit("response.completed", response=response)
+        self._send([self.encoder.terminal(response)])
         parsed = parse_response(response)
         if usage is not None:
             parsed.usage = usage

@@ -119,13 +119,15 @@ def _claude_factory(env: Mapping[str, str], **_: Any) -> ModelProvider:
 
 
 def _offline_factory(env: Mapping[str, str], **_: Any) -> ModelProvider:
-    from .offline import ScriptedProvider  # imported on demand: only offline/ models need it
+    # Imported on demand: only offline/ models need them.
+    from .offline import ScriptedProvider
+    from .offline.demo import BUILTIN_MODELS
 
     try:  # the pause between streamed words of the demo models (reads like a model)
         delay = max(0.0, float(env.get("GAMBIT_DEMO_DELAY_MS") or 0) / 1000)
     except ValueError:
         delay = 0.0
-    return ScriptedProvider(fallback_models=True, chunk_delay=delay)
+    return ScriptedProvider(models=BUILTIN_MODELS, chunk_delay=delay)
 
 
 PROVIDERS: dict[str, ProviderSpec] = {

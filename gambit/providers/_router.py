@@ -25,24 +25,18 @@ from dataclasses import dataclass
 from typing import Any
 
 from gambit.core.provider import (
-    ChatMessage,
+    BaseChatProvider,
     ChatProvider,
     ChatResult,
-    CreateResponseRequest,
     GambitError,
     ModelNotAvailableError,
     ModelProvider,
+    ProviderCall,
     ProviderError,
     ProviderResponse,
     ResolvedModel,
-    ResponseToolDefinition,
-    SavedState,
-    StreamEventCallback,
-    StreamTextCallback,
-    messages_to_items,
 )
 
-from ._chat_wire import chat_result_from_response
 from ._config import GambitConfig, load_config
 from ._registry import ProviderSpec, all_providers, provider_spec, split_model
 
@@ -67,7 +61,7 @@ class _Route:
     provider_model: str
 
 
-class ProviderRouter:
+class ProviderRouter(BaseChatProvider):
     """Routes models to providers by prefix; resolves aliases and fallback lists.
 
     It is both a `ModelResolver` (`resolve_model`) and a `ModelProvider` (`responses`,
@@ -253,59 +247,28 @@ class ProviderRouter:
 
     # ------------------------------------------------------------------ provider
 
-    async def responses(
-        self,
-        request: CreateResponseRequest,
-        *,
-        state: SavedState | None = None,
-        deck_path: str | None = None,
-        on_stream_event: StreamEventCallback | None = None,
-    ) -> ProviderResponse:
-        provider = self.provider_for(request.model)
+    async def execute(self, call: ProviderCall) -> ProviderResponse:
+        provider = self.provider_for(call.request.model)
         return await provider.responses(
-            request, state=state, deck_path=deck_path, on_stream_event=on_stream_event
+            call.request, state=call.state, deck_path=call.deck_path, on_stream_event=call.on_event
         )
 
-    async def chat(
-        self,
-        *,
-        model: str,
-        messages: list[ChatMessage],
-        tools: list[ResponseToolDefinition] | None = None,
-        stream: bool = False,
-        state: SavedState | None = None,
-        deck_path: str | None = None,
-        on_stream_text: StreamTextCallback | None = None,
-        params: dict[str, Any] | None = None,
-    ) -> ChatResult:
-        provider = self.provider_for(model)
-        if isinstance(provider, ChatProvider):
-            return await provider.chat(
-                model=model,
-                messages=messages,
-                tools=tools,
-                stream=stream,
-                state=state,
-                deck_path=deck_path,
-                on_stream_text=on_stream_text,
-                params=params,
-            )
-        request = CreateResponseRequest(
-            model=model,
-            input=messages_to_items(messages),
-            tools=tools or None,
-            stream=stream or None,
-            params=params or None,
+    async def execute_chat(self, call: ProviderCall) -> ChatResult:
+        """A chat-mode call goes to the provider's own `chat` when it has one."""
+        request = call.request
+        provider = self.provider_for(request.model)
+        if not isinstance(provider, ChatProvider):
+            return await super().execute_chat(call)
+        return await provider.chat(
+            model=request.model,
+            messages=call.messages or [],
+            tools=request.tools,
+            stream=bool(request.stream),
+            state=call.state,
+            deck_path=call.deck_path,
+            on_stream_text=call.on_stream_text,
+            params=request.params,
         )
-
-        def forward(event: dict[str, Any]) -> None:
-            if on_stream_text and event.get("type") == "response.output_text.delta":
-                on_stream_text(str(event.get("delta", "")))
-
-        result = await provider.responses(
-            request, state=state, deck_path=deck_path, on_stream_event=forward if stream else None
-        )
-        return chat_result_from_response(result.response, result.updated_state)
 
 
 # --------------------------------------------------------------------------- check

@@ -29,15 +29,16 @@ from pathlib import Path
 from typing import Any, Self
 
 from gambit.core.provider import (
+    BaseProvider,
     CreateResponseRequest,
     FunctionCallItem,
     FunctionCallOutputItem,
     MessageItem,
+    ProviderCall,
     ProviderError,
     ProviderResponse,
     ResponseUsage,
     SavedState,
-    StreamEventCallback,
     item_text,
 )
 
@@ -94,7 +95,7 @@ def _with_meta(state: SavedState | None, key: str, value: str | None) -> SavedSt
     return updated
 
 
-class _AgentBridge:
+class _AgentBridge(BaseProvider):
     name = ""
     prefix = ""
     offline = False
@@ -135,14 +136,8 @@ class CodexCliProvider(_AgentBridge):
     env_prefixes = ("CODEX_", "OPENAI_", "GAMBIT_CODEX_")
     meta_key = "codex.threadId"
 
-    async def responses(
-        self,
-        request: CreateResponseRequest,
-        *,
-        state: SavedState | None = None,
-        deck_path: str | None = None,
-        on_stream_event: StreamEventCallback | None = None,
-    ) -> ProviderResponse:
+    async def execute(self, call: ProviderCall) -> ProviderResponse:
+        request, state, deck_path = call.request, call.state, call.deck_path
         executable = self._executable()
         instructions, turns = _conversation(request)
         thread = (state.meta or {}).get(self.meta_key) if state is not None else None
@@ -158,7 +153,7 @@ class CodexCliProvider(_AgentBridge):
         for key, value in ((request.params or {}).get("codex") or {}).items():
             argv += ["-c", f"{key}={json.dumps(value)}"]
         argv.append(_prompt(turns, bool(thread)))
-        builder = ResponseBuilder(request.model, on_stream_event)
+        builder = ResponseBuilder(request.model, call.on_event)
         await builder.start()
         usage: ResponseUsage | None = None
         texts: dict[str, str] = {}
@@ -218,14 +213,8 @@ class ClaudeCodeProvider(_AgentBridge):
     env_prefixes = ("ANTHROPIC_", "CLAUDE_", "GAMBIT_CLAUDE_CODE_")
     meta_key = "claudeCode.sessionId"
 
-    async def responses(
-        self,
-        request: CreateResponseRequest,
-        *,
-        state: SavedState | None = None,
-        deck_path: str | None = None,
-        on_stream_event: StreamEventCallback | None = None,
-    ) -> ProviderResponse:
+    async def execute(self, call: ProviderCall) -> ProviderResponse:
+        request, state, deck_path = call.request, call.state, call.deck_path
         executable = self._executable()
         instructions, turns = _conversation(request)
         session = (state.meta or {}).get(self.meta_key) if state is not None else None
@@ -250,7 +239,7 @@ class ClaudeCodeProvider(_AgentBridge):
         elif instructions:
             argv += ["--append-system-prompt", instructions]
         argv.append(_prompt(turns, bool(session)))
-        builder = ResponseBuilder(request.model, on_stream_event)
+        builder = ResponseBuilder(request.model, call.on_event)
         await builder.start()
         usage: ResponseUsage | None = None
         streamed = False

@@ -36,10 +36,10 @@ from gambit.core.provider import (
     FunctionCallItem,
     FunctionCallOutputItem,
     MessageItem,
+    ProviderCall,
     ProviderError,
     ProviderResponse,
     SavedState,
-    StreamEventCallback,
     UnknownItem,
     item_text,
 )
@@ -166,18 +166,12 @@ class OpenAIResponsesProvider(HttpProvider):
             body["prompt_cache_retention"] = self.prompt_cache_retention
         return body
 
-    async def responses(
-        self,
-        request: CreateResponseRequest,
-        *,
-        state: SavedState | None = None,
-        deck_path: str | None = None,
-        on_stream_event: StreamEventCallback | None = None,
-    ) -> ProviderResponse:
+    async def execute(self, call: ProviderCall) -> ProviderResponse:
         self._check_configured()
+        request, state, on_stream_event = call.request, call.state, call.on_event
         model = self.provider_model(request.model)
         full_body = self.responses_body(request, model)
-        chain_key = deck_path or _ROOT_KEY
+        chain_key = call.deck_path or _ROOT_KEY
         previous_id, new_items = self._plan(request, full_body, model, state, chain_key)
 
         if previous_id is not None:

@@ -18,9 +18,9 @@ from typing import Any
 from gambit.core.provider import (
     CreateResponseRequest,
     CreateResponseResponse,
+    ProviderCall,
     ProviderError,
     ProviderResponse,
-    SavedState,
     StreamEventCallback,
 )
 
@@ -79,17 +79,11 @@ class OpenResponsesProvider(HttpProvider):
     def uses_chat_completions(self) -> bool:
         return self.base_url in _CHAT_ONLY
 
-    async def responses(
-        self,
-        request: CreateResponseRequest,
-        *,
-        state: SavedState | None = None,
-        deck_path: str | None = None,
-        on_stream_event: StreamEventCallback | None = None,
-    ) -> ProviderResponse:
+    async def execute(self, call: ProviderCall) -> ProviderResponse:
         self._check_configured()
+        request = call.request
         model = self.provider_model(request.model)
-        response = await self._responses_or_chat(request, model, on_stream_event)
+        response = await self._responses_or_chat(request, model, call.on_event)
         self._apply_cost(response, request.model, model)
         return ProviderResponse(response=response)
 

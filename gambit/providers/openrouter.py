@@ -20,18 +20,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from gambit.core.provider import (
-    ChatMessage,
-    ChatResult,
-    CreateResponseRequest,
-    ResponseToolDefinition,
-    SavedState,
-    StreamTextCallback,
-    messages_to_items,
-)
+from gambit.core.provider import ProviderCall, ProviderResponse
 
-from ._base import HttpProvider, _text_forwarder, settings_http_options
-from ._chat_wire import chat_result_from_response
+from ._base import HttpProvider, settings_http_options
 from ._responses_wire import WireOptions
 
 __all__ = ["OPENROUTER_DEFAULT_BASE_URL", "OpenRouterProvider"]
@@ -93,41 +84,14 @@ class OpenRouterProvider(HttpProvider):
             provider.missing_config = "OPENROUTER_API_KEY is not set"
         return provider
 
-    async def chat(
-        self,
-        *,
-        model: str,
-        messages: list[ChatMessage],
-        tools: list[ResponseToolDefinition] | None = None,
-        stream: bool = False,
-        state: SavedState | None = None,
-        deck_path: str | None = None,
-        on_stream_text: StreamTextCallback | None = None,
-        params: dict[str, Any] | None = None,
-    ) -> ChatResult:
-        if self.responses_api:
-            return await super().chat(
-                model=model,
-                messages=messages,
-                tools=tools,
-                stream=stream,
-                state=state,
-                deck_path=deck_path,
-                on_stream_text=on_stream_text,
-                params=params,
-            )
+    async def execute(self, call: ProviderCall) -> ProviderResponse:
+        if call.mode == "responses" or self.responses_api:
+            return await super().execute(call)
         self._check_configured()
-        request = CreateResponseRequest(
-            model=model,
-            input=messages_to_items(messages),
-            tools=tools or None,
-            stream=stream or None,
-            params=params or None,
-        )
-        provider_model = self.provider_model(model)
+        request = call.request
+        provider_model = self.provider_model(request.model)
         response = await self._call_chat(
-            self.chat_body(request, provider_model),
-            on_event=_text_forwarder(on_stream_text) if stream else None,
+            self.chat_body(request, provider_model), on_event=call.on_event
         )
-        self._apply_cost(response, model, provider_model)
-        return chat_result_from_response(response)
+        self._apply_cost(response, request.model, provider_model)
+        return ProviderResponse(response=response)

@@ -30,45 +30,32 @@ from __future__ import annotations
 
 import asyncio
 import inspect
-import re
 import time
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 from gambit.core.provider import (
-    ChatMessage,
-    ChatResult,
+    BaseChatProvider,
     CreateResponseRequest,
     CreateResponseResponse,
     FunctionCallItem,
     FunctionCallOutputItem,
     MessageItem,
-    OutputItemAddedEvent,
-    OutputItemDoneEvent,
     OutputTextContent,
-    OutputTextDeltaEvent,
-    OutputTextDoneEvent,
+    ProviderCall,
     ProviderResponse,
-    ResponseCompletedEvent,
-    ResponseCreatedEvent,
     ResponseError,
-    ResponseFailedEvent,
-    ResponseToolDefinition,
+    ResponseEventEncoder,
     ResponseUsage,
     SavedState,
     StreamEventCallback,
-    StreamTextCallback,
-    chat_request,
-    chat_result_from_response,
-    item_from_dict,
     item_text,
-    message_item,
     new_id,
+    text_forwarder,
 )
 
-if TYPE_CHECKING:
-    from .scripted import Fail
+from .replies import Fail
 
 __all__ = [
     "OfflineBase",
@@ -77,27 +64,10 @@ __all__ = [
     "Sleep",
     "deck_label",
     "last_user_text",
-    "word_chunks",
 ]
 
 Sleep = Callable[[float], Awaitable[None]]
 """How a provider pauses between streamed deltas (`asyncio.sleep` by default)."""
-
-
-def word_chunks(text: str) -> list[str]:
-    """Split text into word-sized chunks (each word with the whitespace after it).
-
-    `"".join(word_chunks(text)) == text` always holds; empty text gives `[]`.
-    """
-    if not text:
-        return []
-    chunks = re.findall(r"\S+\s*", text)
-    leading = text[: len(text) - len(text.lstrip())]
-    if not chunks:
-        return [text]
-    if leading:
-        chunks[0] = leading + chunks[0]
-    return chunks
 
 
 @dataclass
@@ -162,17 +132,10 @@ async def _call(callback: Callable[[Any], Any], value: Any) -> None:
         await result
 
 
-def _numbered(emit: Callable[[Any], Any]) -> Callable[[Any], Awaitable[None]]:
-    """A sender that numbers a stream's events 1, 2, ... and hands each on as a dict."""
-    seq = 0
-
-    async def send(event: Any) -> None:
-        nonlocal seq
-        seq += 1
-        event.sequence_number = seq
-        await _call(emit, event.to_dict())
-
-    return send
+async def _send(emit: Callable[[Any], Any], events: list[dict[str, Any]]) -> None:
+    """Hand a stream's events (numbered by their encoder) to the callback, in order."""
+    for event in events:
+        await _call(emit, event)
 
 
 def _coerce_request(request: Any) -> CreateResponseRequest:
@@ -186,7 +149,7 @@ def deck_label(deck_path: str | None) -> str:
     return deck_path if deck_path is not None else "<none>"
 
 
-class OfflineBase:
+class OfflineBase(BaseChatProvider):
     """Shared machinery: recording, streaming, aggregation, chat mode (see the module doc).
 
     `chunk_delay` is the default pause before each streamed delta; `sleep` is how the pause
@@ -221,80 +184,35 @@ class OfflineBase:
     ) -> Plan | Fail:
         raise NotImplementedError
 
-    # -- ModelProvider
+    # -- ModelProvider, ChatProvider (through BaseChatProvider)
 
-    async def responses(
-        self,
-        request: CreateResponseRequest,
-        *,
-        state: SavedState | None = None,
-        deck_path: str | None = None,
-        on_stream_event: StreamEventCallback | None = None,
-    ) -> ProviderResponse:
-        request = _coerce_request(request)
+    async def execute(self, call: ProviderCall) -> ProviderResponse:
+        """Resolve the reply and stream it: the caller's callback means "stream"
+        (`request.stream` is not consulted), its events in responses mode, its text deltas in
+        chat mode."""
+        request = _coerce_request(call.request)
+        emit: StreamEventCallback | None = call.on_stream_event
+        if call.mode == "chat":
+            emit = text_forwarder(call.on_stream_text) if call.on_stream_text else None
         self.records.append(
             RecordedRequest(
                 request=request,
-                state=state,
-                deck_path=deck_path,
-                mode="responses",
-                streamed=on_stream_event is not None,
+                state=call.state,
+                deck_path=call.deck_path,
+                mode=call.mode,
+                streamed=emit is not None,
             )
         )
-        outcome = await self._resolve(request, state=state, deck_path=deck_path)
+        outcome = await self._resolve(request, state=call.state, deck_path=call.deck_path)
         response_id = new_id("resp")
         if not isinstance(outcome, Plan):
-            if on_stream_event is not None and outcome.after_deltas is not None:
-                await self._stream_failure(outcome, request, response_id, on_stream_event)
+            if emit is not None and outcome.after_deltas is not None:
+                await self._stream_failure(outcome, request, response_id, emit)
             raise outcome.error(self.name)
         response = self._aggregate(outcome, request, response_id)
-        if on_stream_event is not None:
-            await self._stream(outcome, request, response, on_stream_event)
+        if emit is not None:
+            await self._stream(outcome, request, response, emit)
         return ProviderResponse(response=response)
-
-    async def chat(
-        self,
-        *,
-        model: str,
-        messages: list[ChatMessage],
-        tools: list[ResponseToolDefinition] | None = None,
-        stream: bool = False,
-        state: SavedState | None = None,
-        deck_path: str | None = None,
-        on_stream_text: StreamTextCallback | None = None,
-        params: dict[str, Any] | None = None,
-    ) -> ChatResult:
-        """Chat mode: the same replies, returned as an assistant `ChatMessage`."""
-        request = chat_request(
-            model=model, messages=messages, tools=tools, stream=stream, params=params
-        )
-        self.records.append(
-            RecordedRequest(
-                request=request,
-                state=state,
-                deck_path=deck_path,
-                mode="chat",
-                streamed=on_stream_text is not None,
-            )
-        )
-        outcome = await self._resolve(request, state=state, deck_path=deck_path)
-        if not isinstance(outcome, Plan):
-            if on_stream_text is not None:
-                for chunk in outcome.after_deltas or []:
-                    await self._pause(self.chunk_delay)
-                    await _call(on_stream_text, chunk)
-            raise outcome.error(self.name)
-        if on_stream_text is not None:
-            for index, item in enumerate(outcome.output):
-                if not (isinstance(item, MessageItem) and item.role == "assistant"):
-                    continue
-                for part_index, part in enumerate(item.content):
-                    if isinstance(part, OutputTextContent):
-                        for chunk in outcome.chunks.get((index, part_index), [part.text]):
-                            if chunk:
-                                await self._pause(outcome.delay)
-                                await _call(on_stream_text, chunk)
-        return chat_result_from_response(self._aggregate(outcome, request, new_id("resp")))
 
     # -- rendering
 
@@ -325,8 +243,7 @@ class OfflineBase:
         response: CreateResponseResponse,
         emit: StreamEventCallback,
     ) -> None:
-        send = _numbered(emit)
-
+        encoder = ResponseEventEncoder(full=False)
         created = CreateResponseResponse(
             id=response.id,
             model=response.model,
@@ -334,41 +251,29 @@ class OfflineBase:
             status="in_progress",
             output=[],
         )
-        await send(ResponseCreatedEvent(response=created))
+        await _send(emit, encoder.created(created.to_dict()))
         for index, item in enumerate(plan.output):
-            if isinstance(item, MessageItem):
-                shell = item.to_dict()
-                shell["content"] = []
-                shell["status"] = "in_progress"
-                await send(OutputItemAddedEvent(output_index=index, item=item_from_dict(shell)))
-                for part_index, part in enumerate(item.content):
-                    if not isinstance(part, OutputTextContent):
-                        continue
-                    chunks = plan.chunks.get((index, part_index), [part.text])
-                    for chunk in chunks:
-                        if not chunk:
-                            continue
+            if not isinstance(item, MessageItem):
+                await _send(emit, encoder.item(item.to_dict()))
+                continue
+            final = item.to_dict()
+            _, opened = encoder.open_message(final)
+            await _send(emit, opened)
+            last_text = ""
+            for part_index, part in enumerate(item.content):
+                if not isinstance(part, OutputTextContent):
+                    continue
+                if part_index:
+                    await _send(emit, encoder.start_part(index, part_index))
+                for chunk in plan.chunks.get((index, part_index), [part.text]):
+                    if chunk:
                         await self._pause(plan.delay)
-                        await send(
-                            OutputTextDeltaEvent(
-                                output_index=index,
-                                content_index=part_index,
-                                item_id=item.id,
-                                delta=chunk,
-                            )
+                        await _send(
+                            emit, encoder.text_delta(index, chunk, content_index=part_index)
                         )
-                    await send(
-                        OutputTextDoneEvent(
-                            output_index=index,
-                            content_index=part_index,
-                            item_id=item.id,
-                            text=part.text,
-                        )
-                    )
-            else:
-                await send(OutputItemAddedEvent(output_index=index, item=item))
-            await send(OutputItemDoneEvent(output_index=index, item=item))
-        await send(ResponseCompletedEvent(response=response))
+                last_text = part.text
+            await _send(emit, encoder.close(index, text=last_text, item=final))
+        await _send(emit, [encoder.terminal(response.to_dict())])
 
     async def _stream_failure(
         self,
@@ -377,33 +282,19 @@ class OfflineBase:
         response_id: str,
         emit: StreamEventCallback,
     ) -> None:
-        send = _numbered(emit)
-
+        encoder = ResponseEventEncoder(full=False)
         created = int(time.time())
-        await send(
-            ResponseCreatedEvent(
-                response=CreateResponseResponse(
-                    id=response_id, model=request.model, created=created, status="in_progress"
-                )
-            )
+        started = CreateResponseResponse(
+            id=response_id, model=request.model, created=created, status="in_progress"
         )
-        shell = message_item("assistant", "").to_dict()
-        shell["content"] = []
-        shell["status"] = "in_progress"
-        await send(OutputItemAddedEvent(output_index=0, item=item_from_dict(shell)))
+        await _send(emit, encoder.created(started.to_dict()))
+        index, opened = encoder.open_message()
+        await _send(emit, opened)
         for chunk in fail.after_deltas or []:
             await self._pause(self.chunk_delay)
-            await send(OutputTextDeltaEvent(output_index=0, content_index=0, delta=chunk))
+            await _send(emit, encoder.text_delta(index, chunk))
         error = ResponseError(code=fail.code, message=fail.message)
-        await send(
-            ResponseFailedEvent(
-                error=error,
-                response=CreateResponseResponse(
-                    id=response_id,
-                    model=request.model,
-                    created=created,
-                    status="failed",
-                    error=error,
-                ),
-            )
+        failed = CreateResponseResponse(
+            id=response_id, model=request.model, created=created, status="failed", error=error
         )
+        await _send(emit, [encoder.terminal(failed.to_dict(), error=error.to_dict())])

@@ -33,7 +33,7 @@ from __future__ import annotations
 import json
 import re
 import zlib
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from gambit.core.provider import (
@@ -45,7 +45,7 @@ from gambit.core.provider import (
 )
 
 from ._base import last_user_text
-from .scripted import Call, Stream
+from .replies import Call, ReplyModel, Stream
 
 __all__ = ["BUILTIN_MODELS", "demo_reply", "demo_value", "echo_reply"]
 
@@ -431,7 +431,7 @@ def _graded_text(items: Sequence[Any]) -> str:
     return ""
 
 
-BUILTIN_MODELS: Mapping[str, Callable[[CreateResponseRequest], Any]] = {
+BUILTIN_MODELS: Mapping[str, ReplyModel] = {
     "echo": echo_reply,
     "demo": demo_reply,
 }

@@ -41,7 +41,8 @@ from gambit.core.provider import (
     trace_event_from_dict,
 )
 
-from ._base import OfflineBase, Plan, Sleep, deck_label, last_user_text, word_chunks
+from ._base import OfflineBase, Plan, Sleep, deck_label, last_user_text
+from .replies import word_chunks
 
 __all__ = ["RecordedResult", "ReplayProvider"]
 

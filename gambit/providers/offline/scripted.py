@@ -22,142 +22,33 @@ A reply is one of (`ReplySpec`):
 - a callable `(request) -> any of the above` (or an awaitable of one).
 
 Each reply is used by exactly one call. An empty queue raises `ProviderError`, so that a test
-fails loudly, unless the provider was built with `fallback_models=True`; then the built-in
-demo models (`offline/echo`, `offline/demo`, see `demo.py`) answer instead. That is how the
-registry's `offline/` prefix is served.
+fails loudly, unless the provider was given `models` to answer with (`fallback_models=True`:
+the built-in demo models `offline/echo`, `offline/demo`, see `demo.py`). The registry's
+`offline/` prefix is served by a provider it hands the demo models.
+
+The reply types live in `replies.py` (re-exported here and by the package).
 """
 
 from __future__ import annotations
 
 import inspect
-import json
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Any, Literal
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 from pydantic import BaseModel
 
 from gambit.core.provider import (
     CreateResponseRequest,
-    FunctionCallItem,
     ProviderError,
-    ResponseUsage,
     SavedState,
     item_from_dict,
     message_item,
-    new_id,
 )
 
-from ._base import OfflineBase, Plan, Sleep, deck_label, word_chunks
+from ._base import OfflineBase, Plan, Sleep, deck_label
+from .replies import Call, Fail, Reply, ReplyModel, ReplySpec, Stream, word_chunks
 
 __all__ = ["Call", "Fail", "Reply", "ReplySpec", "ScriptedProvider", "Stream", "word_chunks"]
-
-
-@dataclass
-class Stream:
-    """Assistant text delivered as several `response.output_text.delta` events.
-
-    `chunks` is a list of deltas, or a string that is split into word-sized chunks.
-    `delay` is the pause (seconds) before each delta when streaming; None uses the
-    provider's `chunk_delay`.
-    """
-
-    chunks: Sequence[str] | str
-    delay: float | None = None
-
-    def __post_init__(self) -> None:
-        if isinstance(self.chunks, str):
-            self.chunks = word_chunks(self.chunks)
-        else:
-            self.chunks = [str(chunk) for chunk in self.chunks]
-
-    @property
-    def text(self) -> str:
-        return "".join(self.chunks)
-
-
-@dataclass
-class Call:
-    """A function call. `args` is a dict (serialised as JSON) or a raw JSON string (kept
-    byte for byte, even when it is not valid JSON). `call_id` defaults to a fresh `call-` id.
-    """
-
-    name: str
-    args: Mapping[str, Any] | str | None = None
-    call_id: str | None = None
-
-    @property
-    def arguments(self) -> str:
-        if self.args is None:
-            return "{}"
-        if isinstance(self.args, str):
-            return self.args
-        return json.dumps(dict(self.args), ensure_ascii=False)
-
-    def to_item(self) -> FunctionCallItem:
-        return FunctionCallItem(
-            call_id=self.call_id or new_id("call"), name=self.name, arguments=self.arguments
-        )
-
-
-@dataclass
-class Reply:
-    """A reply with mixed output. Output order: reasoning item, text message, calls, extras.
-
-    - `text`: assistant text (a `Stream` to deliver it as several deltas); None for no message.
-    - `calls`: `Call`s (or `FunctionCallItem`s / item dicts).
-    - `usage`: reported as is; when None, usage is estimated (words, `len(text.split())`).
-    - `reasoning`: adds a `{"type": "reasoning", "summary": [{"type": "summary_text", ...}]}`
-      item before the message.
-    - `extra_items`: any further items (models or dicts, e.g. `ns:type` extension items).
-    - `finish_reason`: "length" marks the response `incomplete` (chat mode: finish reason
-      "length"); otherwise chat mode derives "tool_calls" or "stop" from the output.
-    """
-
-    text: str | Stream | None = None
-    calls: Sequence[Call | FunctionCallItem | Mapping[str, Any]] = field(default_factory=list)
-    usage: ResponseUsage | None = None
-    reasoning: str | None = None
-    extra_items: Sequence[Any] = field(default_factory=list)
-    finish_reason: Literal["stop", "tool_calls", "length"] | None = None
-
-
-@dataclass
-class Fail:
-    """Make the call raise `ProviderError(provider=<provider name>, ...)`.
-
-    With `after_deltas` (a list of text chunks, possibly empty), the provider first streams
-    `response.created`, an in-progress message item and those deltas, then emits
-    `response.failed` and raises; the error's `partial_text` is the joined deltas. Without
-    it, the call fails before any event (like an HTTP error). `retryable` defaults to True
-    for status 408, 409, 429 and 5xx.
-    """
-
-    message: str
-    status: int | None = None
-    code: str | None = None
-    after_deltas: Sequence[str] | None = None
-    retryable: bool | None = None
-
-    def error(self, provider: str) -> ProviderError:
-        retryable = self.retryable
-        if retryable is None:
-            retryable = self.status is not None and (
-                self.status in (408, 409, 429) or self.status >= 500
-            )
-        return ProviderError(
-            self.message,
-            provider=provider,
-            status=self.status,
-            code=self.code,
-            retryable=retryable,
-            partial_text="".join(self.after_deltas or []),
-        )
-
-
-ReplySpec = str | Stream | Call | Reply | Fail | Callable[[CreateResponseRequest], Any]
-"""What `ScriptedProvider.enqueue` accepts. A callable receives the request and returns any
-of the other forms (or an awaitable of one)."""
 
 
 def _as_item(value: Any) -> Any:
@@ -189,11 +80,20 @@ class ScriptedProvider(OfflineBase):
         *,
         chunk_delay: float = 0.0,
         fallback_models: bool = False,
+        models: Mapping[str, ReplyModel] | None = None,
         replies: Iterable[ReplySpec] = (),
         sleep: Sleep | None = None,
     ):
+        """`models` answer, by name (the `offline/` prefix is optional), when the queue is
+        empty; `fallback_models=True` without `models` means the built-in demo models
+        (`demo.BUILTIN_MODELS`). The registry's `offline/` provider is handed those."""
         super().__init__(name, chunk_delay=chunk_delay, sleep=sleep)
-        self.fallback_models = fallback_models
+        if models is None and fallback_models:
+            from .demo import BUILTIN_MODELS  # loaded only by those who want it
+
+            models = BUILTIN_MODELS
+        self.models: dict[str, ReplyModel] = dict(models or {})
+        self.fallback_models = bool(self.models)
         self._queue: list[ReplySpec] = []
         self.enqueue(*replies)
 
@@ -228,10 +128,8 @@ class ScriptedProvider(OfflineBase):
             spec = builtin
         else:
             hint = ""
-            if self.fallback_models:
-                from .demo import BUILTIN_MODELS
-
-                names = ", ".join(f"offline/{name}" for name in BUILTIN_MODELS)
+            if self.models:
+                names = ", ".join(f"offline/{name}" for name in self.models)
                 hint = f" or use a built-in offline model ({names})"
             raise ProviderError(
                 f"no scripted reply left for model {request.model} "
@@ -245,13 +143,9 @@ class ScriptedProvider(OfflineBase):
                 spec = await spec
         return self._plan(spec)
 
-    def _builtin(self, model: str) -> Callable[[CreateResponseRequest], Any] | None:
-        """The built-in demo model a request names, when `fallback_models` allows one."""
-        if not self.fallback_models:
-            return None
-        from .demo import BUILTIN_MODELS  # the demo models use this module's reply types
-
-        return BUILTIN_MODELS.get(model.removeprefix("offline/"))
+    def _builtin(self, model: str) -> ReplyModel | None:
+        """The model (of `models`) a request names, if any."""
+        return self.models.get(model.removeprefix("offline/"))
 
     def _plan(self, spec: Any) -> Plan | Fail:
         if isinstance(spec, Fail):

@@ -1,0 +1,205 @@
+"""Where a `/v1/responses` call goes: the deck or provider model it names, and the session it
+continues (docs/endpoint.md, "Sessions").
+
+`model` names a deck of the served workspace (`deck/<folder>`, listed by `GET /v1/models`)
+or a provider model, proxied through the router. A call continues the session of its
+`previous_response_id`, or the one a `Gambit-Session` header (or `user`) routes it into
+(`store.route_of`); otherwise it starts a new session. `resolve` finds all of it before the
+first byte, and answers the API's errors (404 for an unknown model or session, 409 while the
+conversation is still running).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+from typing import Any
+
+from django.conf import settings
+
+from decks_app.models import Run, Session, Workspace
+from decks_app.runs import providers
+from decks_app.workspaces.served import DeckInfo, find_deck, list_decks
+from endpoint import store as response_store
+from endpoint.schemas import ApiError, CreateResponseBody
+from gambit.core import new_id
+
+DECK_PREFIX = "deck/"
+
+
+# ---------------------------------------------------------------- models
+
+
+def deck_name(info: DeckInfo) -> str:
+    """`support/PROMPT.md` -> `support`; `hello/deck.py` -> `hello`; `x.deck.md` -> `x`."""
+    path = Path(info.path)
+    if path.name in ("PROMPT.md", "deck.py"):
+        return str(path.parent) if str(path.parent) != "." else path.stem
+    return str(path.with_suffix("")).removesuffix(".deck")
+
+
+def served_decks(workspace: Workspace) -> dict[str, DeckInfo]:
+    return {DECK_PREFIX + deck_name(d): d for d in list_decks(workspace) if not d.error}
+
+
+def find_served_deck(workspace: Workspace, model: str) -> DeckInfo | None:
+    """The deck `deck/<name>` names, checking only that deck (not the whole workspace)."""
+    name = model.removeprefix(DECK_PREFIX)
+    if not name or name.startswith("/") or ".." in name.split("/"):
+        return None
+    for candidate in (f"{name}/PROMPT.md", f"{name}/deck.py", f"{name}.deck.md", f"{name}.md"):
+        info = find_deck(workspace, candidate)
+        if info is not None and not info.error and deck_name(info) == name:
+            return info
+    return None
+
+
+def served_workspace() -> Workspace:
+    """The served workspace by its root alone, without reading its row (unsaved; a call
+    resolves it to the row when it is recorded, `current_workspace`)."""
+    return Workspace(root=str(Path(settings.GAMBIT_WORKSPACE).resolve()))
+
+
+def list_models(workspace: Workspace) -> dict[str, Any]:
+    created = int(workspace.created_at.timestamp()) if workspace.created_at else 0
+    return {
+        "object": "list",
+        "data": [
+            {
+                "id": name,
+                "object": "model",
+                "created": created,
+                "owned_by": "gambit",
+                "label": d.label,
+            }
+            for name, d in sorted(served_decks(workspace).items())
+        ],
+    }
+
+
+# ---------------------------------------------------------------- the call's target
+
+
+@dataclasses.dataclass
+class Target:
+    """What a call runs and where it is recorded: the deck (None for a provider model), the
+    session (its id is known before the first byte: the `Gambit-Session-Id` header) and
+    whether that session exists already, and the previous response's run, if any."""
+
+    deck: DeckInfo | None = None
+    session_id: str = dataclasses.field(default_factory=lambda: new_id("session"))
+    session_exists: bool = False
+    previous: Run | None = None
+
+
+def reads_tables(body: CreateResponseBody, route: tuple[str, str] | None) -> bool:
+    """Whether `resolve` touches the database or deck files (then it runs in the request's
+    sync thread); for a provider model without `previous_response_id` or routing it reads
+    neither."""
+    return (
+        bool(body.previous_response_id) or route is not None or body.model.startswith(DECK_PREFIX)
+    )
+
+
+def busy(body: CreateResponseBody, route: tuple[str, str] | None) -> ApiError:
+    """The 409 of a conversation that is still running."""
+    return ApiError(
+        409,
+        "the conversation is still running (one call at a time per session)",
+        code="conversation_busy",
+        param="previous_response_id"
+        if body.previous_response_id
+        else (route[1] if route is not None else None),
+    )
+
+
+def resolve(
+    workspace: Workspace,
+    body: CreateResponseBody,
+    *,
+    owner: str | None,
+    route: tuple[str, str] | None,
+) -> Target:
+    """The deck (or provider model), the previous response's run and the routed session."""
+    model = body.model
+    target = Target()
+    if body.previous_response_id:
+        target.previous = response_store.find_call(
+            body.previous_response_id,
+            owner,
+            code="previous_response_not_found",
+            param="previous_response_id",
+            purpose="; it cannot be continued",
+        )
+        target.session_id, target.session_exists = target.previous.session_id, True
+    if route is not None:
+        _route(target, workspace, model, owner, route)
+    if (
+        target.session_exists
+        and Run.objects.filter(session_id=target.session_id, status__in=Run.ACTIVE).exists()
+    ):
+        raise busy(body, route)
+    if model.startswith(DECK_PREFIX):
+        target.deck = find_served_deck(workspace, model)
+        if target.deck is None:
+            raise ApiError(
+                404,
+                f"model {model!r} is not a deck of this workspace (GET /v1/models lists them)",
+                code="model_not_found",
+                param="model",
+            )
+    else:
+        router = providers.make_router(workspace.root)
+        reason = router.unavailable_reason(model, probe=False)
+        if reason is not None:
+            raise ApiError(
+                404,
+                f"model {model!r} is not available: {reason}",
+                code="model_not_found",
+                param="model",
+            )
+    return target
+
+
+def _route(
+    target: Target,
+    workspace: Workspace,
+    model: str,
+    owner: str | None,
+    route: tuple[str, str],
+) -> None:
+    """The session a `Gambit-Session` header (or `user`) names: a session id continues
+    that API session (of this key and model); a name, the session of this key, model
+    and name (created by the first call)."""
+    value, param = route
+    if param == response_store.SESSION_HEADER and response_store.is_session_id(value):
+        session = Session.objects.filter(pk=value, origin="api").first()
+        if session is None or not response_store.may_use(session, owner):
+            raise ApiError(
+                404,
+                f"no API session {value!r} ({param} holds a session name or the id of a "
+                "session made through this endpoint with this key)",
+                code="session_not_found",
+                param=param,
+            )
+        used = ((session.meta or {}).get("api") or {}).get("model")
+        if used != model:
+            raise ApiError(
+                400,
+                f"session {value!r} is a conversation with {used!r}, not {model!r}",
+                code="invalid_value",
+                param="model",
+            )
+        routed, exists = value, True
+    else:
+        routed = response_store.routed_session_id(owner, workspace.root, model, value)
+        exists = Session.objects.filter(pk=routed).exists()
+    if target.previous is not None and target.previous.session_id != routed:
+        raise ApiError(
+            400,
+            f"previous_response_id belongs to another conversation than the one {param} "
+            "names; send one of the two",
+            code="invalid_value",
+            param="previous_response_id",
+        )
+    target.session_id, target.session_exists = routed, exists
