@@ -43,7 +43,11 @@ from django.db import transaction
 from django.utils import timezone
 
 from decks_app.models import Run, Session, Workspace
-from decks_app.runs import deck_trees, execution, providers
+from decks_app.runs import deck_trees, providers
+from decks_app.runs.database import db
+from decks_app.runs.executor import RunProgress, finish_run
+from decks_app.runs.state import session_state_dict
+from decks_app.runs.writer import EventWriter
 from decks_app.sessions import actions as session_service
 from decks_app.workspaces.served import (
     DeckInfo,
@@ -54,6 +58,7 @@ from decks_app.workspaces.served import (
 )
 from endpoint import keys as api_keys
 from endpoint import store as response_store
+from endpoint.kinds import ApiCallRecord, ApiParams
 from endpoint.models import ApiKey
 from endpoint.schemas import (
     ApiError,
@@ -383,7 +388,7 @@ class ResponseCall:
                     raise self._busy()
             else:
                 self.session = Session.objects.create(pk=self.session_id, **fields)
-            conversation = execution.session_state_dict(self.session) or {}
+            conversation = session_state_dict(self.session) or {}
             self.input_items = response_store.input_items(
                 self.items, [i for i in conversation.get("items") or [] if isinstance(i, dict)]
             )
@@ -397,17 +402,19 @@ class ResponseCall:
             session=self.session,
             kind="api",
             status="running",
-            message=_last_user_text(self.items),
+            params=ApiParams(message=_last_user_text(self.items)),
             model=model[:200],
             worker_id="api",
             started_at=timezone.now(),
             heartbeat_at=timezone.now(),
-            output=self._record_of(self.resource("in_progress")),
+            result=self._record_of(self.resource("in_progress")),
         )
 
-    def _record_of(self, resource: dict[str, Any]) -> dict[str, Any]:
-        """The run's `output`: this call's record (`response_store.call_record`)."""
-        return response_store.call_record(self.response_id, self.store, resource, self.input_items)
+    def _record_of(self, resource: dict[str, Any]) -> ApiCallRecord:
+        """The run's result: this call's record (`response_store.call_record`)."""
+        return ApiCallRecord.model_validate(
+            response_store.call_record(self.response_id, self.store, resource, self.input_items)
+        )
 
     # -- events -----------------------------------------------------------------------------
 
@@ -675,14 +682,13 @@ class ResponseCall:
         """The client left before the run started: the recorded run ends canceled."""
         if self.run is None:
             return
-        await execution.db(
-            execution._finish,
+        await db(
+            finish_run,
             self.run.id,
             "canceled",
             "the client disconnected",
             self._record_of(self.resource("incomplete")),
-            {"state": None, "usage": None},
-            [],
+            RunProgress(),
             time.monotonic(),
         )
 
@@ -694,8 +700,8 @@ class ResponseCall:
         `deltas` receives the text as it streams and the extension items as they complete,
         then None."""
         assert self.run is not None and self.session is not None
-        writer = execution.EventWriter(self.run.id, self.session.id, 1)
-        latest: dict[str, Any] = {"state": None, "usage": None}
+        writer = EventWriter(self.run.id, self.session.id, 1)
+        latest = RunProgress()
         started = time.monotonic()
         status, error_text, final_text = "completed", "", ""
         pause: _Pause | None = None
@@ -706,7 +712,7 @@ class ResponseCall:
         def on_trace(event: dict[str, Any]) -> None:
             kind = event.get("type")
             if kind == "run.end":
-                latest["usage"] = event.get("usage")
+                latest.usage = event.get("usage")
             elif kind == "response.output_item.done":
                 item = _surfaced_item(event)
                 if item is not None:
@@ -737,30 +743,27 @@ class ResponseCall:
                 with contextlib.suppress(asyncio.CancelledError):
                     await task
                 status = "completed"
-                state = latest.get("state")
+                state = latest.state
                 if state is not None and pause is not None:
                     # The pass that made the call was not published yet: keep the call in the
                     # conversation, so the client's function_call_output answers it.
                     call = FunctionCallItem(
                         call_id=pause.call_id, name=pause.name, arguments=pause.arguments
                     )
-                    latest["state"] = state.model_copy(
-                        update={"items": [*state_items(state), call]}
-                    )
+                    latest.state = state.model_copy(update={"items": [*state_items(state), call]})
             else:
                 waiter.cancel()
                 final_text = task.result()
         except asyncio.CancelledError:
             status, error_text = "canceled", "the client disconnected"
             await writer.close()
-            await execution.db(
-                execution._finish,
+            await db(
+                finish_run,
                 self.run.id,
                 "canceled",
                 error_text,
                 self._record_of(self.resource("incomplete")),
                 latest,
-                [],
                 started,
             )
             await deltas.put(None)
@@ -780,7 +783,7 @@ class ResponseCall:
             with contextlib.suppress(Exception):
                 await router.aclose()
         await writer.close()
-        usage = latest.get("usage") or {}
+        usage = latest.usage or {}
         self.usage = {
             "input_tokens": int(usage.get("promptTokens") or 0),
             "output_tokens": int(usage.get("completionTokens") or 0),
@@ -791,14 +794,13 @@ class ResponseCall:
             },
             "output_tokens_details": {"reasoning_tokens": int(usage.get("reasoningTokens") or 0)},
         }
-        await execution.db(
-            execution._finish,
+        await db(
+            finish_run,
             self.run.id,
             "failed" if status == "failed" else "completed",
             error_text,
             self._record_of(self.resource("in_progress")),
             latest,
-            [],
             started,
         )
         await deltas.put(None)
@@ -838,7 +840,7 @@ class ResponseCall:
             options["model_override"] = override
 
         def on_state(new_state: SavedState) -> None:
-            latest["state"] = new_state
+            latest.state = new_state
 
         result = await run_deck(
             tree,
@@ -855,7 +857,7 @@ class ResponseCall:
             run_id=self.run.id if self.run else None,
             **options,
         )
-        latest["state"] = result.state or latest["state"]
+        latest.state = result.state or latest.state
         output = result.output
         if isinstance(output, dict) and "payload" in output:
             output = output["payload"]
@@ -890,7 +892,7 @@ class ResponseCall:
     def _conversation(self, deck: Any) -> tuple[SavedState | None, Any, Any]:
         """(state to resume, context, message) from the session and the input items."""
         assert self.session is not None
-        data = execution.session_state_dict(self.session)
+        data = session_state_dict(self.session)
         state = state_from_dict(data) if data else None
         instructions = [self.body.instructions] if self.body.instructions else []
         conversation: list[Any] = []
@@ -955,7 +957,7 @@ class ResponseCall:
         # A continued (or routed) conversation: the upstream gets what was said before, as
         # a deck's model does.
         assert self.session is not None
-        data = execution.session_state_dict(self.session)
+        data = session_state_dict(self.session)
         state = state_from_dict(data) if data else None
         items: list[Any] = list(state_items(state)) if state is not None else []
         for item in self.items:
@@ -1042,7 +1044,7 @@ class ResponseCall:
             }
         )
         on_trace({"type": "run.end", "status": "completed", "usage": usage})
-        latest["state"] = new_state("responses").model_copy(
+        latest.state = new_state("responses").model_copy(
             update={"items": [*items, *response.output]}
         )
         texts = [
@@ -1058,7 +1060,7 @@ class ResponseCall:
         if self.run is None:
             return
         try:
-            Run.objects.filter(pk=self.run.pk).update(output=self._record_of(final))
+            Run.objects.filter(pk=self.run.pk).update(result=self._record_of(final).to_json())
         except Exception:  # the answer still goes out; the record keeps its last state
             log.exception("response %s: storing the final resource failed", self.response_id)
 

@@ -47,7 +47,7 @@ def verify_tab(request: HttpRequest, fmt: str | None = None) -> HttpResponse:
         "deck": wanted,
         "refs": refs,
         "batches": history,
-        "defaults": verify_service.VerifySettings([], []),
+        "defaults": verify_service.VerifyParams(scenarios=[], graders=[]),
     }
     return page(request, "grading/verify.html", ctx, data=data, fmt=fmt)
 

@@ -1,0 +1,150 @@
+"""Writing a run's trace as it happens: events in batches, with the conversation's latest
+checkpoint riding along (see `EventWriter`)."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+from typing import Any
+
+from django.db import DatabaseError, IntegrityError, transaction
+from django.db.models import Max
+
+from decks_app.models import Run, Session, TraceEvent
+from decks_app.runs import events as event_log
+from decks_app.runs import outage
+from decks_app.runs.database import DATABASE_PATIENCE, db, reset_connection
+from decks_app.runs.registry import JSONObject
+from decks_app.runs.state import save_turn_state
+
+log = logging.getLogger(__name__)
+
+
+class EventWriter:
+    """Buffers trace events and writes them in batches: append first, notify second.
+
+    While a write is in flight new events accumulate, so under load text deltas are
+    coalesced into fewer, larger events (and fewer notifications). The run's latest
+    conversation state rides along: each batch is written in one transaction with the
+    newest state published before it (a checkpoint), so after a crash the database holds
+    the conversation up to the last finished pass plus every event after it.
+    """
+
+    def __init__(self, run_id: str, session_id: str, next_seq: int):
+        self.run_id = run_id
+        self.session_id = session_id
+        self.next_seq = next_seq
+        self.pending: list[JSONObject] = []
+        self.state: Any = None  # a published state not yet saved
+        self.loop = asyncio.get_running_loop()
+        self.thread = threading.get_ident()
+        self.wake = asyncio.Event()
+        self.closed = False
+        self.task = asyncio.create_task(self._pump())
+        self.written = 0
+        self.failures = 0
+
+    def add(self, event: JSONObject) -> None:
+        if threading.get_ident() == self.thread:
+            self._add(event)
+        else:
+            self.loop.call_soon_threadsafe(self._add, event)
+
+    def _add(self, event: JSONObject) -> None:
+        self.pending.append(event)
+        self.wake.set()
+
+    def checkpoint(self, state: Any) -> None:
+        if threading.get_ident() == self.thread:
+            self._checkpoint(state)
+        else:
+            self.loop.call_soon_threadsafe(self._checkpoint, state)
+
+    def _checkpoint(self, state: Any) -> None:
+        self.state = state
+        self.wake.set()
+
+    async def _pump(self) -> None:
+        while True:
+            await self.wake.wait()
+            self.wake.clear()
+            await self.flush()
+            if self.closed and not self.pending:
+                return
+
+    async def flush(self) -> None:
+        if not self.pending and self.state is None:
+            return
+        taken, self.pending = self.pending, []
+        state, self.state = self.state, None
+        batch = event_log.coalesce(taken)
+        try:
+            first = await db(
+                append_and_checkpoint, self.run_id, self.session_id, self.next_seq, batch, state
+            )
+        except DatabaseError as exc:
+            # The database is restarting: keep everything and try again (nothing is dropped;
+            # deltas that arrive meanwhile are coalesced into the same batch).
+            outage.failed("the database", exc)
+            self.pending = taken + self.pending
+            if self.state is None:
+                self.state = state
+            await reset_connection()
+            self.failures += 1
+            await asyncio.sleep(min(5.0, 0.25 * 2 ** min(self.failures, 5)))
+            self.wake.set()
+            return
+        outage.recovered("the database")
+        self.failures = 0
+        self.next_seq = first + len(batch)
+        self.written += len(batch)
+        await event_log.notify(self.session_id)
+
+    async def close(self, wait: float = DATABASE_PATIENCE) -> None:
+        """Write what is left; while the database is down, wait for it up to `wait` s."""
+        self.closed = True
+        self.wake.set()
+        try:
+            await asyncio.wait_for(asyncio.shield(self.task), timeout=wait)
+        except TimeoutError:
+            self.task.cancel()
+            log.error(
+                "run %s: %d trace event(s) could not be written: the database stayed away",
+                self.run_id,
+                len(self.pending),
+            )
+
+
+def append_and_checkpoint(
+    run_id: str, session_id: str, first: int, batch: list[JSONObject], state: Any
+) -> int:
+    """Append a batch (and save a checkpoint) in one transaction; return the first seq used.
+
+    Another process may have appended to this run's trace meanwhile (a `run.end` when it
+    marked the run interrupted): the batch then moves after what is there.
+    """
+    try:
+        with transaction.atomic():
+            _append_batch(run_id, session_id, first, batch, state)
+        return first
+    except IntegrityError:
+        first = (TraceEvent.objects.filter(run_id=run_id).aggregate(m=Max("seq"))["m"] or 0) + 1
+        with transaction.atomic():
+            _append_batch(run_id, session_id, first, batch, state)
+        return first
+
+
+def _append_batch(
+    run_id: str, session_id: str, first: int, batch: list[JSONObject], state: Any
+) -> None:
+    event_log.append_events(run_id, session_id, first, batch)
+    if state is None:
+        return
+    run = Run.objects.select_for_update().get(pk=run_id)
+    if run.status != "running":
+        return  # no longer this run's conversation to write (stopped or interrupted)
+    session = Session.objects.select_for_update().get(pk=session_id)
+    if save_turn_state(run, session, state, last_seq=first + len(batch) - 1):
+        session.save()
+        run.save(update_fields=["turn_base"])
