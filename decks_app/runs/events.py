@@ -68,7 +68,8 @@ def append_events(
         )
         for i, event in enumerate(events)
     ]
-    with transaction.atomic():
+    # One statement: inside the caller's transaction it needs no savepoint of its own.
+    with transaction.atomic(savepoint=False):
         TraceEvent.objects.bulk_create(rows)
     # bulk_create sets pks on SQLite and PostgreSQL.
     return rows[-1].pk

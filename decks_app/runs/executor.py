@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from django.db import DatabaseError, close_old_connections, transaction
+from django.db import DatabaseError, transaction
 from django.db.models import Max
 from django.utils import timezone
 
@@ -28,7 +28,7 @@ from decks_app.runs.queue import HEARTBEAT_SECONDS, cancel_requested, heartbeat
 from decks_app.runs.recovery import INTERRUPTED, recover_interrupted_turn
 from decks_app.runs.registry import JSONObject, Payload, Preparation, RunFailed, RunKind
 from decks_app.runs.state import save_turn_state, session_state_dict, turn_base, with_message_refs
-from decks_app.runs.writer import EventWriter
+from decks_app.runs.writer import STATE_FIELDS, EventWriter, Unwritten
 from decks_app.workspaces.served import jailed_path
 from gambit.core import DeckLoadError, run_deck, state_from_dict
 from gambit.core._compute import input_from_text
@@ -72,7 +72,7 @@ class _Job:
 
 
 def load_job(run_id: str) -> _Job:
-    run = Run.objects.select_related("session__workspace", "session__source").get(pk=run_id)
+    run = Run.objects.select_related("session__workspace").get(pk=run_id)
     session = run.session
     try:
         kind = registry.get(run.kind)
@@ -214,7 +214,9 @@ def _as_text(value: Any) -> str:
 async def execute_run(run_id: str, *, router: Any = None) -> str:
     """Run one claimed run to its end; return its final status."""
     try:
-        job = await db(load_job, run_id)
+        # Patiently: the database thread keeps its connection from run to run, and the first
+        # query after a database restart finds it broken (it is replaced, and tried again).
+        job = await db_patiently(load_job, run_id)
     except RunRefused as exc:
         log.warning("run %s refused: %s", run_id, exc)
         await db_patiently(finish_run, run_id, "failed", str(exc), None, RunProgress(), None)
@@ -311,8 +313,8 @@ async def execute_run(run_id: str, *, router: Any = None) -> str:
                 await own_router.aclose()
             except Exception:
                 pass
-    await writer.close()
-    await db_patiently(finish_run, run.id, status, error, result, progress, started)
+    rest = await writer.hand_over()  # written with the run's end, in one transaction
+    await db_patiently(finish_run, run.id, status, error, result, progress, started, rest)
     await event_log.notify(session.id)
     return status
 
@@ -338,8 +340,10 @@ def finish_run(
     result: Payload | None,
     progress: RunProgress,
     started: float | None,
+    rest: Unwritten | None = None,
 ) -> None:
-    """Save the run's outcome and the session's new SavedState in one transaction."""
+    """Save the run's outcome, the trace events its writer had not written yet (`rest`) and
+    the session's new SavedState in one transaction."""
     with transaction.atomic():
         run = Run.objects.select_for_update().get(pk=run_id)
         session = Session.objects.select_for_update().get(pk=run.session_id)
@@ -385,21 +389,39 @@ def finish_run(
         if kind is not None:  # a run of a kind no app registers keeps what it had
             run.result = result
             fields.append("result")
-        run.save(update_fields=fields)
-        if kind is not None and kind.finish is not None:
-            kind.finish(run, session)
+        last_seq = None
+        if rest is not None and rest.events:
+            # Nobody else writes this run's trace while it runs; a process that ended it
+            # meanwhile (holding this lock) may have added its `run.end`: ours go after it.
+            first = rest.first_seq if owned else _next_seq(run)
+            event_log.append_events(run.id, session.id, first, rest.events)
+            last_seq = first + len(rest.events) - 1
         state = progress.state
+        changed = False
         if not owned:
             pass  # stopped or interrupted by someone else meanwhile: their record stands
         elif state is not None:
-            save_turn_state(run, session, state, last_seq=None)
-            run.save(update_fields=["turn_base"])
+            if save_turn_state(run, session, state, last_seq=last_seq):
+                changed = True
+                fields.append("turn_base")
         elif progress.transcript:
             session.messages = (session.messages or []) + progress.transcript
             session.format = "chat" if not session.items else session.format
             session.message_refs = with_message_refs(session.messages or [], session.message_refs)
             session.state_version += 1
+            changed = True
+        run.save(update_fields=fields)
+        hooked = kind is not None and kind.finish is not None
+        if kind is not None and kind.finish is not None:
+            kind.finish(run, session)  # it may change the session too: saved whole below
         if status == "interrupted" and owned:
             recover_interrupted_turn(run, session)
-        session.save()
-    close_old_connections()
+            changed = True
+        if hooked:
+            session.save()
+        elif changed:
+            session.save(update_fields=STATE_FIELDS)
+
+
+def _next_seq(run: Run) -> int:
+    return (TraceEvent.objects.filter(run=run).aggregate(m=Max("seq"))["m"] or 0) + 1

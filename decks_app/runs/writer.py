@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import threading
+from dataclasses import dataclass, field
 from typing import Any
 
 from django.db import DatabaseError, IntegrityError, transaction
@@ -20,15 +22,34 @@ from decks_app.runs.state import save_turn_state
 
 log = logging.getLogger(__name__)
 
+# How long a batch may wait for more events before it is written. Events (and a checkpoint)
+# that arrive within it share one transaction and one notification; a run that ends within
+# it writes them with its end (`EventWriter.hand_over`, `finish_run`): a one-turn run then
+# takes two transactions instead of five or six. A reader sees text at most this much later.
+LINGER_SECONDS = float(os.environ.get("GAMBIT_TRACE_LINGER_MS", "25")) / 1000
+# The columns a conversation save writes (the session's other columns stay as they are).
+STATE_FIELDS = ["format", "state_run_id", "messages", "items", "meta", "message_refs"]
+STATE_FIELDS += ["state_version", "updated_at"]
+
+
+@dataclass
+class Unwritten:
+    """What a writer had not written when the run ended: events numbered from `first_seq`,
+    written with the run's end in one transaction."""
+
+    first_seq: int
+    events: list[JSONObject] = field(default_factory=list)
+
 
 class EventWriter:
     """Buffers trace events and writes them in batches: append first, notify second.
 
-    While a write is in flight new events accumulate, so under load text deltas are
-    coalesced into fewer, larger events (and fewer notifications). The run's latest
-    conversation state rides along: each batch is written in one transaction with the
-    newest state published before it (a checkpoint), so after a crash the database holds
-    the conversation up to the last finished pass plus every event after it.
+    A batch waits up to LINGER_SECONDS for more events, and while a write is in flight new
+    events accumulate, so text deltas are coalesced into fewer, larger events (and fewer
+    notifications). The run's latest conversation state rides along: each batch is written
+    in one transaction with the newest state published before it (a checkpoint), so after a
+    crash the database holds the conversation up to the last finished pass plus every event
+    after it: no event is ever written without the state published before it.
     """
 
     def __init__(self, run_id: str, session_id: str, next_seq: int):
@@ -41,6 +62,8 @@ class EventWriter:
         self.thread = threading.get_ident()
         self.wake = asyncio.Event()
         self.closed = False
+        self.handing_over = False
+        self.done = asyncio.Event()  # closed or handing over: stop lingering
         self.task = asyncio.create_task(self._pump())
         self.written = 0
         self.failures = 0
@@ -68,7 +91,14 @@ class EventWriter:
     async def _pump(self) -> None:
         while True:
             await self.wake.wait()
+            if LINGER_SECONDS and not self.done.is_set() and not self.failures:
+                try:
+                    await asyncio.wait_for(self.done.wait(), LINGER_SECONDS)
+                except TimeoutError:
+                    pass
             self.wake.clear()
+            if self.handing_over:
+                return  # what is left goes with the run's end
             await self.flush()
             if self.closed and not self.pending:
                 return
@@ -101,9 +131,21 @@ class EventWriter:
         self.written += len(batch)
         await event_log.notify(self.session_id)
 
+    async def hand_over(self) -> Unwritten:
+        """Stop writing and hand what is left to the run's end (`finish_run` writes it in its
+        transaction, with the final state). A write in flight finishes first."""
+        self.handing_over = True
+        self.done.set()
+        self.wake.set()
+        await asyncio.shield(self.task)
+        rest = Unwritten(self.next_seq, event_log.coalesce(self.pending))
+        self.pending, self.state = [], None
+        return rest
+
     async def close(self, wait: float = DATABASE_PATIENCE) -> None:
         """Write what is left; while the database is down, wait for it up to `wait` s."""
         self.closed = True
+        self.done.set()
         self.wake.set()
         try:
             await asyncio.wait_for(asyncio.shield(self.task), timeout=wait)
@@ -141,10 +183,10 @@ def _append_batch(
     event_log.append_events(run_id, session_id, first, batch)
     if state is None:
         return
-    run = Run.objects.select_for_update().get(pk=run_id)
+    run = Run.objects.select_for_update().only("id", "kind", "status", "turn_base").get(pk=run_id)
     if run.status != "running":
         return  # no longer this run's conversation to write (stopped or interrupted)
     session = Session.objects.select_for_update().get(pk=session_id)
     if save_turn_state(run, session, state, last_seq=first + len(batch) - 1):
-        session.save()
+        session.save(update_fields=STATE_FIELDS)
         run.save(update_fields=["turn_base"])
