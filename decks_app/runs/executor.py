@@ -80,8 +80,8 @@ def load_job(run_id: str) -> _Job:
             raise ValueError(
                 f"run kind {kind.name!r} runs in the process that creates it, not in a worker"
             )
-        params = kind.params.model_validate(run.params or {})
-    except ValueError as exc:  # UnknownRunKind, a pydantic ValidationError
+        params = registry.parse_params(run)
+    except ValueError as exc:  # UnknownRunKind, InvalidPayload
         raise RunRefused(str(exc).splitlines()[0], session.id) from None
     deck_file = jailed_path(session.workspace, session.deck_path)
     if run.turn_base is None:
@@ -386,7 +386,8 @@ def finish_run(
             "model",
             "offline",
         ]
-        if kind is not None:  # a run of a kind no app registers keeps what it had
+        if kind is not None and (result is not None or run.result is not None):
+            # (a run of a kind no app registers, or refused, keeps what it had)
             run.result = result
             fields.append("result")
         last_seq = None

@@ -315,6 +315,19 @@ def check_run(run: Run) -> None:
     run.result = _validated(kind, "result", kind.result, run.result, run.id)
 
 
+def parse_params(run: Run) -> Payload:
+    """The run's params as its kind's model (`InvalidPayload` naming the field when they do
+    not fit: a row written behind the model's back)."""
+    kind = get(run.kind)
+    try:
+        return kind.params.model_validate(run.params or {})
+    except ValidationError as exc:
+        raise InvalidPayload(
+            f"run {run.id}: the params of a {kind.name!r} run are not a valid "
+            f"{kind.params.__name__}: {_problem(exc)}"
+        ) from None
+
+
 def read_params[P: Payload](run: Run, model: type[P]) -> P:
     """The run's params as `model` (its kind's params model)."""
     kind = get(run.kind)

@@ -8,13 +8,28 @@ conversation it saved last.
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import Any, NotRequired, TypedDict, cast
 
 from decks_app.models import Run, Session
 from decks_app.runs.registry import JSONObject
 from gambit.core import new_id, state_to_dict
 
 log = logging.getLogger(__name__)
+
+
+class TurnBase(TypedDict):
+    """`Run.turn_base`: where a run's turn starts in its session's conversation (the state
+    version and message, item and ref counts: Retry cuts back to them) and how far its saves
+    got (`savedMessages`, `savedItems`: a save writes only over its own last one;
+    `checkpointSeq`: the last trace event the saved conversation covers)."""
+
+    stateVersion: int
+    messages: int
+    items: int
+    refs: int
+    savedMessages: int
+    savedItems: int
+    checkpointSeq: NotRequired[int | None]
 
 
 def session_state_dict(session: Session) -> JSONObject | None:
@@ -52,8 +67,8 @@ def with_message_refs(
     return out
 
 
-def turn_base(session: Session, last_seq: int) -> JSONObject:
-    """Where a run's turn starts in the session's conversation (see `Run.turn_base`)."""
+def turn_base(session: Session, last_seq: int) -> TurnBase:
+    """Where a run's turn starts in the session's conversation (see `TurnBase`)."""
     messages = len(session.messages or [])
     items = len(session.items or [])
     return {
@@ -74,7 +89,7 @@ def save_turn_state(run: Run, session: Session, state: Any, *, last_seq: int | N
     saved last (same message and item counts); a change of meta alone, such as a grade,
     does not block it. Returns False, changing nothing, when the conversation moved on.
     """
-    base = dict(run.turn_base or turn_base(session, 0))
+    base = cast(TurnBase, dict(run.turn_base or turn_base(session, 0)))
     if len(session.messages or []) != base.get("savedMessages") or len(
         session.items or []
     ) != base.get("savedItems"):

@@ -129,6 +129,19 @@ async def test_a_queued_run_whose_kind_is_gone_fails_with_the_reason():
     assert run.finished_at is not None
 
 
+async def test_a_queued_run_whose_params_no_longer_fit_fails_with_the_reason():
+    run = await sync_to_async(_queued)("manual", {"message": "hi"})
+    # written behind the model's back (an old row, a hand edit): the executor refuses it
+    await Run.objects.filter(pk=run.id).aupdate(params={"message": 42})
+    assert await _drain(run.id) == "failed"
+    run = await Run.objects.aget(pk=run.id)
+    assert run.error == (
+        f"run {run.id}: the params of a 'manual' run are not a valid TurnParams: "
+        "message: Input should be a valid string"
+    )
+    assert run.params == {"message": 42} and run.result is None
+
+
 def test_an_unknown_kind_or_origin_is_refused_with_a_clear_error(workspace):
     session = create_session(workspace, "support/PROMPT.md", model="offline/echo")
     with pytest.raises(UnknownRunKind) as info:
