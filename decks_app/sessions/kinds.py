@@ -157,6 +157,6 @@ async def scenario(ctx: RunContext[ScenarioParams]) -> Outcome:
         stream=True,
         run_id=ctx.run.id,
         strict=deck_trees.strict_mode(),
-        **{"model_resolver": None, **ctx.model_options()},
+        **ctx.model_options(),
     )
     return Outcome(ScenarioResult(turns=outcome.turns, stopped=outcome.stopped), outcome.state)
