@@ -27,6 +27,9 @@ log = logging.getLogger(__name__)
 # it writes them with its end (`EventWriter.hand_over`, `finish_run`): a one-turn run then
 # takes two transactions instead of five or six. A reader sees text at most this much later.
 LINGER_SECONDS = float(os.environ.get("GAMBIT_TRACE_LINGER_MS", "25")) / 1000
+# A published conversation (a checkpoint) waits less: long enough for a run that is ending
+# to take it along, short enough that a crash rarely finds a finished pass unsaved.
+CHECKPOINT_LINGER_SECONDS = min(LINGER_SECONDS, 0.005)
 # The columns a conversation save writes (the session's other columns stay as they are).
 STATE_FIELDS = ["format", "state_run_id", "messages", "items", "meta", "message_refs"]
 STATE_FIELDS += ["state_version", "updated_at"]
@@ -64,6 +67,7 @@ class EventWriter:
         self.closed = False
         self.handing_over = False
         self.done = asyncio.Event()  # closed or handing over: stop lingering
+        self.nudge = asyncio.Event()  # a checkpoint or the end: linger less
         self.task = asyncio.create_task(self._pump())
         self.written = 0
         self.failures = 0
@@ -86,17 +90,15 @@ class EventWriter:
 
     def _checkpoint(self, state: Any) -> None:
         self.state = state
+        self.nudge.set()
         self.wake.set()
 
     async def _pump(self) -> None:
         while True:
             await self.wake.wait()
-            if LINGER_SECONDS and not self.done.is_set() and not self.failures:
-                try:
-                    await asyncio.wait_for(self.done.wait(), LINGER_SECONDS)
-                except TimeoutError:
-                    pass
+            await self._linger()
             self.wake.clear()
+            self.nudge.clear()
             if self.handing_over:
                 return  # what is left goes with the run's end
             await self.flush()
@@ -131,11 +133,28 @@ class EventWriter:
         self.written += len(batch)
         await event_log.notify(self.session_id)
 
+    async def _linger(self) -> None:
+        """Wait for more events: up to LINGER_SECONDS, cut short by the end; once a
+        checkpoint is pending, CHECKPOINT_LINGER_SECONDS more at most."""
+        if not LINGER_SECONDS or self.done.is_set() or self.failures:
+            return
+        try:
+            await asyncio.wait_for(self.nudge.wait(), LINGER_SECONDS)
+        except TimeoutError:
+            return
+        if self.done.is_set():
+            return
+        try:
+            await asyncio.wait_for(self.done.wait(), CHECKPOINT_LINGER_SECONDS)
+        except TimeoutError:
+            pass
+
     async def hand_over(self) -> Unwritten:
         """Stop writing and hand what is left to the run's end (`finish_run` writes it in its
         transaction, with the final state). A write in flight finishes first."""
         self.handing_over = True
         self.done.set()
+        self.nudge.set()
         self.wake.set()
         await asyncio.shield(self.task)
         rest = Unwritten(self.next_seq, event_log.coalesce(self.pending))
@@ -146,6 +165,7 @@ class EventWriter:
         """Write what is left; while the database is down, wait for it up to `wait` s."""
         self.closed = True
         self.done.set()
+        self.nudge.set()
         self.wake.set()
         try:
             await asyncio.wait_for(asyncio.shield(self.task), timeout=wait)

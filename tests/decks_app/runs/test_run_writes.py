@@ -38,6 +38,7 @@ class Statements:
 async def test_a_one_turn_run_writes_its_trace_and_conversation_in_few_statements(monkeypatch):
     # Longer than the run takes: every event waits, and goes with the run's end.
     monkeypatch.setattr(writer, "LINGER_SECONDS", 5.0)
+    monkeypatch.setattr(writer, "CHECKPOINT_LINGER_SECONDS", 5.0)
 
     def setup() -> Run:
         session = create_session(current_workspace(), "support/PROMPT.md", model="offline/echo")
