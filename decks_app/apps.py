@@ -16,7 +16,12 @@ class DecksAppConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
+        # The simulator's own run kinds and session origins, registered as a third-party
+        # app's would be (decks_app.runs.registry, docs/simulator.md "Jobs").
+        from decks_app.building import kinds as building_kinds  # noqa: F401
+        from decks_app.grading import kinds as grading_kinds  # noqa: F401
         from decks_app.models import Run
+        from decks_app.sessions import kinds as session_kinds  # noqa: F401
 
         # Every queued run becomes a django.tasks task, whichever code path created it.
         post_save.connect(_enqueue_new_run, sender=Run, dispatch_uid="gambit-enqueue-run")

@@ -2,17 +2,23 @@
 
 - `Workspace`: a deck folder on disk.
 - `Session`: one conversation with one root deck, holding its SavedState (seed 000 fields).
-- `Run`: one execution of the deck inside a session (a manual turn, a replay, later scenario
-  and grader runs), with its status, error, timings, usage and cost. Runs are the work queue.
+- `Run`: one execution inside a session, of a kind registered in decks_app.runs.registry (a
+  chat turn, a replay, a scenario, a grade, a Verify batch, an API call, the Build
+  assistant, or a third party's), with what it was asked (`params`) and what it produced
+  (`result`), each validated against its kind's model; its status, error, timings, usage and
+  cost. Runs are the work queue.
 - `TraceEvent`: the durable, append-only log of a run (unique per run and seq); the truth
-  from which pages and websocket fragments are rendered (DESIGN §7).
+  from which pages and websocket fragments are rendered.
 - `Feedback`: a -3..+3 rating of one assistant message (by its message ref id), with a reason.
 """
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.db import models
 
+from decks_app.runs import registry
 from gambit.core import new_id
 
 
@@ -43,24 +49,15 @@ class Workspace(models.Model):
 
 
 class Session(models.Model):
-    ORIGINS = [
-        ("manual", "manual"),
-        ("import", "import"),
-        ("replay", "replay"),
-        ("grade", "grade"),  # a grade run's own session; `source` is the graded session
-        ("verify", "verify"),  # a Verify batch's own session (its settings in `context`)
-        ("scenario", "scenario"),  # a scenario run; `source` is its batch's session, if any
-        ("api", "api"),  # a conversation held through /v1/responses
-        ("assistant", "assistant"),  # the Build assistant's chat about a deck (deck_path)
-    ]
-
     id = models.CharField(primary_key=True, max_length=40, default=new_session_id)
     workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="sessions")
     deck_path = models.CharField(max_length=1024, help_text="relative to the workspace root")
     deck_label = models.CharField(max_length=200, blank=True)
     model = models.CharField(max_length=200, blank=True, help_text="model override")
     context = models.JSONField(null=True, blank=True, help_text="the deck's context input")
-    origin = models.CharField(max_length=16, choices=ORIGINS, default="manual")
+    # Which feature made the session (registered in decks_app.runs.registry: manual, import,
+    # replay, grade, verify, scenario, api, assistant, or a third party's).
+    origin = models.CharField(max_length=16, default="manual")
     source = models.ForeignKey(
         "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="replays"
     )
@@ -85,17 +82,14 @@ class Session(models.Model):
     def __str__(self) -> str:
         return self.id
 
+    def save(self, *args: Any, **kwargs: Any) -> None:
+        fields = kwargs.get("update_fields")
+        if fields is None or "origin" in fields:
+            registry.check_origin(self.origin)
+        super().save(*args, **kwargs)
+
 
 class Run(models.Model):
-    KINDS = [
-        ("manual", "manual"),
-        ("replay", "replay"),
-        ("scenario", "scenario"),
-        ("grader", "grader"),
-        ("verify", "verify"),
-        ("api", "api"),
-        ("assistant", "assistant"),
-    ]
     STATUSES = [
         ("queued", "queued"),
         ("running", "running"),
@@ -108,10 +102,11 @@ class Run(models.Model):
 
     id = models.CharField(primary_key=True, max_length=40, default=new_run_id)
     session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="runs")
-    kind = models.CharField(max_length=16, choices=KINDS, default="manual")
+    # A kind registered in decks_app.runs.registry, which validates params and result.
+    kind = models.CharField(max_length=16, default="manual")
     status = models.CharField(max_length=16, choices=STATUSES, default="queued", db_index=True)
-    message = models.TextField(null=True, blank=True, help_text="the user message sent")
-    output = models.JSONField(null=True, blank=True)
+    params = models.JSONField(default=dict, blank=True, help_text="what the run was asked to do")
+    result = models.JSONField(null=True, blank=True, help_text="what the run produced")
     error = models.TextField(blank=True)
     model = models.CharField(max_length=200, blank=True)
     cancel_requested = models.BooleanField(default=False)
@@ -147,6 +142,20 @@ class Run(models.Model):
     @property
     def active(self) -> bool:
         return self.status in self.ACTIVE
+
+    def save(self, *args: Any, **kwargs: Any) -> None:
+        fields = kwargs.get("update_fields")
+        if fields is None or {"kind", "params", "result"} & set(fields):
+            registry.check_run(self)  # a registered kind, params and result of its models
+        super().save(*args, **kwargs)
+
+    def read_params[P: registry.Payload](self, model: type[P]) -> P:
+        """The params as `model`, the kind's params model (TypeError for another)."""
+        return registry.read_params(self, model)
+
+    def read_result[P: registry.Payload](self, model: type[P]) -> P | None:
+        """The result as `model`, the kind's result model; None while there is none."""
+        return registry.read_result(self, model)
 
 
 class TraceEvent(models.Model):

@@ -7,3 +7,6 @@ class EndpointConfig(AppConfig):
     name = "endpoint"
     verbose_name = "Gambit Open Responses endpoint"
     default_auto_field = "django.db.models.BigAutoField"
+
+    def ready(self) -> None:
+        from endpoint import kinds  # noqa: F401  # registers the "api" run kind

@@ -167,7 +167,7 @@ class ResponseCall:
             await deltas.put(None)
             raise
         await writer.close()
-        self.encoder.set_usage(outcome.latest.get("usage") or {})
+        self.encoder.set_usage(outcome.latest.usage or {})
         await recording.finish(
             "failed" if outcome.status == "failed" else "completed",
             outcome.error_text,

@@ -1,6 +1,6 @@
 """How a `/v1/responses` call is recorded: a session (origin "api") with one run per request,
 its trace and its usage, so it can be inspected, rated and graded in the Test tab like any
-other conversation; and the run's `output`, the call's record that the state endpoints read
+other conversation; and the run's result, the call's record that the state endpoints read
 (`store.call_record`).
 
 The session and run are created after the first bytes are sent (recording adds nothing to
@@ -18,11 +18,15 @@ from django.db import transaction
 from django.utils import timezone
 
 from decks_app.models import Run, Session, Workspace
-from decks_app.runs import execution
+from decks_app.runs.database import db
+from decks_app.runs.executor import RunProgress, finish_run
+from decks_app.runs.state import session_state_dict
+from decks_app.runs.writer import EventWriter
 from decks_app.sessions import actions as session_service
 from decks_app.workspaces.served import current_workspace
 from endpoint import keys as api_keys
 from endpoint import store as response_store
+from endpoint.kinds import ApiCallRecord, ApiParams
 from endpoint.models import ApiKey
 from endpoint.routing import Target, busy
 from endpoint.schemas import CreateResponseBody, Item, last_user_text
@@ -36,7 +40,7 @@ Resource = Callable[[str], dict[str, Any]]
 
 class Recording:
     """The database side of one call: its session, its run, and the record in the run's
-    `output`."""
+    result."""
 
     def __init__(
         self,
@@ -59,9 +63,11 @@ class Recording:
         self.session: Session | None = None
         self.run: Run | None = None
 
-    def record_of(self, resource: dict[str, Any]) -> dict[str, Any]:
-        """The run's `output`: this call's record (`store.call_record`)."""
-        return response_store.call_record(self.response_id, self.store, resource, self.input_items)
+    def record_of(self, resource: dict[str, Any]) -> ApiCallRecord:
+        """The run's result: this call's record (`store.call_record`)."""
+        return ApiCallRecord.model_validate(
+            response_store.call_record(self.response_id, self.store, resource, self.input_items)
+        )
 
     def record(self, workspace: Workspace, target: Target, resource: Resource) -> Workspace:
         """Create this call's session (or continue the previous or routed one) and its run;
@@ -100,7 +106,7 @@ class Recording:
                     raise busy(self.body, self.route)
             else:
                 self.session = Session.objects.create(pk=target.session_id, **fields)
-            conversation = execution.session_state_dict(self.session) or {}
+            conversation = session_state_dict(self.session) or {}
             self.input_items = response_store.input_items(
                 self.items, [i for i in conversation.get("items") or [] if isinstance(i, dict)]
             )
@@ -117,37 +123,36 @@ class Recording:
             session=self.session,
             kind="api",
             status="running",
-            message=last_user_text(self.items),
+            params=ApiParams(message=last_user_text(self.items)),
             model=self.body.model[:200],
             worker_id="api",
             started_at=timezone.now(),
             heartbeat_at=timezone.now(),
-            output=self.record_of(resource),
+            result=self.record_of(resource),
         )
 
-    def trace_writer(self) -> execution.EventWriter:
+    def trace_writer(self) -> EventWriter:
         """Where the run's trace events go, batched."""
         assert self.run is not None and self.session is not None
-        return execution.EventWriter(self.run.id, self.session.id, 1)
+        return EventWriter(self.run.id, self.session.id, 1)
 
     async def finish(
         self,
         status: str,
         error_text: str,
         resource: dict[str, Any],
-        latest: dict[str, Any],
+        latest: RunProgress,
         started: float,
     ) -> None:
         """The run ends (`completed`, `failed`, `canceled`) with its state and usage."""
         assert self.run is not None
-        await execution.db(
-            execution._finish,
+        await db(
+            finish_run,
             self.run.id,
             status,
             error_text,
             self.record_of(resource),
             latest,
-            [],
             started,
         )
 
@@ -155,14 +160,15 @@ class Recording:
         """The client left before the run started: the recorded run ends canceled."""
         if self.run is None:
             return
-        latest = {"state": None, "usage": None}
-        await self.finish("canceled", "the client disconnected", resource, latest, time.monotonic())
+        await self.finish(
+            "canceled", "the client disconnected", resource, RunProgress(), time.monotonic()
+        )
 
     def store_resource(self, final: dict[str, Any]) -> None:
         """The answered resource, into the run's record (before the last event is sent)."""
         if self.run is None:
             return
         try:
-            Run.objects.filter(pk=self.run.pk).update(output=self.record_of(final))
+            Run.objects.filter(pk=self.run.pk).update(result=self.record_of(final).to_json())
         except Exception:  # the answer still goes out; the record keeps its last state
             log.exception("response %s: storing the final resource failed", self.response_id)

@@ -20,7 +20,9 @@ from collections.abc import Callable
 from typing import Any
 
 from decks_app.models import Session, Workspace
-from decks_app.runs import deck_trees, execution, providers
+from decks_app.runs import deck_trees, providers
+from decks_app.runs.executor import RunProgress
+from decks_app.runs.state import session_state_dict
 from decks_app.workspaces.served import DeckInfo, jailed_path
 from endpoint.encoding import SPEC_ITEM_TYPES, is_namespaced
 from endpoint.schemas import (
@@ -81,9 +83,7 @@ class Outcome:
     error: dict[str, Any] | None = None
     status: str = "completed"
     error_text: str = ""
-    latest: dict[str, Any] = dataclasses.field(
-        default_factory=lambda: {"state": None, "usage": None}
-    )
+    latest: RunProgress = dataclasses.field(default_factory=RunProgress)
 
 
 class Runner:
@@ -126,7 +126,7 @@ class Runner:
         def on_trace(event: dict[str, Any]) -> None:
             kind = event.get("type")
             if kind == "run.end":
-                latest["usage"] = event.get("usage")
+                latest.usage = event.get("usage")
             elif kind == "response.output_item.done":
                 item = _surfaced_item(event)
                 if item is not None:
@@ -161,16 +161,14 @@ class Runner:
                 task.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
                     await task
-                state, pause = latest.get("state"), outcome.pause
+                state, pause = latest.state, outcome.pause
                 if state is not None and pause is not None:
                     # The pass that made the call was not published yet: keep the call in the
                     # conversation, so the client's function_call_output answers it.
                     call = FunctionCallItem(
                         call_id=pause.call_id, name=pause.name, arguments=pause.arguments
                     )
-                    latest["state"] = state.model_copy(
-                        update={"items": [*state_items(state), call]}
-                    )
+                    latest.state = state.model_copy(update={"items": [*state_items(state), call]})
             else:
                 waiter.cancel()
                 outcome.final_text = task.result()
@@ -238,7 +236,7 @@ class Runner:
             options["model_override"] = override
 
         def on_state(new_state: SavedState) -> None:
-            latest["state"] = new_state
+            latest.state = new_state
 
         result = await run_deck(
             tree,
@@ -255,7 +253,7 @@ class Runner:
             run_id=self.run_id,
             **options,
         )
-        latest["state"] = result.state or latest["state"]
+        latest.state = result.state or latest.state
         output = result.output
         if isinstance(output, dict) and "payload" in output:
             output = output["payload"]
@@ -288,7 +286,7 @@ class Runner:
         return params
 
     def _saved_state(self) -> SavedState | None:
-        data = execution.session_state_dict(self.session)
+        data = session_state_dict(self.session)
         return state_from_dict(data) if data else None
 
     def _item(self, item: Item, state: SavedState | None) -> Any:
@@ -431,7 +429,7 @@ class Runner:
             }
         )
         on_trace({"type": "run.end", "status": "completed", "usage": usage})
-        self.outcome.latest["state"] = new_state("responses").model_copy(
+        self.outcome.latest.state = new_state("responses").model_copy(
             update={"items": [*items, *response.output]}
         )
         texts = [

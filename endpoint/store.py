@@ -1,7 +1,7 @@
 """Stored responses of `/v1/responses`: retrieval, input items, deletion, and session routing.
 
-Every call is recorded as a run (kind "api") of a session. The run's `output` is the call's
-record, read by the state endpoints:
+Every call is recorded as a run (kind "api") of a session. The run's result is the call's
+record (`endpoint.kinds.ApiCallRecord`), read by the state endpoints:
 
     {"id": "resp-…", "store": true, "response": {ResponseResource}, "input_items": [items]}
 
@@ -30,6 +30,7 @@ from typing import Any
 from django.db import transaction
 
 from decks_app.models import Run, Session
+from endpoint.kinds import ApiCallRecord
 from endpoint.schemas import (
     ApiError,
     FunctionCallOutputParam,
@@ -53,20 +54,14 @@ MAX_LIMIT = 100
 def call_record(
     response_id: str, store: bool, resource: dict[str, Any], input_items: list[dict[str, Any]]
 ) -> dict[str, Any]:
-    """What a run's `output` holds for a call (see the module's docstring)."""
+    """What a run's result holds for a call (see the module's docstring)."""
     if not store:
         return {"id": response_id, "store": False}
     return {"id": response_id, "store": True, "response": resource, "input_items": input_items}
 
 
-def _resource_of(output: Any) -> dict[str, Any] | None:
-    if not isinstance(output, dict):
-        return None
-    if isinstance(output.get("response"), dict):
-        return output["response"]
-    if output.get("object") == "response":  # recorded before calls kept a record
-        return output
-    return None
+def _record(run: Run) -> ApiCallRecord:
+    return run.read_result(ApiCallRecord) or ApiCallRecord(id="", store=False)
 
 
 def _message_item(role: str, text: str, item_id: str | None) -> dict[str, Any]:
@@ -164,16 +159,16 @@ def find_call(
         raise _not_found(str(response_id), code, param, " (response ids look like resp-<24 hex>)")
     run = (
         Run.objects.select_related("session")
-        .filter(kind="api", output__id=response_id)
+        .filter(kind="api", result__id=response_id)
         .order_by("created_at")
         .first()
     )
     if run is None or not may_use(run.session, owner):
         raise _not_found(response_id, code, param)
-    output = run.output if isinstance(run.output, dict) else {}
-    if output.get("deleted"):
+    record = _record(run)
+    if record.deleted:
         raise _not_found(response_id, code, param, f": it was deleted{purpose}")
-    if output.get("store") is False:
+    if record.store is False:
         raise _not_found(
             response_id, code, param, f": it was created with store: false and not kept{purpose}"
         )
@@ -190,7 +185,7 @@ def may_use(session: Session, owner: str | None) -> bool:
 def retrieve(response_id: str, owner: str) -> dict[str, Any]:
     """`GET /v1/responses/{id}`: the stored `ResponseResource`."""
     run = find_call(response_id, owner)
-    resource = _resource_of(run.output)
+    resource = _record(run).response
     if resource is None:  # a record without its resource (never expected): not retrievable
         raise _not_found(response_id, "response_not_found", "response_id")
     return resource
@@ -219,8 +214,7 @@ def list_input_items(
         if value is not None and (not value or len(value) > 200):
             raise ApiError(400, f"{name} must be an item id", code="invalid_value", param=name)
     run = find_call(response_id, owner)
-    items = (run.output or {}).get("input_items")
-    items = [i for i in items if isinstance(i, dict)] if isinstance(items, list) else []
+    items = list(_record(run).input_items or [])
     if order == "desc":
         items.reverse()
     ids = [item.get("id") for item in items]
@@ -275,7 +269,7 @@ def delete(response_id: str, owner: str) -> dict[str, Any]:
     with transaction.atomic():
         run = find_call(response_id, owner)
         run = Run.objects.select_for_update().get(pk=run.pk)
-        resource = _resource_of(run.output) or {}
+        resource = _record(run).response or {}
         # Until its final resource is stored (just after the run's end) a response is still
         # in progress: deleting it then would be undone by that write.
         if run.status in Run.ACTIVE or resource.get("status") == "in_progress":
@@ -285,8 +279,8 @@ def delete(response_id: str, owner: str) -> dict[str, Any]:
                 code="response_in_progress",
                 param="response_id",
             )
-        run.output = {"id": response_id, "store": True, "deleted": True}
-        run.save(update_fields=["output"])
+        run.result = ApiCallRecord(id=response_id, store=True, deleted=True)
+        run.save(update_fields=["result"])
     return {"id": response_id, "object": "response", "deleted": True}
 
 

@@ -156,12 +156,12 @@ def serve(
     _setup_django()
     from django.conf import settings
 
-    from decks_app.runs import execution, providers
+    from decks_app.runs import providers, queue
     from decks_app.workspaces.served import current_workspace, list_decks
 
     _migrate()
     distributed = settings.GAMBIT_PROFILE == "distributed"
-    interrupted = execution.mark_interrupted(stale_only=distributed)
+    interrupted = queue.mark_interrupted(stale_only=distributed)
     slots = settings.GAMBIT_INPROCESS_WORKERS
 
     from simulator.asgi import application

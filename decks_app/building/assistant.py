@@ -5,18 +5,20 @@ It runs like any session (a `Run` of kind "assistant" in a session of origin "as
 whose `deck_path` is the deck being built), so it streams and is traced. What it may touch is
 what the user grants, as session permissions: read, or read and write, inside the deck's
 folder only; `exec` and the network are never granted. Every run snapshots the deck's files
-first, so each change shows as a diff and can be undone.
+first (its params' `before`) and after (its result's `after`), so each change shows as a diff
+and can be undone.
 """
 
 from __future__ import annotations
 
 import difflib
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from django.db import transaction
 
 from decks_app.models import Run, Session, Workspace
+from decks_app.runs.registry import Payload, TurnParams
 from decks_app.sessions import actions as session_service
 from decks_app.workspaces.served import find_deck, jailed_path
 from gambit.core._permissions import PermissionSet, grants
@@ -28,6 +30,22 @@ GRANTS = ("read", "write")
 
 class AssistantError(ValueError):
     pass
+
+
+class AssistantParams(TurnParams):
+    """An assistant turn: the user's message, what it may touch (`grant`), and the deck
+    folder's text files when it was sent (`before`, what an undo restores)."""
+
+    grant: Literal["read", "write"] = "read"
+    before: dict[str, str] = {}
+
+
+class AssistantResult(Payload):
+    """The deck folder's text files after the turn, and whether its change was undone since
+    (the change is the run's result; undoing it marks the result, it is not a new run)."""
+
+    after: dict[str, str] = {}
+    undone: bool = False
 
 
 def deck_folder(workspace: Workspace, deck_rel: str) -> Path:
@@ -99,8 +117,11 @@ def send(workspace: Workspace, deck_rel: str, message: str, grant: str, model: s
             run = session_service.create_run(
                 session=session,
                 kind="assistant",
-                message=message,
-                output={"grant": grant, "before": snapshot(folder)},
+                params=AssistantParams(
+                    message=message,
+                    grant="write" if grant == "write" else "read",
+                    before=snapshot(folder),
+                ),
             )
         except session_service.SessionBusy:
             raise AssistantError("the assistant is still working on the last message") from None
@@ -109,9 +130,9 @@ def send(workspace: Workspace, deck_rel: str, message: str, grant: str, model: s
 
 def changes(workspace: Workspace, run: Run) -> list[dict[str, Any]]:
     """What a finished assistant run changed in the deck's folder, as unified diffs."""
-    output = run.output if isinstance(run.output, dict) else {}
-    before: dict[str, str] = output.get("before") or {}
-    after: dict[str, str] = output.get("after") or {}
+    before = run.read_params(AssistantParams).before
+    result = run.read_result(AssistantResult)
+    after = result.after if result else {}
     out = []
     for rel in sorted(set(before) | set(after)):
         old, new = before.get(rel), after.get(rel)
@@ -131,27 +152,29 @@ def changes(workspace: Workspace, run: Run) -> list[dict[str, Any]]:
 
 def undo(workspace: Workspace, run: Run) -> list[str]:
     """Put the files a run changed back as they were before it (only if untouched since)."""
-    output = run.output if isinstance(run.output, dict) else {}
-    if output.get("undone"):
+    before = run.read_params(AssistantParams).before
+    result = run.read_result(AssistantResult) or AssistantResult()
+    if result.undone:
         raise AssistantError("this change was already undone")
     folder = deck_folder(workspace, run.session.deck_path)
     current = snapshot(folder)
     restored = []
     for change in changes(workspace, run):
         rel = change["path"]
-        if current.get(rel) != (output.get("after") or {}).get(rel):
+        if current.get(rel) != result.after.get(rel):
             raise AssistantError(f"{rel} changed again since; undo it by hand")
     for change in changes(workspace, run):
         rel = change["path"]
         path = folder / rel
-        old = (output.get("before") or {}).get(rel)
+        old = before.get(rel)
         if old is None:
             path.unlink(missing_ok=True)
         else:
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(old, encoding="utf-8")
         restored.append(rel)
-    Run.objects.filter(pk=run.pk).update(output={**output, "undone": True})
+    result.undone = True
+    Run.objects.filter(pk=run.pk).update(result=result.to_json())
     return restored
 
 

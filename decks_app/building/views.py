@@ -309,9 +309,11 @@ class AssistantPanel(PageData):
                 {
                     "id": r.id,
                     "status": r.status,
-                    "message": r.message,
+                    "message": r.read_params(assistant.AssistantParams).message,
                     "error": r.error or None,
-                    "undone": bool((r.output or {}).get("undone")),
+                    "undone": bool(
+                        (result := r.read_result(assistant.AssistantResult)) and result.undone
+                    ),
                     "changes": assistant.changes(workspace, r) if r.status == "completed" else [],
                 }
                 for r in runs

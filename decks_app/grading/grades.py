@@ -4,10 +4,11 @@ A grade run is a `Run` of kind "grader" in a grading session of its own (origin 
 `source` = the graded session): it goes through the same jobs as any run (queued, running,
 cancellable, heartbeats, interrupted), its trace is its own (the conversation's page and
 replay are not mixed with the grader's calls), and its trace page is the grading session's.
-`run.message` holds the grader's path relative to the workspace; `run.output` the grading
-run (`GradingRun.to_json()` plus the grader's hash). On completion the grading run is also put at the front of the session's
-`meta.gradingRuns`, the same record `gambit grade` writes, so CLI and browser see each
-other's grades; flags live in `meta.gradingFlags` (reference §3.6).
+The run's params (`GraderParams`) name the grader by its path relative to the workspace; its
+result (`GradingResult`) is the grading run (`GradingRun.to_json()` plus the grader's hash).
+On completion the grading run is also put at the front of the session's `meta.gradingRuns`,
+the same record `gambit grade` writes, so CLI and browser see each other's grades; flags live
+in `meta.gradingFlags`.
 """
 
 from __future__ import annotations
@@ -17,9 +18,11 @@ from pathlib import Path
 from typing import Any
 
 from django.db import transaction
+from pydantic import ConfigDict
 
 from decks_app.models import Run, Session, Workspace
 from decks_app.runs import deck_trees, providers
+from decks_app.runs.registry import JSONObject, Payload, RunFailed
 from decks_app.sessions.conversation import content_text
 from decks_app.workspaces.served import PathOutsideWorkspace, find_deck, jailed_path
 from gambit.core import check_deck_tree, grade_state, grading_mode, is_valid_id, state_from_dict
@@ -36,6 +39,31 @@ CONVERSATION_KINDS = ("manual", "replay", "scenario")
 
 class GradingError(ValueError):
     """A grade cannot start (no such grader, a run in progress, nothing to grade)."""
+
+
+class GraderParams(Payload):
+    """A grade run: the grader deck, relative to the workspace root."""
+
+    grader: str
+
+
+class GradingResult(Payload):
+    """A grade run's result: the grading run `gambit grade` records (`GradingRun.to_json()`,
+    gambit.core's shape: keys it adds later are kept), plus the grader's files hash."""
+
+    model_config = ConfigDict(extra="allow")
+
+    id: str | None = None
+    grader_id: str | None = None
+    grader_path: str | None = None
+    grader_label: str | None = None
+    grader_hash: str | None = None
+    mode: str | None = None
+    status: str | None = None
+    run_at: str | None = None
+    score: int | float | None = None
+    results: list[JSONObject] = []
+    error: str | None = None
 
 
 @dataclass
@@ -114,7 +142,7 @@ def start_grading(session: Session, grader_path: str) -> Run:
         run = Run.objects.create(
             session=grading_session,
             kind="grader",
-            message=grader.path,
+            params=GraderParams(grader=grader.path),
             model=label,
             offline=offline,
         )
@@ -139,10 +167,11 @@ async def grade_session(
     *,
     workspace_root: str,
     grader_path: str,
-    state: dict[str, Any] | None,
+    state: JSONObject | None,
     run_options: dict[str, Any],
-) -> Any:
-    """Run the grader over the session's state (called by the run executor)."""
+) -> GradingResult:
+    """Run the grader over the session's state (the "grader" kind's work); a grading that
+    ends in error fails the run with the turns it graded (`RunFailed`)."""
     if state is None:
         raise GradingError("this session has no conversation to grade")
     grader_file = Path(workspace_root) / grader_path
@@ -151,35 +180,29 @@ async def grade_session(
     if tree is None or diag.errors:
         raise GradingError("; ".join(p.message for p in diag.errors) or "the grader does not load")
     grading, _ = await grade_state(tree, state_from_dict(state), **run_options)
-    output = grading.to_json()
-    output["graderHash"] = deck_files_hash(tree)
-    output["graderPath"] = grader_path  # workspace-relative, like the session's deck path
+    data = grading.to_json()
+    data["graderHash"] = deck_files_hash(tree)
+    data["graderPath"] = grader_path  # workspace-relative, like the session's deck path
+    result = GradingResult.model_validate(data)
     if grading.status == "error":
-        raise _GradingFailed(output)
-    return _GradeResult(output)
+        raise RunFailed(grading.error or "the grader failed", result)
+    return result
 
 
-@dataclass
-class _GradeResult:
-    output: dict[str, Any]
-    state: Any = None
-
-
-class _GradingFailed(Exception):
-    def __init__(self, output: dict[str, Any]):
-        self.output = output
-        super().__init__(output.get("error") or "the grader failed")
+def grading_record(run: Run) -> JSONObject:
+    """A grade run's grading as `meta.gradingRuns` holds it (its result and its run id)."""
+    result = run.read_result(GradingResult)
+    return {**(result.to_json() if result else {}), "runId": run.id}
 
 
 def record_grading(run: Run, grading_session: Session) -> None:
     """Put a finished grade run's result at the front of the graded session's
-    `meta.gradingRuns` (inside the executor's transaction)."""
-    if run.kind != "grader" or not isinstance(run.output, dict) or not grading_session.source_id:
+    `meta.gradingRuns` (the "grader" kind's finish hook, inside the executor's transaction)."""
+    if run.result is None or not grading_session.source_id:
         return
     graded = Session.objects.select_for_update().get(pk=grading_session.source_id)
-    record = {**run.output, "runId": run.id}
     meta = dict(graded.meta or {})
-    meta["gradingRuns"] = [record, *(meta.get("gradingRuns") or [])]
+    meta["gradingRuns"] = [grading_record(run), *(meta.get("gradingRuns") or [])]
     graded.meta = meta
     graded.state_version += 1
     graded.save(update_fields=["meta", "state_version", "updated_at"])
@@ -274,25 +297,25 @@ def result_rows(session: Session, grading: dict[str, Any]) -> list[dict[str, Any
 
 
 def grade_run_dict(run: Run) -> dict[str, Any]:
-    output = run.output if isinstance(run.output, dict) else {}
+    result = run.read_result(GradingResult)
     return {
         "id": run.id,
         "session": run.session.source_id,
         "gradingSession": run.session_id,
-        "grader": run.message,
-        "graderLabel": output.get("graderLabel"),
-        "graderHash": output.get("graderHash"),
-        "mode": output.get("mode"),
+        "grader": run.read_params(GraderParams).grader,
+        "graderLabel": result.grader_label if result else None,
+        "graderHash": result.grader_hash if result else None,
+        "mode": result.mode if result else None,
         "status": run.status,
-        "score": output.get("score"),
-        "error": run.error or output.get("error") or None,
+        "score": result.score if result else None,
+        "error": run.error or (result.error if result else None) or None,
         "createdAt": run.created_at.isoformat() if run.created_at else None,
         "finishedAt": run.finished_at.isoformat() if run.finished_at else None,
         "durationMs": run.duration_ms,
         "totalTokens": run.total_tokens,
         "cost": run.cost,
-        "results": result_rows(run.session.source, {**output, "runId": run.id})
-        if output and run.session.source is not None
+        "results": result_rows(run.session.source, grading_record(run))
+        if result and run.session.source is not None
         else [],
     }
 
@@ -302,7 +325,7 @@ def grade_run_dict(run: Run) -> dict[str, Any]:
 
 def toggle_flag(session: Session, run: Run, position: int, reason: str = "") -> dict | None:
     """Flag (or unflag) one result of a grade run; returns the flag or None."""
-    rows = result_rows(session, {**(run.output or {}), "runId": run.id})
+    rows = result_rows(session, grading_record(run))
     if not 0 <= position < len(rows):
         raise GradingError("no such result in this grade run")
     row = rows[position]
@@ -321,7 +344,7 @@ def toggle_flag(session: Session, run: Run, position: int, reason: str = "") -> 
 
 
 def set_flag_reason(session: Session, run: Run, position: int, reason: str) -> None:
-    rows = result_rows(session, {**(run.output or {}), "runId": run.id})
+    rows = result_rows(session, grading_record(run))
     if not 0 <= position < len(rows):
         raise GradingError("no such result in this grade run")
     if len(reason) > 2000:

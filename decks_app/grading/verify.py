@@ -1,18 +1,20 @@
 """Verify in the simulator: N scenario runs x M grader repeats as one background job.
 
 A Verify batch is a `Run` of kind "verify" in a session of its own (origin "verify", the
-root deck as its deck; its `context` holds the batch's settings). The executor runs
+root deck as its deck and its context input as the session's `context`); the run's params
+(`VerifyParams`) are the batch's settings. The "verify" kind runs
 `gambit.core`'s `run_verify` (the same code as `gambit verify`) inside that run, so the
 batch is queued, cancellable and interrupted like any run. While it works:
 
 - live progress (queued / running / completed / failed, for scenario runs and grades) is
-  written to `run.output["progress"]` about twice a second, and the page polls it;
+  written to the run's result (`VerifyResult.progress`) about twice a second, and the page
+  polls it;
 - every finished scenario run becomes a session of its own (origin "scenario", `source` =
   the batch's session) with its conversation, its trace and its usage, so outliers link to
   a real session page; its grades are recorded in that session's `meta.gradingRuns`, like
   `gambit grade` does, so the Grade tab and calibration see them.
 
-At the end `run.output["report"]` holds the runs, grades and per-grader metrics.
+At the end the result's `report` holds the runs, grades and per-grader metrics.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ import asyncio
 import contextlib
 import json
 import time
-from dataclasses import dataclass
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -30,7 +32,9 @@ from django.utils import timezone
 
 from decks_app.models import Run, Session, TraceEvent, Workspace
 from decks_app.runs import deck_trees, providers
-from decks_app.sessions.actions import with_message_refs
+from decks_app.runs.registry import JSONObject, Payload
+from decks_app.runs.state import with_message_refs
+from decks_app.sessions.kinds import ScenarioParams, ScenarioResult
 from decks_app.workspaces.served import PathOutsideWorkspace, find_deck, jailed_path
 from gambit.core import check_deck_tree, is_valid_id, state_to_dict
 from gambit.core._verify import GradeSample, compare, summarize
@@ -44,49 +48,42 @@ class VerifyError(ValueError):
     pass
 
 
-@dataclass
-class VerifySettings:
-    scenarios: list[str]  # workspace-relative paths
+class VerifyParams(Payload):
+    """A Verify batch's settings: scenarios and graders (workspace-relative paths), runs per
+    scenario, grades per run, concurrency, persona turns, the pass threshold, the root deck's
+    context (missing fields filled in by the persona) and each scenario deck's own input
+    (`scenarioInput`, when one was given)."""
+
+    scenarios: list[str]
     graders: list[str]
     runs: int = 3
     repeats: int = 2
     concurrency: int = 4
     max_turns: int = 6
     threshold: float = 0.0
-    context: Any = None  # the root deck's (missing fields filled in by the persona)
-    scenario_input: Any = None  # each scenario deck's own, when has_scenario_input
-    has_scenario_input: bool = False
+    context: Any = None
+    scenario_input: Any = None
 
-    def to_json(self) -> dict[str, Any]:
-        out = {
-            "scenarios": self.scenarios,
-            "graders": self.graders,
-            "runs": self.runs,
-            "repeats": self.repeats,
-            "concurrency": self.concurrency,
-            "maxTurns": self.max_turns,
-            "threshold": self.threshold,
-        }
+    @property
+    def has_scenario_input(self) -> bool:
+        return "scenario_input" in self.model_fields_set
+
+    def to_json(self) -> JSONObject:
+        """Every setting (the batch page shows them), the optional inputs when given."""
+        out = self.model_dump(mode="json", by_alias=True, exclude={"context", "scenario_input"})
         if self.context is not None:
             out["context"] = self.context
         if self.has_scenario_input:
             out["scenarioInput"] = self.scenario_input
         return out
 
-    @classmethod
-    def from_json(cls, data: dict[str, Any]) -> VerifySettings:
-        return cls(
-            scenarios=list(data.get("scenarios") or []),
-            graders=list(data.get("graders") or []),
-            runs=int(data.get("runs", 3)),
-            repeats=int(data.get("repeats", 2)),
-            concurrency=int(data.get("concurrency", 4)),
-            max_turns=int(data.get("maxTurns", 6)),
-            threshold=float(data.get("threshold", 0.0)),
-            context=data.get("context"),
-            scenario_input=data.get("scenarioInput"),
-            has_scenario_input="scenarioInput" in data,
-        )
+
+class VerifyResult(Payload):
+    """A batch's progress while it runs, and its report (`VerifyReport.to_json()` with each
+    run's and grade's session) once it ends."""
+
+    progress: JSONObject | None = None
+    report: JSONObject | None = None
 
 
 def _relative(workspace: Workspace, path: str) -> str | None:
@@ -125,7 +122,7 @@ def _int(raw: Any, name: str) -> int:
     return value
 
 
-def parse_settings(workspace: Workspace, deck_path: str, form: Any) -> VerifySettings:
+def parse_settings(workspace: Workspace, deck_path: str, form: Any) -> VerifyParams:
     """Validate the Verify form against the deck's declared scenarios and graders."""
     refs = deck_refs(workspace, deck_path)
     known_scenarios = {r["path"] for r in refs["scenarios"]}
@@ -147,7 +144,7 @@ def parse_settings(workspace: Workspace, deck_path: str, form: Any) -> VerifySet
         raise VerifyError("threshold must be a number from -3 to 3") from None
     if not -3 <= threshold <= 3:
         raise VerifyError("threshold must be a number from -3 to 3")
-    return VerifySettings(
+    return VerifyParams(
         scenarios=scenarios,
         graders=graders,
         runs=_int(form.get("runs", 3), "runs"),
@@ -158,7 +155,7 @@ def parse_settings(workspace: Workspace, deck_path: str, form: Any) -> VerifySet
     )
 
 
-def start_verify(workspace: Workspace, deck_path: str, settings: VerifySettings) -> Run:
+def start_verify(workspace: Workspace, deck_path: str, settings: VerifyParams) -> Run:
     deck = find_deck(workspace, deck_path)
     if deck is None or deck.error:
         raise VerifyError(f"{deck_path} does not load; run gambit check on it")
@@ -170,17 +167,16 @@ def start_verify(workspace: Workspace, deck_path: str, settings: VerifySettings)
             deck_path=deck.path,
             deck_label=deck.label,
             origin="verify",
-            context=settings.to_json(),
+            context=settings.context,
             format="responses",
             meta={"deckPath": deck.path},
         )
         run = Run.objects.create(
             session=session,
             kind="verify",
-            message=None,
+            params=settings,
             model=label,
             offline=offline,
-            output={"settings": settings.to_json(), "progress": None},
         )
     return run
 
@@ -207,10 +203,15 @@ def batches(workspace: Workspace, limit: int = 50) -> list[Run]:
 
 
 async def execute_verify(
-    *, run: Run, session: Session, run_options: dict[str, Any], db: Any
-) -> Any:
-    """Run the batch (called by the run executor inside its cancellation and heartbeat loop)."""
-    settings = VerifySettings.from_json(session.context or {})
+    *,
+    run: Run,
+    session: Session,
+    settings: VerifyParams,
+    run_options: dict[str, Any],
+    db: Callable[..., Awaitable[Any]],
+) -> VerifyResult:
+    """Run the batch (the "verify" kind's work, inside the executor's cancellation and
+    heartbeat loop)."""
     root = Path(session.workspace.root)
     queue: asyncio.Queue[tuple[str, Any, list[dict[str, Any]]] | None] = asyncio.Queue()
     traces: dict[str, list[dict[str, Any]]] = {}
@@ -251,7 +252,7 @@ async def execute_verify(
             await asyncio.sleep(PROGRESS_SECONDS)
             if latest["progress"] != latest["written"]:
                 latest["written"] = latest["progress"]
-                await db(_write_output, run.id, {"progress": latest["progress"]})
+                await db(_write_progress, run.id, latest["progress"])
 
     persister = asyncio.create_task(persist())
     ticker = asyncio.create_task(report_progress())
@@ -288,23 +289,17 @@ async def execute_verify(
         grade.pop("grading", None)  # kept in the scenario sessions' meta.gradingRuns
     data["progress"] = latest["progress"]
     data["settings"] = settings.to_json()
-    return _VerifyResult(
-        {"settings": settings.to_json(), "progress": latest["progress"], "report": data}
-    )
+    return VerifyResult(progress=latest["progress"], report=data)
 
 
-@dataclass
-class _VerifyResult:
-    output: dict[str, Any]
-    state: Any = None
-
-
-def _write_output(run_id: str, fields: dict[str, Any]) -> None:
+def _write_progress(run_id: str, progress: JSONObject | None) -> None:
     with transaction.atomic():
         run = Run.objects.select_for_update().get(pk=run_id)
-        run.output = {**(run.output or {}), **fields}
+        result = run.read_result(VerifyResult) or VerifyResult()
+        result.progress = progress
+        run.result = result
         run.heartbeat_at = timezone.now()
-        run.save(update_fields=["output", "heartbeat_at"])
+        run.save(update_fields=["result", "heartbeat_at"])
 
 
 def _save_scenario_run(
@@ -335,10 +330,12 @@ def _save_scenario_run(
         scenario.message_refs = with_message_refs(scenario.messages or [], data.get("messageRefs"))
         scenario.state_version = 1
         scenario.save()
+        scenario_path = _relative(batch.workspace, record.scenario) or record.scenario
+        label = record.scenario_label or Path(record.scenario).parent.name
         run = Run.objects.create(
             session=scenario,
             kind="scenario",
-            message=f"{record.scenario_label or Path(record.scenario).parent.name} #{record.index}",
+            params=ScenarioParams(scenario=scenario_path, label=f"{label} #{record.index}"),
             status="completed" if record.status == "completed" else "failed",
             error=record.error or "",
             started_at=timezone.now(),
@@ -346,7 +343,7 @@ def _save_scenario_run(
             duration_ms=record.duration_ms,
             total_tokens=record.tokens,
             cost=record.cost,
-            output={"turns": record.turns, "stopped": record.stopped},
+            result=ScenarioResult(turns=record.turns, stopped=record.stopped),
         )
         TraceEvent.objects.bulk_create(
             TraceEvent(
@@ -387,9 +384,14 @@ def _save_grade(session_id: str | None, record: GradeRecord, batch_run_id: str) 
 # ---------------------------------------------------------------- reading
 
 
+def _report(run: Run) -> JSONObject:
+    result = run.read_result(VerifyResult)
+    return (result.report if result else None) or {}
+
+
 def batch_dict(run: Run) -> dict[str, Any]:
-    output = run.output if isinstance(run.output, dict) else {}
-    report = output.get("report") or {}
+    result = run.read_result(VerifyResult)
+    report = (result.report if result else None) or {}
     labels = {g["grader"]: g.get("graderLabel") or g["grader"] for g in report.get("grades") or []}
     return {
         "id": run.id,
@@ -397,8 +399,8 @@ def batch_dict(run: Run) -> dict[str, Any]:
         "graderLabels": labels,
         "status": run.status,
         "error": run.error or None,
-        "settings": output.get("settings") or run.session.context,
-        "progress": output.get("progress"),
+        "settings": run.read_params(VerifyParams).to_json(),
+        "progress": result.progress if result else None,
         "createdAt": run.created_at.isoformat() if run.created_at else None,
         "finishedAt": run.finished_at.isoformat() if run.finished_at else None,
         "durationMs": run.duration_ms,
@@ -410,7 +412,7 @@ def batch_dict(run: Run) -> dict[str, Any]:
 
 def samples_of(run: Run) -> list[GradeSample]:
     """The grade samples of a finished batch (for comparing batches)."""
-    report = (run.output or {}).get("report") or {}
+    report = _report(run)
     runs = {r["id"]: r for r in report.get("runs") or []}
     out = []
     for grade in report.get("grades") or []:
@@ -440,11 +442,11 @@ def samples_of(run: Run) -> list[GradeSample]:
 
 
 def compare_batches(before: Run, after: Run) -> dict[str, Any]:
-    threshold = float(((after.output or {}).get("settings") or {}).get("threshold") or 0)
+    threshold = after.read_params(VerifyParams).threshold
     comparison = compare(samples_of(before), samples_of(after), threshold=threshold)
     return {name: c.to_json() for name, c in comparison.items()}
 
 
 def summaries_of(run: Run) -> dict[str, Any]:
-    threshold = float(((run.output or {}).get("settings") or {}).get("threshold") or 0)
+    threshold = run.read_params(VerifyParams).threshold
     return {k: v.to_json() for k, v in summarize(samples_of(run), threshold=threshold).items()}

@@ -1,4 +1,4 @@
-"""The trace-event log (DESIGN §7): append first, notify second; read after a cursor.
+"""The trace-event log: append first, notify second; read after a cursor.
 
 Text deltas are coalesced before they are stored: consecutive `response.output_text.delta`
 events of the same item become one event whose `delta` is the joined text (and whose
@@ -8,6 +8,7 @@ replay provider reads `model.result` events, never the deltas.
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Iterable
 from typing import Any
@@ -15,6 +16,7 @@ from typing import Any
 from asgiref.sync import async_to_sync
 from channels.layers import get_channel_layer
 from django.db import transaction
+from django.db.models import Func, JSONField
 
 from decks_app.models import TraceEvent
 from decks_app.runs import outage
@@ -66,7 +68,8 @@ def append_events(
         )
         for i, event in enumerate(events)
     ]
-    with transaction.atomic():
+    # One statement: inside the caller's transaction it needs no savepoint of its own.
+    with transaction.atomic(savepoint=False):
         TraceEvent.objects.bulk_create(rows)
     # bulk_create sets pks on SQLite and PostgreSQL.
     return rows[-1].pk
@@ -95,8 +98,6 @@ def light_payloads(events: Any) -> list[TraceEvent]:
     session's event list would be quadratic in its length. The call's page
     (`/test/<session>/trace/calls/<id>/`) and the exported trace have them whole; the light
     payload says how many items it left out under `itemsOmitted`."""
-    from decks_app.sessions.trace_tree import call_payloads
-
     rows = list(events.defer("payload"))
     calls = [e.id for e in rows if e.type == "model.call"]
     whole = dict(
@@ -111,6 +112,31 @@ def light_payloads(events: Any) -> list[TraceEvent]:
     for event in rows:
         event.payload = light[event.id] if event.id in light else whole.get(event.id, {})
     return rows
+
+
+class _WithoutConversation(Func):
+    """A `model.call` payload without the conversation it sent (`items`, `tools`), taken
+    apart by the database so the rest is read in one piece: `json_remove` on SQLite, the
+    `-` operator on PostgreSQL's jsonb."""
+
+    output_field = JSONField()
+
+    def as_sqlite(self, compiler: Any, connection: Any, **extra: Any) -> Any:
+        return self.as_sql(
+            compiler, connection, template="json_remove(%(expressions)s, '$.items', '$.tools')"
+        )
+
+    def as_postgresql(self, compiler: Any, connection: Any, **extra: Any) -> Any:
+        return self.as_sql(compiler, connection, template="(%(expressions)s - 'items' - 'tools')")
+
+
+def call_payloads(queryset: Any) -> Iterable[tuple[int, dict[str, Any]]]:
+    """`(id, payload)` of the `model.call` events of a queryset, light (see `light_payloads`)."""
+    rows = queryset.annotate(light=_WithoutConversation("payload")).values_list("id", "light")
+    for pk, payload in rows:
+        if isinstance(payload, str):  # a backend that hands the JSON back as text
+            payload = json.loads(payload)
+        yield pk, payload or {}
 
 
 def event_dict(event: TraceEvent) -> dict[str, Any]:

@@ -32,7 +32,9 @@ from typing import Any
 
 from django.db import DatabaseError, transaction
 
-from decks_app.runs import execution, outage
+from decks_app.runs import outage, queue
+from decks_app.runs.database import db
+from decks_app.runs.executor import execute_run
 
 log = logging.getLogger(__name__)
 
@@ -120,7 +122,7 @@ def execute(run_id: str) -> str:
     if not isinstance(run_id, str) or not is_valid_id(run_id, "run") or not _accepting:
         return "skipped"  # a stopping process leaves it queued for the next one
     try:
-        if not execution.claim_run(run_id, worker_id()):
+        if not queue.claim_run(run_id, worker_id()):
             return "skipped"  # cancelled, or executed by another worker already
         outage.recovered("the database")
         # This thread only waits from here: its connection goes back to the pool.
@@ -139,7 +141,7 @@ def execute(run_id: str) -> str:
                 if loop.is_closed() or not loop.is_running():
                     # The loop stopped under us (shutdown): nobody will finish this run.
                     future.cancel()
-                    execution.mark_run_interrupted(run_id)
+                    queue.mark_run_interrupted(run_id)
                     return "interrupted"
             except concurrent.futures.CancelledError:
                 return "interrupted"
@@ -161,7 +163,7 @@ async def _hosted_run(run_id: str) -> str:
 
 async def _run(run_id: str) -> str:
     try:
-        status = await execution.execute_run(run_id)
+        status = await execute_run(run_id)
         log.info("run %s %s", run_id, status)
         return status
     except asyncio.CancelledError:
@@ -174,7 +176,7 @@ async def _run(run_id: str) -> str:
     except Exception:
         log.exception("run %s crashed", run_id)
         try:
-            await execution.db(_crashed, run_id)
+            await db(_crashed, run_id)
         except DatabaseError as exc:
             outage.failed("the database", exc)
         return "failed"
@@ -216,13 +218,13 @@ async def reconcile_forever(every: float = RECONCILE_SECONDS) -> None:
     interrupted (with Retry)."""
     while True:
         try:
-            ids = await execution.db(execution.mark_interrupted, stale_only=True)
+            ids = await db(queue.mark_interrupted, stale_only=True)
             for run_id in ids:
                 log.warning("run %s had no heartbeat: marked interrupted", run_id)
             outage.recovered("the database")
         except DatabaseError as exc:
             outage.failed("the database", exc)
-            await execution.db(close_old_connections_now)
+            await db(close_old_connections_now)
         await asyncio.sleep(every)
 
 

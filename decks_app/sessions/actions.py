@@ -14,6 +14,7 @@ from django.utils import timezone
 from decks_app.models import Feedback, Run, Session, TraceEvent, Workspace
 from decks_app.runs import events as event_log
 from decks_app.runs import providers
+from decks_app.runs.registry import NoParams, Payload, TurnParams
 from decks_app.sessions import fragments, trace_tree
 from decks_app.sessions.conversation import conversation, conversation_blocks, shown_before
 from decks_app.workspaces.served import DeckInfo, find_deck, is_listed_deck
@@ -108,6 +109,8 @@ def create_run(**fields: Any) -> Run:
 
 
 def enqueue_run(session: Session, *, message: str | None, kind: str = "manual") -> Run:
+    """Queue a chat turn (`message`, None: the deck speaks first) or a replay."""
+    params: Payload = NoParams() if kind == "replay" else TurnParams(message=message)
     deck = find_deck(session.workspace, session.deck_path)
     deck_models = deck.models if deck else []
     router = providers.make_router(session.workspace.root)
@@ -119,7 +122,7 @@ def enqueue_run(session: Session, *, message: str | None, kind: str = "manual") 
         Session.objects.select_for_update().filter(pk=session.pk).first()
         if session.runs.filter(status__in=Run.ACTIVE).exists():
             raise SessionBusy("a run of this session is still in progress")
-        run = create_run(session=session, kind=kind, message=message, model=label, offline=offline)
+        run = create_run(session=session, kind=kind, params=params, model=label, offline=offline)
     return run
 
 
@@ -164,8 +167,8 @@ def retryable_run(session: Session, runs: list[Run] | None = None) -> Run | None
         last is None
         or last.status not in RETRYABLE
         or last.kind != "manual"
-        or not last.message
         or not last.turn_base
+        or not last.read_params(TurnParams).message
     ):
         return None
     return last
@@ -189,24 +192,8 @@ def retry_run(session: Session, run_id: str) -> Run:
         locked.state_version += 1
         locked.save()
         session.refresh_from_db()
-        retried = enqueue_run(session, message=run.message)
+        retried = enqueue_run(session, message=run.read_params(TurnParams).message)
     return retried
-
-
-# ---------------------------------------------------------------- message refs
-
-
-def with_message_refs(messages: list[dict[str, Any]], refs: list[dict[str, Any]] | None):
-    """Refs aligned with messages: kept by index when the role matches, new ones otherwise."""
-    refs = list(refs or [])
-    out = []
-    for i, message in enumerate(messages):
-        role = message.get("role", "")
-        if i < len(refs) and refs[i].get("role") == role and refs[i].get("id"):
-            out.append(refs[i])
-        else:
-            out.append({"id": new_id("msg"), "role": role, "source": "manual"})
-    return out
 
 
 # ---------------------------------------------------------------- reads
@@ -217,8 +204,9 @@ def run_dict(run: Run) -> dict[str, Any]:
         "id": run.id,
         "kind": run.kind,
         "status": run.status,
-        "message": run.message,
-        "output": run.output,
+        # what the run was asked (its kind's params) and what it produced (its result)
+        "params": run.params,
+        "result": run.result,
         "error": run.error or None,
         "model": run.model,
         "offline": run.offline,

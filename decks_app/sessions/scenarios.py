@@ -20,6 +20,7 @@ from django.db import transaction
 from decks_app.grading import verify as verify_service
 from decks_app.models import Run, Session, Workspace
 from decks_app.runs import providers
+from decks_app.sessions.kinds import ScenarioParams
 from decks_app.workspaces.served import find_deck, is_listed_deck, list_decks
 
 MAX_TURNS = (1, 200)
@@ -106,16 +107,11 @@ def start_scenario(
                 **({"scenarioInput": scenario_input} if scenario_input is not NO_INPUT else {}),
             },
         )
+        params = ScenarioParams(scenario=scenario_path, max_turns=turns)
+        if scenario_input is not NO_INPUT:
+            params.scenario_input = scenario_input  # given, even when None
         Run.objects.create(
-            session=session,
-            kind="scenario",
-            message=scenario_path,
-            model=label,
-            offline=offline,
-            output={
-                "maxTurns": turns,
-                **({"scenarioInput": scenario_input} if scenario_input is not NO_INPUT else {}),
-            },
+            session=session, kind="scenario", params=params, model=label, offline=offline
         )
     return session
 
@@ -132,7 +128,7 @@ def start_batch(
     scenario_input: Any = NO_INPUT,
 ) -> Run:
     """N runs of one scenario at a concurrency, as a Verify batch without graders."""
-    settings = verify_service.VerifySettings(
+    settings = verify_service.VerifyParams(
         scenarios=[scenario_path],
         graders=[],
         runs=_bounded(runs, "runs", BATCH_RUNS, 5),
@@ -140,9 +136,9 @@ def start_batch(
         concurrency=_bounded(concurrency, "concurrency", (1, 32), 4),
         max_turns=_bounded(max_turns, "max turns", MAX_TURNS, 6),
         context=context,
-        scenario_input=None if scenario_input is NO_INPUT else scenario_input,
-        has_scenario_input=scenario_input is not NO_INPUT,
     )
+    if scenario_input is not NO_INPUT:
+        settings.scenario_input = scenario_input  # given, even when None
     if declared_scenario(workspace, deck_path, scenario_path) is None:
         raise ScenarioError(
             f"{scenario_path!r} is not a scenario of {deck_path}; add it to [[scenarios]]"

@@ -18,8 +18,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from django.db.models import Func, JSONField
-
+from decks_app.runs.events import call_payloads
 from gambit.core import (
     ActionStartEvent,
     DeckEndEvent,
@@ -461,31 +460,6 @@ def updates(roots: list[Node], since: int) -> TreeUpdate:
     for root in roots:
         visit(root)
     return TreeUpdate(added, changed)
-
-
-class _WithoutConversation(Func):
-    """A `model.call` payload without the conversation it sent (`items`, `tools`), taken
-    apart by the database so the rest is read in one piece: `json_remove` on SQLite, the
-    `-` operator on PostgreSQL's jsonb."""
-
-    output_field = JSONField()
-
-    def as_sqlite(self, compiler: Any, connection: Any, **extra: Any) -> Any:
-        return self.as_sql(
-            compiler, connection, template="json_remove(%(expressions)s, '$.items', '$.tools')"
-        )
-
-    def as_postgresql(self, compiler: Any, connection: Any, **extra: Any) -> Any:
-        return self.as_sql(compiler, connection, template="(%(expressions)s - 'items' - 'tools')")
-
-
-def call_payloads(queryset: Any) -> Iterable[tuple[int, dict[str, Any]]]:
-    """`(id, payload)` of the `model.call` events of a queryset, light (see above)."""
-    rows = queryset.annotate(light=_WithoutConversation("payload")).values_list("id", "light")
-    for pk, payload in rows:
-        if isinstance(payload, str):  # a backend that hands the JSON back as text
-            payload = json.loads(payload)
-        yield pk, payload or {}
 
 
 def tree_rows(

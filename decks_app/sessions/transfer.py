@@ -20,8 +20,8 @@ from django.utils import timezone
 
 from decks_app.models import Run, Session, TraceEvent, Workspace
 from decks_app.runs import recorded
-from decks_app.runs.execution import session_state_dict
-from decks_app.sessions.actions import MAX_MESSAGE_CHARS, InvalidInput, with_message_refs
+from decks_app.runs.state import session_state_dict, with_message_refs
+from decks_app.sessions.actions import MAX_MESSAGE_CHARS, InvalidInput
 from decks_app.sessions.conversation import feedback_dict
 from decks_app.workspaces.served import find_deck, jailed_path
 from gambit.core import StateError, new_id, state_from_dict, state_to_dict

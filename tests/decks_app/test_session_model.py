@@ -9,7 +9,7 @@ import asyncio
 import pytest
 
 from decks_app.models import Run
-from decks_app.runs import execution
+from decks_app.runs import executor, queue
 from decks_app.sessions.actions import create_session, send_message
 from decks_app.workspaces.served import current_workspace
 
@@ -19,8 +19,8 @@ PROVIDER_KEYS = ("OPENROUTER_API_KEY", "OPENAI_API_KEY", "OPENRESPONSES_BASE_URL
 
 
 def _execute(run_id: str) -> str:
-    assert execution.claim_next_run("test-worker") == run_id
-    return asyncio.run(asyncio.wait_for(execution.execute_run(run_id), 30))
+    assert queue.claim_next_run("test-worker") == run_id
+    return asyncio.run(asyncio.wait_for(executor.execute_run(run_id), 30))
 
 
 @pytest.mark.django_db(transaction=True)
@@ -46,7 +46,7 @@ def test_a_deck_whose_model_is_not_configured_shows_the_offline_model(client, mo
 @pytest.mark.django_db(transaction=True)
 def test_a_run_records_the_model_that_answered_not_the_one_planned(client):
     session = create_session(current_workspace(), "support/PROMPT.md", model="offline/echo")
-    run = Run.objects.create(session=session, message="hi", model="openrouter/planned")
+    run = Run.objects.create(session=session, params={"message": "hi"}, model="openrouter/planned")
     assert _execute(run.id) == "completed"
     run.refresh_from_db()
     assert (run.model, run.offline) == ("offline/echo", True)

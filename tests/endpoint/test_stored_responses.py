@@ -301,7 +301,7 @@ def test_a_deleted_response_is_gone_from_the_api_but_its_session_stays(server):
     # The simulator's recording of the call is the operator's, deleted in the Test tab.
     twin = httpx.get(server + f"/test/{session_id}.json", timeout=10).json()
     assert [r["status"] for r in twin["runs"]] == ["completed"]
-    assert twin["runs"][0]["output"] == {"id": response_id, "store": True, "deleted": True}
+    assert twin["runs"][0]["result"] == {"id": response_id, "store": True, "deleted": True}
 
 
 def test_the_sdk_deletes(server):
@@ -333,7 +333,7 @@ def test_a_response_made_with_store_false_is_not_kept(server):
     # Still recorded in the simulator (without the response object).
     twin = httpx.get(server + f"/test/{raw.headers[SESSION_ID_HEADER]}.json", timeout=10)
     (run,) = twin.json()["runs"]
-    assert run["output"] == {"id": response.id, "store": False}
+    assert run["result"] == {"id": response.id, "store": False}
     texts = [b["text"] for b in twin.json()["conversation"] if b["kind"] in ("user", "assistant")]
     assert texts == ["ephemeral", "You said: ephemeral"]
 

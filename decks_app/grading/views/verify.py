@@ -71,7 +71,7 @@ class VerifyPage(PageData):
     refs: dict[str, list[dict[str, Any]]]
     batches: list[dict[str, Any]]
     tab = "grade"
-    defaults = verify_service.VerifySettings([], [])
+    defaults = verify_service.VerifyParams(scenarios=[], graders=[])
 
     def to_json(self) -> dict[str, Any]:
         return {"deck": self.deck or None, **self.refs, "batches": self.batches}

@@ -3,7 +3,7 @@
 It collects the `model.result` events of a trace (a JSONL file written with `--trace`, a
 list of events, or the `traces` of a SavedState) and answers each call made by deck `D` with
 the next result recorded for `D`, so interleaved nested action decks replay in order. The
-simulator uses it to replay a session (`decks_app.runs.execution`).
+simulator uses it to replay a session (`decks_app.sessions.kinds`, the replay run kind).
 
 ```python
 provider = ReplayProvider.from_trace("run.jsonl", strict=True)

@@ -12,7 +12,7 @@ import pytest
 from django.test import override_settings
 
 from decks_app.models import Run
-from decks_app.runs import execution
+from decks_app.runs import executor, queue
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -33,8 +33,8 @@ def _turn(client, message: str, grant: str = "write") -> dict:
     )
     assert sent.status_code == 202, sent.content
     run_id = sent.json()["run"]
-    assert execution.claim_next_run("test") == run_id
-    asyncio.run(asyncio.wait_for(execution.execute_run(run_id), 60))
+    assert queue.claim_next_run("test") == run_id
+    asyncio.run(asyncio.wait_for(executor.execute_run(run_id), 60))
     return client.get("/build/assistant.json?deck=support/PROMPT.md").json()
 
 
@@ -99,8 +99,8 @@ def test_a_coding_agent_bridge_can_be_the_assistants_model(client, ws, tmp_path,
         },
     )
     run_id = sent.json()["run"]
-    assert execution.claim_next_run("test") == run_id
-    asyncio.run(asyncio.wait_for(execution.execute_run(run_id), 60))
+    assert queue.claim_next_run("test") == run_id
+    asyncio.run(asyncio.wait_for(executor.execute_run(run_id), 60))
     data = client.get("/build/assistant.json?deck=support/PROMPT.md").json()
     assert data["runs"][-1]["status"] == "completed"
     assert "It is a heading." in data["conversation"][-1]["text"]

@@ -8,7 +8,7 @@ import asyncio
 import pytest
 
 from decks_app.models import Run, Session
-from decks_app.runs import execution
+from decks_app.runs import executor, queue
 from tests.decks_app.conftest import chat_session
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -25,8 +25,8 @@ def _graded(client, workspace):
 
 
 def _execute(run_id: str) -> str:
-    assert execution.claim_next_run("test-worker") == run_id
-    return asyncio.run(asyncio.wait_for(execution.execute_run(run_id), 30))
+    assert queue.claim_next_run("test-worker") == run_id
+    return asyncio.run(asyncio.wait_for(executor.execute_run(run_id), 30))
 
 
 def test_an_empty_workspace_says_how_to_get_a_session(client, workspace):
@@ -112,7 +112,7 @@ def test_a_grader_that_is_not_declared_or_nothing_to_grade_is_refused(client, wo
 def test_a_failed_grader_shows_its_cause(client, workspace, settings, tmp_path):
     session, run_id = _graded(client, workspace)
     grader = tmp_path / "missing"
-    Run.objects.filter(pk=run_id).update(message=str(grader.name) + "/PROMPT.md")
+    Run.objects.filter(pk=run_id).update(params={"grader": str(grader.name) + "/PROMPT.md"})
     assert _execute(run_id) == "failed"
     data = client.get(f"/grade/runs/{run_id}.json").json()
     assert data["status"] == "failed" and data["error"]
@@ -219,7 +219,9 @@ def test_unknown_ids_are_404(client, workspace, url):
 
 def test_a_chat_run_id_is_not_a_grade_run(client, workspace):
     session = chat_session(workspace)
-    run = Run.objects.create(session=session, kind="manual", message="hi", status="completed")
+    run = Run.objects.create(
+        session=session, kind="manual", params={"message": "hi"}, status="completed"
+    )
     assert client.get(f"/grade/runs/{run.id}").status_code == 404
 
 

@@ -8,7 +8,7 @@ import asyncio
 import pytest
 
 from decks_app.models import Run, Session, TraceEvent
-from decks_app.runs import execution
+from decks_app.runs import executor, queue
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -31,8 +31,8 @@ def _start(client, **changes) -> str:
 
 
 def _execute(run_id: str) -> str:
-    assert execution.claim_next_run("test-worker") == run_id
-    return asyncio.run(asyncio.wait_for(execution.execute_run(run_id), 60))
+    assert queue.claim_next_run("test-worker") == run_id
+    return asyncio.run(asyncio.wait_for(executor.execute_run(run_id), 60))
 
 
 def test_the_form_offers_the_decks_scenarios_and_graders(client, workspace):

@@ -10,7 +10,7 @@ from asgiref.sync import sync_to_async
 from django.db import IntegrityError, transaction
 
 from decks_app.models import Run, Session, TraceEvent
-from decks_app.runs import execution
+from decks_app.runs import executor, queue, state
 from decks_app.runs.events import append_events
 from decks_app.sessions.actions import (
     InvalidInput,
@@ -36,7 +36,7 @@ def _crashed_run(session: Session, *, streamed: str, checkpointed: bool = False)
     `checkpointed`) the conversation saved after its user message."""
     run = send_message(session, "where is my order?")
     run.status = "running"
-    run.turn_base = execution.turn_base(session, 0)
+    run.turn_base = state.turn_base(session, 0)
     run.save()
     events = [
         {"type": "run.start", "runId": run.id, "deckPath": "support/PROMPT.md"},
@@ -68,7 +68,7 @@ def _crashed_run(session: Session, *, streamed: str, checkpointed: bool = False)
 def test_an_interrupted_turn_keeps_the_users_message_and_the_partial_reply():
     session = _session()
     run = _crashed_run(session, streamed="Your order left the warehouse")
-    assert execution.mark_interrupted(stale_only=False) == [run.id]
+    assert queue.mark_interrupted(stale_only=False) == [run.id]
     session.refresh_from_db()
     assert session.messages[-2:] == [
         {"role": "user", "content": "where is my order?"},
@@ -98,7 +98,7 @@ def test_an_interrupted_turn_keeps_the_users_message_and_the_partial_reply():
 def test_a_checkpointed_message_is_not_added_twice():
     session = _session()
     _crashed_run(session, streamed="Half a reply", checkpointed=True)
-    execution.mark_interrupted(stale_only=False)
+    queue.mark_interrupted(stale_only=False)
     session.refresh_from_db()
     assert [m["content"] for m in session.messages] == ["where is my order?", "Half a reply"]
 
@@ -106,7 +106,7 @@ def test_a_checkpointed_message_is_not_added_twice():
 def test_the_page_and_its_json_offer_retry(client):
     session = _session()
     run = _crashed_run(session, streamed="Partial words")
-    execution.mark_interrupted(stale_only=False)
+    queue.mark_interrupted(stale_only=False)
     data = client.get(f"/test/{session.id}.json").json()
     assert data["status"] == "interrupted"
     assert data["retry"] == {"runId": run.id, "url": f"/test/{session.id}/retry"}
@@ -118,7 +118,7 @@ def test_the_page_and_its_json_offer_retry(client):
 def test_retry_cuts_the_turn_out_and_sends_the_same_message_again(client, csrf_client):
     session = _session()
     run = _crashed_run(session, streamed="Partial words")
-    execution.mark_interrupted(stale_only=False)
+    queue.mark_interrupted(stale_only=False)
     assert csrf_client.post(f"/test/{session.id}/retry", {"runId": run.id}).status_code == 403
     assert client.get(f"/test/{session.id}/retry").status_code == 405
     r = client.post(f"/test/{session.id}/retry?format=json", {"runId": run.id})
@@ -126,7 +126,7 @@ def test_retry_cuts_the_turn_out_and_sends_the_same_message_again(client, csrf_c
     session.refresh_from_db()
     assert session.messages == [] and session.items == [] and session.message_refs == []
     retried = Run.objects.get(pk=r.json()["runId"])
-    assert retried.status == "queued" and retried.message == "where is my order?"
+    assert retried.status == "queued" and retried.params == {"message": "where is my order?"}
     assert r.json()["retry"] is None  # the new run is not retryable while queued
     # Only the last turn, once ended badly, can be retried.
     r = client.post(f"/test/{session.id}/retry?format=json", {"runId": run.id})
@@ -147,14 +147,16 @@ def test_retry_refuses_a_completed_turn_and_unknown_ids(client):
 
 def test_one_active_run_per_session_is_enforced_by_the_database():
     session = _session()
-    Run.objects.create(session=session, kind="manual", message="one")
+    Run.objects.create(session=session, kind="manual", params={"message": "one"})
     with pytest.raises(IntegrityError), transaction.atomic():
-        Run.objects.create(session=session, kind="manual", message="two", status="running")
+        Run.objects.create(
+            session=session, kind="manual", params={"message": "two"}, status="running"
+        )
     with pytest.raises(SessionBusy):
-        create_run(session=session, kind="manual", message="three")
+        create_run(session=session, kind="manual", params={"message": "three"})
     # Finished runs do not count.
     Run.objects.filter(session=session).update(status="completed")
-    create_run(session=session, kind="manual", message="four")
+    create_run(session=session, kind="manual", params={"message": "four"})
 
 
 async def test_the_conversation_is_saved_while_the_run_streams(fake_server, monkeypatch):
@@ -165,8 +167,8 @@ async def test_the_conversation_is_saved_while_the_run_streams(fake_server, monk
     fake_server.queue(Reply(deltas=[f"w{i} " for i in range(300)], delay=0.02))
     session = await sync_to_async(_session)()
     run = await sync_to_async(send_message)(session, "checkpoint me")
-    assert await sync_to_async(execution.claim_next_run)("w1") == run.id
-    task = asyncio.create_task(execution.execute_run(run.id))
+    assert await sync_to_async(queue.claim_next_run)("w1") == run.id
+    task = asyncio.create_task(executor.execute_run(run.id))
     try:
         for _ in range(100):
             await asyncio.sleep(0.05)
@@ -192,10 +194,10 @@ async def test_a_run_interrupted_by_another_process_does_not_overwrite(fake_serv
     fake_server.queue(Reply(deltas=[f"w{i} " for i in range(60)], delay=0.01))
     session = await sync_to_async(_session)()
     run = await sync_to_async(send_message)(session, "race")
-    assert await sync_to_async(execution.claim_next_run)("w1") == run.id
-    task = asyncio.create_task(execution.execute_run(run.id))
+    assert await sync_to_async(queue.claim_next_run)("w1") == run.id
+    task = asyncio.create_task(executor.execute_run(run.id))
     await asyncio.sleep(0.2)
-    assert await sync_to_async(execution.mark_interrupted)(stale_only=False) == [run.id]
+    assert await sync_to_async(queue.mark_interrupted)(stale_only=False) == [run.id]
     interrupted = await Session.objects.aget(pk=session.id)
     await asyncio.wait_for(task, 10)
     run = await Run.objects.aget(pk=run.id)

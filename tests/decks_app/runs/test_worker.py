@@ -9,7 +9,7 @@ import pytest
 from asgiref.sync import sync_to_async
 
 from decks_app.models import Run, TraceEvent
-from decks_app.runs import execution, worker
+from decks_app.runs import executor, queue, worker
 from decks_app.runs.events import coalesce
 from decks_app.sessions.actions import create_session, send_message
 from decks_app.workspaces.served import current_workspace
@@ -27,11 +27,11 @@ def _setup(deck="support/PROMPT.md", model="offline/echo", message="hello <b>"):
 
 async def test_it_runs_a_deck_and_saves_state_events_and_usage():
     session, run = await sync_to_async(_setup)()
-    assert await sync_to_async(execution.claim_next_run)("w1") == run.id
-    assert await asyncio.wait_for(execution.execute_run(run.id), 20) == "completed"
+    assert await sync_to_async(queue.claim_next_run)("w1") == run.id
+    assert await asyncio.wait_for(executor.execute_run(run.id), 20) == "completed"
     run = await Run.objects.aget(pk=run.id)
     assert run.status == "completed" and run.total_tokens > 0 and run.finished_at
-    assert run.output == "You said: hello <b>"
+    assert run.result == {"output": "You said: hello <b>"}
     session = await type(session).objects.aget(pk=session.id)
     assert session.messages[-1] == {"role": "assistant", "content": "You said: hello <b>"}
     assert len(session.message_refs) == len(session.messages)
@@ -54,8 +54,8 @@ async def test_it_runs_a_deck_and_saves_state_events_and_usage():
 
 async def test_it_runs_compute_decks_with_the_message_as_input():
     session, run = await sync_to_async(_setup)("hello/deck.py", "", "Ada")
-    await sync_to_async(execution.claim_next_run)("w1")
-    assert await asyncio.wait_for(execution.execute_run(run.id), 20) == "completed"
+    await sync_to_async(queue.claim_next_run)("w1")
+    assert await asyncio.wait_for(executor.execute_run(run.id), 20) == "completed"
     session = await type(session).objects.aget(pk=session.id)
     assert session.messages == [
         {"role": "user", "content": "Ada"},
@@ -74,8 +74,8 @@ async def test_it_streams_from_a_real_http_model_and_coalesces(fake_server, monk
         )
     )
     session, run = await sync_to_async(_setup)(model="openresponses/fake")
-    await sync_to_async(execution.claim_next_run)("w1")
-    assert await asyncio.wait_for(execution.execute_run(run.id), 20) == "completed"
+    await sync_to_async(queue.claim_next_run)("w1")
+    assert await asyncio.wait_for(executor.execute_run(run.id), 20) == "completed"
     saved = await Run.objects.aget(pk=run.id)
     assert (saved.total_tokens, saved.cost) == (50, 0.0012)
     deltas = [
@@ -104,8 +104,8 @@ async def test_it_cancels_a_running_run_on_request(fake_server, monkeypatch):
         monkeypatch.setenv(k, v)
     fake_server.queue(Reply(deltas=[f"w{i} " for i in range(200)], delay=0.02))
     session, run = await sync_to_async(_setup)(model="openresponses/fake")
-    await sync_to_async(execution.claim_next_run)("w1")
-    task = asyncio.create_task(execution.execute_run(run.id))
+    await sync_to_async(queue.claim_next_run)("w1")
+    task = asyncio.create_task(executor.execute_run(run.id))
     for _ in range(100):
         if await TraceEvent.objects.filter(
             run_id=run.id, type="response.output_text.delta"
@@ -140,7 +140,7 @@ async def test_a_delivered_task_claims_its_run_and_runs_it_on_the_run_loop():
     assert await asyncio.to_thread(worker.execute, run.id) == "skipped"
     assert await asyncio.to_thread(worker.execute, "../etc/passwd") == "skipped"
     run = await Run.objects.aget(pk=run.id)
-    assert run.status == "completed" and run.output == "You said: hello <b>"
+    assert run.status == "completed" and run.result == {"output": "You said: hello <b>"}
 
 
 async def test_django_tasks_db_worker_threads_drain_the_queue_on_the_run_loop():
@@ -160,8 +160,10 @@ async def test_django_tasks_db_worker_threads_drain_the_queue_on_the_run_loop():
     finally:
         pool.stop()
         await asyncio.to_thread(pool.join, 5)
-    statuses = {r.id: (r.status, r.output) async for r in Run.objects.all()}
-    assert statuses == {r.id: ("completed", f"You said: m{i}") for i, r in enumerate(runs)}
+    statuses = {r.id: (r.status, r.result) async for r in Run.objects.all()}
+    assert statuses == {
+        r.id: ("completed", {"output": f"You said: m{i}"}) for i, r in enumerate(runs)
+    }
     from django_tasks_db.models import DBTaskResult
 
     finished = [t.status async for t in DBTaskResult.objects.all()]
@@ -196,16 +198,16 @@ async def test_stopping_the_run_loop_marks_runs_in_flight_interrupted(fake_serve
 def test_restart_marks_in_flight_runs_interrupted():
     session, run = _setup()
     Run.objects.filter(pk=run.id).update(status="running")
-    assert execution.mark_interrupted(stale_only=True) == []  # fresh heartbeat (None is not stale)
-    assert execution.mark_interrupted(stale_only=False) == [run.id]
+    assert queue.mark_interrupted(stale_only=True) == []  # fresh heartbeat (None is not stale)
+    assert queue.mark_interrupted(stale_only=False) == [run.id]
     run.refresh_from_db()
     assert run.status == "interrupted"
 
 
 def test_a_claimed_run_is_not_claimed_twice():
     _, run = _setup()
-    assert execution.claim_next_run("a") == run.id
-    assert execution.claim_next_run("b") is None
+    assert queue.claim_next_run("a") == run.id
+    assert queue.claim_next_run("b") is None
 
 
 async def test_an_assistant_first_deck_speaks_first(tmp_path, settings):
@@ -221,9 +223,9 @@ async def test_an_assistant_first_deck_speaks_first(tmp_path, settings):
         return session, session.runs.get()
 
     session, run = await sync_to_async(setup)()
-    assert run.message is None
-    await sync_to_async(execution.claim_next_run)("w1")
-    assert await asyncio.wait_for(execution.execute_run(run.id), 20) == "completed"
+    assert run.params == {"message": None}
+    await sync_to_async(queue.claim_next_run)("w1")
+    assert await asyncio.wait_for(executor.execute_run(run.id), 20) == "completed"
     session = await type(session).objects.aget(pk=session.id)
     roles = [m["role"] for m in session.messages if m.get("content")]
     assert roles[-1] == "assistant" and "user" not in roles
@@ -245,8 +247,8 @@ async def test_gambit_strict_makes_a_deprecated_deck_fail_its_run(
         return send_message(session, "hi")
 
     async def finish(run) -> tuple[str, list]:
-        await sync_to_async(execution.claim_next_run)("w1")
-        status = await asyncio.wait_for(execution.execute_run(run.id), 20)
+        await sync_to_async(queue.claim_next_run)("w1")
+        status = await asyncio.wait_for(executor.execute_run(run.id), 20)
         events = [
             e async for e in TraceEvent.objects.filter(run_id=run.id).values_list("type", "payload")
         ]

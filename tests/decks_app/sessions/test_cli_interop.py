@@ -75,7 +75,7 @@ def test_a_cli_session_imports_with_its_tokens_model_and_grades_and_replays_offl
 ):
     import asyncio
 
-    from decks_app.runs import execution
+    from decks_app.runs import executor, queue
 
     state, trace = tmp_path / "s.json", tmp_path / "t.jsonl"
     for message in ("hi", "more <please>"):  # two runs, appended to one trace file
@@ -123,8 +123,8 @@ def test_a_cli_session_imports_with_its_tokens_model_and_grades_and_replays_offl
     r = client.post(f"/test/{imported}/rerun?format=json")
     assert r.status_code == 201, r.content
     replay = r.json()["id"]
-    run_id = execution.claim_next_run("test-worker")
-    assert asyncio.run(asyncio.wait_for(execution.execute_run(run_id), 30)) == "completed"
+    run_id = queue.claim_next_run("test-worker")
+    assert asyncio.run(asyncio.wait_for(executor.execute_run(run_id), 30)) == "completed"
     compared = client.get(f"/test/{replay}/compare.json").json()
     assert compared["verdict"] == "identical", compared["differences"]
     assert compared["turns"] == {"original": 2, "replay": 2}

@@ -8,7 +8,7 @@ pytestmark = pytest.mark.django_db
 
 def _pair(workspace, replay_reply, *, status="completed", error="", user="q"):
     source = chat_session(workspace, reply="same answer", user="q")
-    Run.objects.create(session=source, kind="manual", status="completed", message="q")
+    Run.objects.create(session=source, kind="manual", status="completed", params={"message": "q"})
     replay = chat_session(workspace, reply=replay_reply, user=user)
     replay.origin, replay.source = "replay", source
     replay.save()

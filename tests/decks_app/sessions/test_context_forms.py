@@ -212,7 +212,7 @@ def test_the_scenario_input_reaches_the_run_and_a_batch(client, with_persona):
     assert response.status_code == 201, response.content
     session = Session.objects.get(pk=response.json()["id"])
     assert session.meta["scenarioInput"] == {"orderId": "A7", "mood": "upset"}
-    assert session.runs.get().output["scenarioInput"] == {"orderId": "A7", "mood": "upset"}
+    assert session.runs.get().params["scenarioInput"] == {"orderId": "A7", "mood": "upset"}
     assert session.context == {"name": "Ann", "plan": "free"}
     batch = client.post(
         "/test/scenario?format=json",
@@ -224,6 +224,8 @@ def test_the_scenario_input_reaches_the_run_and_a_batch(client, with_persona):
         },
     )
     assert batch.status_code == 201, batch.content
-    settings = Session.objects.get(origin="verify").context
+    batch_session = Session.objects.get(origin="verify")
+    settings = batch_session.runs.get().params  # the verify run's params are its settings
     assert settings["scenarioInput"] == {"orderId": "B2", "mood": "calm"}
     assert settings["context"] == {"name": "Bo", "plan": "free"}
+    assert batch_session.context == {"name": "Bo", "plan": "free"}  # the deck's context only

@@ -5,7 +5,7 @@ from asgiref.sync import sync_to_async
 from django.test import AsyncClient
 
 from decks_app.models import Run, Session
-from decks_app.runs import execution
+from decks_app.runs import executor, queue
 from decks_app.sessions.actions import create_session, send_message
 from decks_app.workspaces.served import current_workspace
 from tests.decks_app.conftest import chat_session
@@ -135,9 +135,9 @@ def test_a_replay_of_a_turn_that_called_an_action_is_identical(client, monkeypat
 
 
 async def _run_next(expected: str = "completed") -> None:
-    run_id = await sync_to_async(execution.claim_next_run)("w")
+    run_id = await sync_to_async(queue.claim_next_run)("w")
     assert run_id is not None
-    assert await asyncio.wait_for(execution.execute_run(run_id), 20) == expected
+    assert await asyncio.wait_for(executor.execute_run(run_id), 20) == expected
 
 
 async def _rerun(client: AsyncClient, session_id: str) -> Session:

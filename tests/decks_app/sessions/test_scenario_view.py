@@ -8,7 +8,7 @@ import asyncio
 import pytest
 
 from decks_app.models import Run, Session
-from decks_app.runs import execution
+from decks_app.runs import executor, queue
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -16,8 +16,8 @@ SCENARIO = "support/PROMPT.md|support/scenarios/late_delivery/PROMPT.md"
 
 
 def _execute(run_id: str) -> str:
-    assert execution.claim_next_run("test-worker") == run_id
-    return asyncio.run(asyncio.wait_for(execution.execute_run(run_id), 60))
+    assert queue.claim_next_run("test-worker") == run_id
+    return asyncio.run(asyncio.wait_for(executor.execute_run(run_id), 60))
 
 
 def test_the_test_tab_lists_the_root_decks_scenarios(client, workspace):
@@ -48,7 +48,7 @@ def test_one_run_is_a_live_session_of_its_own(client, workspace):
     assert _execute(run.id) == "completed"
     run.refresh_from_db()
     session.refresh_from_db()
-    assert run.output["turns"] == 2 and run.output["stopped"] == "max_turns"
+    assert run.result == {"turns": 2, "stopped": "max_turns"}
     roles = [m["role"] for m in session.messages if m["role"] in ("user", "assistant")]
     assert roles.count("user") == 2 and "assistant" in roles
     assert session.meta["scenarioRunId"].startswith("scenario-")

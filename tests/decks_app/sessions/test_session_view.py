@@ -55,7 +55,7 @@ def test_it_enqueues_a_run_when_sending(client, workspace):
     r = client.post(f"/test/{s.id}/send?format=json", {"message": "hello"})
     assert r.status_code == 202
     run = Run.objects.get(pk=r.json()["runId"])
-    assert (run.status, run.message, run.model, run.offline) == (
+    assert (run.status, run.params.get("message"), run.model, run.offline) == (
         "queued",
         "hello",
         "offline/echo",
@@ -119,7 +119,7 @@ def test_it_starts_assistant_first_decks_at_once(workspace, tmp_path, settings):
     ws = current_workspace()
     s = create_session(ws, "greeter/PROMPT.md", model="offline/echo")
     run = s.runs.get()
-    assert run.status == "queued" and run.message is None
+    assert run.status == "queued" and run.params == {"message": None}
 
 
 def test_it_shows_live_events_of_the_active_run(client, workspace):

@@ -1,0 +1,428 @@
+"""Executing a claimed run, whatever its kind: load its session and deck, hand the kind's
+`execute` a `RunContext`, stream the trace (coalesced) and notify the session's sockets,
+watch for Stop and send heartbeats, then record the outcome and the session's SavedState,
+usage and cost (`finish_run`).
+
+What a run does is its kind's (decks_app.runs.registry); this module imports no feature.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from django.db import DatabaseError, transaction
+from django.db.models import Max
+from django.utils import timezone
+
+from decks_app.models import Run, Session, TraceEvent
+from decks_app.runs import deck_trees, outage, providers, recorded, registry
+from decks_app.runs import events as event_log
+from decks_app.runs.database import db, db_patiently, reset_connection
+from decks_app.runs.queue import HEARTBEAT_SECONDS, cancel_requested, heartbeat
+from decks_app.runs.recovery import INTERRUPTED, recover_interrupted_turn
+from decks_app.runs.registry import JSONObject, Payload, Preparation, RunFailed, RunKind
+from decks_app.runs.state import save_turn_state, session_state_dict, turn_base, with_message_refs
+from decks_app.runs.writer import STATE_FIELDS, EventWriter, Unwritten
+from decks_app.workspaces.served import jailed_path
+from gambit.core import DeckLoadError, run_deck, state_from_dict
+from gambit.core._compute import input_from_text
+
+log = logging.getLogger(__name__)
+
+CANCEL_POLL_SECONDS = 0.25
+
+
+@dataclass
+class RunProgress:
+    """What a run has produced so far, for its end: the conversation's latest state, the
+    usage of its `run_deck` calls, the root deck's `run.start` / `model.result` events (which
+    model answered) and, for a compute deck, the transcript we keep for it."""
+
+    state: Any = None
+    usage: JSONObject | None = None
+    answers: list[JSONObject] = field(default_factory=list)
+    root: str | None = None
+    transcript: list[JSONObject] = field(default_factory=list)
+
+
+class RunRefused(Exception):
+    """The run cannot be executed by this process (an unknown kind, invalid params)."""
+
+    def __init__(self, error: str, session_id: str):
+        super().__init__(error)
+        self.session_id = session_id
+
+
+@dataclass
+class _Job:
+    run: Run
+    session: Session
+    kind: RunKind
+    params: Payload
+    deck_file: Path
+    state: JSONObject | None
+    next_seq: int
+    prepared: Any = None
+
+
+def load_job(run_id: str) -> _Job:
+    run = Run.objects.select_related("session__workspace").get(pk=run_id)
+    session = run.session
+    try:
+        kind = registry.get(run.kind)
+        if not kind.queued:
+            raise ValueError(
+                f"run kind {kind.name!r} runs in the process that creates it, not in a worker"
+            )
+        params = registry.parse_params(run)
+    except ValueError as exc:  # UnknownRunKind, InvalidPayload
+        raise RunRefused(str(exc).splitlines()[0], session.id) from None
+    deck_file = jailed_path(session.workspace, session.deck_path)
+    if run.turn_base is None:
+        # A run's first start: nothing of it is written yet (its turn base is written first).
+        next_seq = 1
+        run.turn_base = turn_base(session, 0)
+        run.save(update_fields=["turn_base"])
+    else:
+        next_seq = (TraceEvent.objects.filter(run=run).aggregate(m=Max("seq"))["m"] or 0) + 1
+    job = _Job(
+        run=run,
+        session=session,
+        kind=kind,
+        params=params,
+        deck_file=deck_file,
+        state=session_state_dict(session),
+        next_seq=next_seq,
+    )
+    if kind.prepare is not None:
+        prep = Preparation(run=run, session=session, deck_file=deck_file)
+        kind.prepare(prep)
+        job.deck_file, job.prepared = prep.deck_file, prep.data
+    return job
+
+
+class RunContext[P: Payload]:
+    """What a kind's `execute` gets: the run, its session and typed params, the loaded deck,
+    the provider (and model resolver and override) to run it with, the trace and state
+    callbacks, and `one_turn` for chat-like kinds."""
+
+    def __init__(
+        self,
+        job: _Job,
+        writer: EventWriter,
+        progress: RunProgress,
+        *,
+        deck: Any,
+        deck_kind: str,
+        provider: Any,
+        resolver: Any,
+        override: str | None,
+    ):
+        self.run = job.run
+        self.session = job.session
+        self.kind = job.kind
+        self.params: P = job.params  # type: ignore[assignment]  # the kind's own model
+        self.prepared = job.prepared
+        self.state = job.state  # the session's conversation when the run started
+        self.deck_file = job.deck_file
+        self.deck = deck  # the loaded DeckTree, or its path when it does not load
+        self.deck_kind = deck_kind
+        self.provider = provider
+        self.resolver = resolver
+        self.override = override
+        self._writer = writer
+        self.progress = progress
+
+    @property
+    def workspace_root(self) -> Path:
+        return Path(self.session.workspace.root)
+
+    def on_trace(self, event: JSONObject) -> None:
+        kind = event.get("type")
+        if kind == "run.end":
+            # one per run_deck call: a replay's turns, a scenario's persona and root turns
+            # and a grader's per-turn calls each end one, and the run used all of them
+            self.progress.usage = recorded.add_usage(self.progress.usage, event.get("usage"))
+        elif kind in ("run.start", "model.result") and not event.get("parentActionCallId"):
+            self.progress.answers.append(
+                {
+                    k: event.get(k)
+                    for k in ("type", "deckPath", "model", "provider", "offline", "runId")
+                }
+            )
+        elif kind == "log":
+            deck_trees.report_warning(event)
+        self._writer.add(event)
+
+    def on_state(self, state: Any) -> None:
+        if self.deck_kind != "compute":  # a compute deck's transcript is kept by us
+            self.progress.state = state
+            if self.kind.checkpoints:
+                self._writer.checkpoint(state)
+
+    def model_options(self) -> dict[str, Any]:
+        """provider, model_resolver and model_override, for gambit.core's run functions."""
+        options: dict[str, Any] = {"provider": self.provider}
+        if self.resolver is not None:
+            options["model_resolver"] = self.resolver
+        if self.override:
+            options["model_override"] = self.override
+        return options
+
+    async def one_turn(self, message: str | None, state: Any, **extra: Any) -> Any:
+        """One `run_deck` of the session's deck: `message` after the conversation `state`
+        (None: the session's context starts a new one). A compute deck takes the message as
+        its input, and we keep its transcript."""
+        kwargs: dict[str, Any] = {
+            **extra,
+            **self.model_options(),
+            "on_trace": self.on_trace,
+            "on_state": self.on_state,
+            "stream": True,
+            "run_id": self.run.id,
+            "strict": deck_trees.strict_mode(),  # a deck given by path is loaded as strictly
+        }
+        context = self.session.context
+        if self.deck_kind == "compute":
+            kwargs["context"] = context if message is None else input_from_text(message)
+            result = await run_deck(self.deck, **kwargs)
+            if message is not None:
+                self.progress.transcript.append({"role": "user", "content": message})
+            self.progress.transcript.append(
+                {"role": "assistant", "content": _as_text(result.output)}
+            )
+            return result
+        if state is not None:
+            kwargs["state"] = state_from_dict(state) if isinstance(state, dict) else state
+        elif context is not None:
+            kwargs["context"] = context
+        if message is not None:
+            kwargs["message"] = message
+        return await run_deck(self.deck, **kwargs)
+
+
+def _as_text(value: Any) -> str:
+    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, indent=2)
+
+
+async def execute_run(run_id: str, *, router: Any = None) -> str:
+    """Run one claimed run to its end; return its final status."""
+    try:
+        # Patiently: the database thread keeps its connection from run to run, and the first
+        # query after a database restart finds it broken (it is replaced, and tried again).
+        job = await db_patiently(load_job, run_id)
+    except RunRefused as exc:
+        log.warning("run %s refused: %s", run_id, exc)
+        await db_patiently(finish_run, run_id, "failed", str(exc), None, RunProgress(), None)
+        await event_log.notify(exc.session_id)
+        return "failed"
+    run, session, kind = job.run, job.session, job.kind
+    assert kind.execute is not None
+    writer = EventWriter(run.id, session.id, job.next_seq)
+    # The deck as this process has it loaded (once per process, until a file changes). A
+    # deck that does not load is given to the runtime by path, which fails the run with
+    # the loader's error and trace, as it always has.
+    deck: Any = job.deck_file
+    deck_kind, deck_models = "llm", []
+    try:
+        tree = await asyncio.to_thread(deck_trees.load, job.deck_file)
+        deck, deck_kind = tree, tree.root.kind
+        model_params = tree.root.model_params
+        deck_models = list(model_params.models or []) if model_params else []
+    except DeckLoadError:
+        pass
+    own_router = None
+    if kind.provider is not None:
+        provider = kind.provider(Preparation(run, session, job.deck_file, job.prepared))
+        resolver, override = None, None
+    else:
+        if router is None:
+            router = own_router = providers.make_router(session.workspace.root)
+        provider = resolver = router
+        override, _, _ = providers.effective_model(session.model, deck_models, router)
+    progress = RunProgress(root=deck.root.path if deck is not job.deck_file else str(deck))
+    ctx: RunContext[Any] = RunContext(
+        job,
+        writer,
+        progress,
+        deck=deck,
+        deck_kind=deck_kind,
+        provider=provider,
+        resolver=resolver,
+        override=override,
+    )
+
+    started = time.monotonic()
+    task = asyncio.create_task(kind.execute(ctx))
+    status, error, result = "completed", "", None
+    canceled_by_user = False
+    try:
+        last_beat = time.monotonic()
+        while not task.done():
+            done, _ = await asyncio.wait({task}, timeout=CANCEL_POLL_SECONDS)
+            if done:
+                break
+            try:
+                if await db(cancel_requested, run.id):
+                    canceled_by_user = True
+                    task.cancel()
+                    break
+                if kind.heartbeats and time.monotonic() - last_beat > HEARTBEAT_SECONDS:
+                    last_beat = time.monotonic()
+                    await db(heartbeat, run.id)
+            except DatabaseError as exc:
+                outage.failed("the database", exc)  # the run goes on; checked again soon
+                await reset_connection()
+        try:
+            outcome = await task
+            result = outcome.result
+            if outcome.state is not None and deck_kind != "compute":
+                progress.state = outcome.state
+            status, error, result = _checked(kind, status, error, result)
+        except asyncio.CancelledError:
+            if not canceled_by_user:
+                raise
+            status, error = "canceled", "Run canceled"
+        except RunFailed as exc:
+            status, error = "failed", str(exc) or "the run failed"
+            _, _, result = _checked(kind, status, error, exc.result)
+            log.info("run %s failed: %s", run.id, error)
+        except Exception as exc:
+            status, error = "failed", str(exc) or type(exc).__name__
+            log.info("run %s failed: %s", run.id, error)
+    except asyncio.CancelledError:
+        # The worker is shutting down: stop the deck and record the run as interrupted.
+        task.cancel()
+        try:
+            await task
+        except BaseException:
+            pass
+        await writer.close(wait=5.0)  # a stopping process has seconds, not minutes
+        await db(finish_run, run.id, "interrupted", INTERRUPTED, None, progress, started)
+        await event_log.notify(session.id)
+        raise
+    finally:
+        if own_router is not None:
+            try:
+                await own_router.aclose()
+            except Exception:
+                pass
+    rest = await writer.hand_over()  # written with the run's end, in one transaction
+    await db_patiently(finish_run, run.id, status, error, result, progress, started, rest)
+    await event_log.notify(session.id)
+    return status
+
+
+def _checked(
+    kind: RunKind, status: str, error: str, result: Payload | None
+) -> tuple[str, str, Payload | None]:
+    """A result of the kind's own model passes; anything else fails the run (a kind's bug)."""
+    if result is None or (kind.result is not None and isinstance(result, kind.result)):
+        return status, error, result
+    expected = kind.result.__name__ if kind.result else "no result"
+    return (
+        "failed",
+        f"run kind {kind.name!r} returned {type(result).__name__}, not {expected}",
+        None,
+    )
+
+
+def finish_run(
+    run_id: str,
+    status: str,
+    error: str,
+    result: Payload | None,
+    progress: RunProgress,
+    started: float | None,
+    rest: Unwritten | None = None,
+) -> None:
+    """Save the run's outcome, the trace events its writer had not written yet (`rest`) and
+    the session's new SavedState in one transaction."""
+    with transaction.atomic():
+        run = Run.objects.select_for_update().get(pk=run_id)
+        session = Session.objects.select_for_update().get(pk=run.session_id)
+        try:
+            kind: RunKind | None = registry.get(run.kind)
+        except registry.UnknownRunKind:
+            kind = None
+        # A run that was marked interrupted by another process (its heartbeat looked stale)
+        # keeps that record; what it did is in its trace.
+        owned = run.status == "running"
+        if not owned:
+            log.warning("run %s ended %s but was already %s", run_id, status, run.status)
+            status, error = run.status, run.error
+        usage = progress.usage or {}
+        run.status = status
+        run.error = error or ""
+        run.finished_at = timezone.now()
+        if started is not None:
+            run.duration_ms = int((time.monotonic() - started) * 1000)
+        run.total_tokens, run.cost = recorded.usage_totals(usage)
+        if kind is not None and not kind.billed:
+            # The replay provider reports the recorded tokens (comparable with the
+            # original), but nothing was billed.
+            usage = {k: v for k, v in usage.items() if k not in recorded.COST_KEYS}
+            run.cost = 0.0
+        run.usage = usage or None
+        answered = recorded.answered_model(
+            progress.answers, recorded.root_matcher(progress.answers, abs_path=progress.root)
+        )
+        if answered is not None:  # the model that answered, not the one planned
+            run.model, run.offline = answered
+        fields = [
+            "status",
+            "error",
+            "finished_at",
+            "duration_ms",
+            "total_tokens",
+            "cost",
+            "usage",
+            "model",
+            "offline",
+        ]
+        if kind is not None and (result is not None or run.result is not None):
+            # (a run of a kind no app registers, or refused, keeps what it had)
+            run.result = result
+            fields.append("result")
+        last_seq = None
+        if rest is not None and rest.events:
+            # Nobody else writes this run's trace while it runs; a process that ended it
+            # meanwhile (holding this lock) may have added its `run.end`: ours go after it.
+            first = rest.first_seq if owned else _next_seq(run)
+            event_log.append_events(run.id, session.id, first, rest.events)
+            last_seq = first + len(rest.events) - 1
+        state = progress.state
+        changed = False
+        if not owned:
+            pass  # stopped or interrupted by someone else meanwhile: their record stands
+        elif state is not None:
+            if save_turn_state(run, session, state, last_seq=last_seq):
+                changed = True
+                fields.append("turn_base")
+        elif progress.transcript:
+            session.messages = (session.messages or []) + progress.transcript
+            session.format = "chat" if not session.items else session.format
+            session.message_refs = with_message_refs(session.messages or [], session.message_refs)
+            session.state_version += 1
+            changed = True
+        run.save(update_fields=fields)
+        hooked = kind is not None and kind.finish is not None
+        if kind is not None and kind.finish is not None:
+            kind.finish(run, session)  # it may change the session too: saved whole below
+        if status == "interrupted" and owned:
+            recover_interrupted_turn(run, session)
+            changed = True
+        if hooked:
+            session.save()
+        elif changed:
+            session.save(update_fields=STATE_FIELDS)
+
+
+def _next_seq(run: Run) -> int:
+    return (TraceEvent.objects.filter(run=run).aggregate(m=Max("seq"))["m"] or 0) + 1

@@ -1,0 +1,65 @@
+"""What a run costs the database: a one-turn chat run writes its trace and its conversation in
+a couple of transactions (events linger briefly and the last ones go with the run's end,
+decks_app.runs.writer), and a crash still loses no finished turn (tests/decks_app/runs/
+test_turn_recovery.py covers that side)."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+from asgiref.sync import sync_to_async
+from django.db import connection
+
+from decks_app.models import Run, TraceEvent
+from decks_app.runs import executor, queue, writer
+from decks_app.runs.database import db
+from decks_app.sessions.actions import create_session, send_message
+from decks_app.workspaces.served import current_workspace
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+class Statements:
+    """The SQL statements run on the runs' database thread (Django's execute wrapper)."""
+
+    def __init__(self) -> None:
+        self.sql: list[str] = []
+
+    def __call__(self, execute: Any, sql: str, params: Any, many: bool, context: Any) -> Any:
+        self.sql.append(sql)
+        return execute(sql, params, many, context)
+
+    def count(self, start: str, table: str) -> int:
+        return sum(1 for s in self.sql if s.startswith(start) and f'"{table}"' in s)
+
+
+async def test_a_one_turn_run_writes_its_trace_and_conversation_in_few_statements(monkeypatch):
+    # Longer than the run takes: every event waits, and goes with the run's end.
+    monkeypatch.setattr(writer, "LINGER_SECONDS", 5.0)
+    monkeypatch.setattr(writer, "CHECKPOINT_LINGER_SECONDS", 5.0)
+
+    def setup() -> Run:
+        session = create_session(current_workspace(), "support/PROMPT.md", model="offline/echo")
+        return send_message(session, "hello")
+
+    run = await sync_to_async(setup)()
+    assert await sync_to_async(queue.claim_next_run)("w") == run.id
+    seen = Statements()
+    await db(lambda: connection.execute_wrappers.append(seen))
+    try:
+        assert await asyncio.wait_for(executor.execute_run(run.id), 20) == "completed"
+    finally:
+        await db(lambda: connection.execute_wrappers.remove(seen))
+    events = await sync_to_async(TraceEvent.objects.filter(run_id=run.id).count)()
+    assert events >= 4  # run.start, model.call, model.result, run.end at least
+    # Every event in one insert, written with the run's end, the conversation saved once, the
+    # run row updated at its start (its turn base) and at its end.
+    assert seen.count("INSERT", "decks_app_traceevent") == 1, seen.sql
+    assert seen.count("UPDATE", "decks_app_session") == 1, seen.sql
+    assert seen.count("UPDATE", "decks_app_run") == 2, seen.sql
+    assert not any(s.startswith("SAVEPOINT") for s in seen.sql), seen.sql
+    run = await Run.objects.select_related("session").aget(pk=run.id)
+    assert run.session.messages[-1] == {"role": "assistant", "content": "You said: hello"}
+    assert run.turn_base["checkpointSeq"] == events  # the saved state covers every event
