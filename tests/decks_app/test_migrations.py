@@ -230,7 +230,7 @@ def test_an_old_database_opens_with_every_session_run_and_key():
         assert listed[ids[f"session:{origin}:{n}"]] == origin
     for key, session_id in ids.items():
         if key.startswith("session:"):
-            assert client.get(f"/test/{session_id}/").status_code == 200, key
+            assert client.get(f"/test/{session_id}").status_code == 200, key
             assert client.get(f"/test/{session_id}.json").status_code == 200, key
 
     chat = client.get(f"/test/{ids['session:manual:1']}.json").json()
@@ -246,13 +246,13 @@ def test_an_old_database_opens_with_every_session_run_and_key():
     grade = client.get(f"/grade/runs/{ids['run:grader:4']}.json").json()
     assert (grade["grader"], grade["score"], grade["mode"]) == (GRADER, 2, "turns")
     assert grade["results"][0]["reason"] == "kind and short"
-    assert client.get(f"/grade/runs/{ids['run:grader:4']}/").status_code == 200
+    assert client.get(f"/grade/runs/{ids['run:grader:4']}").status_code == 200
 
     batch = client.get(f"/grade/verify/{ids['run:verify:5']}.json").json()
     assert batch["settings"]["threshold"] == 1.0 and batch["settings"]["scenarios"] == [SCENARIO]
     assert batch["progress"] == {"runs": {"completed": 1}}
     assert batch["runs"][0]["session"] == ids["session:scenario:6"]
-    assert client.get(f"/grade/verify/{ids['run:verify:5']}/").status_code == 200
+    assert client.get(f"/grade/verify/{ids['run:verify:5']}").status_code == 200
     verify_session = Session.objects.get(pk=ids["session:verify:5"])
     assert verify_session.context == {"name": "Bo"}  # the deck's context input, no settings
 

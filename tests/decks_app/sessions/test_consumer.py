@@ -304,7 +304,10 @@ def _grade_run_of(session):
         source=session,
     )
     return Run.objects.create(
-        session=grading, kind="grader", status="queued", message="support/graders/tone/PROMPT.md"
+        session=grading,
+        kind="grader",
+        status="queued",
+        params={"grader": "support/graders/tone/PROMPT.md"},
     )
 
 
