@@ -230,11 +230,14 @@ def resolve_effective(
     reference: Permissions | None = None,
     reference_base: str | Path | None = None,
     session: PermissionSet | None = None,
+    declares: bool = True,
 ) -> EffectivePermissions:
     """Layer the grants for one deck, recording each layer.
 
     A root (no `parent`) starts from the host (allow all), then the `workspace` and
-    `session` grants the caller passes; a missing declaration denies everything.
+    `session` grants the caller passes; a missing declaration denies everything. A deck that
+    cannot declare `[permissions]` (`declares=False`: a compute deck) has no declaration
+    layer: it passes on what it was given, narrowed by the `reference`.
     """
     base = str(base_dir)
     layers: list[Layer] = []
@@ -249,20 +252,21 @@ def resolve_effective(
             layers.append(
                 Layer("workspace", workspace.base_dir, workspace.to_json(), current.to_json())
             )
-    declared = (
-        PermissionSet.from_permissions(declaration, base)
-        if declaration is not None
-        else PermissionSet.deny_all(base)
-    )
-    current = current.intersect(declared)
-    layers.append(
-        Layer(
-            "declaration",
-            base,
-            declaration.to_json() if declaration is not None else None,
-            current.to_json(),
+    if declares:
+        declared = (
+            PermissionSet.from_permissions(declaration, base)
+            if declaration is not None
+            else PermissionSet.deny_all(base)
         )
-    )
+        current = current.intersect(declared)
+        layers.append(
+            Layer(
+                "declaration",
+                base,
+                declaration.to_json() if declaration is not None else None,
+                current.to_json(),
+            )
+        )
     if reference is not None:
         ref_set = PermissionSet.from_permissions(reference, reference_base or base)
         current = current.intersect(ref_set)
