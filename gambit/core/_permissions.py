@@ -175,10 +175,10 @@ class PermissionSet:
         if self.run.all:
             return True
         resolved = self.resolve(str(path))
-        if _canonical(resolved) != resolved:
+        if canonical_path(resolved) != resolved:
             return False  # a symlink (or a path through one) never matches a run.paths grant
         return any(
-            _canonical(Path(grant)) == Path(grant) and Path(grant) == resolved
+            canonical_path(Path(grant)) == Path(grant) and Path(grant) == resolved
             for grant in self.run.paths
         )
 
@@ -308,9 +308,9 @@ def _normal(base: Path, value: str) -> str:
     return os.path.normpath(base / value.strip())
 
 
-def _canonical(path: Path) -> Path:
+def canonical_path(path: Path) -> Path:
     """Symlinks followed; for a missing path, its nearest existing ancestor's canonical form
-    with the rest appended."""
+    with the rest appended. This is the form every grant check compares."""
     missing: list[str] = []
     current = path
     while not current.exists() and current != current.parent:
@@ -327,9 +327,9 @@ def _canonical(path: Path) -> Path:
 def _path_allowed(scope: Scope, path: Path) -> bool:
     if scope.all:
         return True
-    target = _canonical(path)
+    target = canonical_path(path)
     for grant in scope.values:
-        root = _canonical(Path(grant))
+        root = canonical_path(Path(grant))
         if target == root or root in target.parents:
             return True
     return False
