@@ -2,9 +2,10 @@
 
 An effective permission set is layered (reference §2.14): a root deck starts from what the
 host grants (the caller's `workspace` permissions, and the session's), then intersects its own
-`[permissions]` declaration; an action starts from its parent's effective set and intersects
-its own declaration and the `permissions` of the `[[actions]]` entry that calls it. A child
-can therefore only narrow what its parent allows.
+`[permissions]` declaration; every deck below the root (an action, a deck spawned by compute
+code, a handler) starts from its parent's effective set and intersects its own declaration
+and, for an action, the `permissions` of the `[[actions]]` entry that calls it. A child can
+therefore only narrow what its parent allows, whatever started it (docs/decisions.md).
 
 Deny by default (a deliberate difference from the TypeScript Gambit, which starts a root run
 from "allow all"): a deck that declares no `[permissions]` gets no built-in tool. See
