@@ -30,7 +30,8 @@ class RunError(GambitError):
     """A run failed for a reason of the runtime (guardrails, validation, configuration).
 
     `code` is machine-readable: `max_depth`, `max_passes`, `timeout`, `invalid_input`,
-    `invalid_output`, `no_model`, `deck_failed`, `invalid_deck`.
+    `invalid_output`, `no_model`, `deck_failed`, `invalid_deck`; `internal_error` is a bug of
+    the engine (e.g. a child deck started without its parent's permissions).
     """
 
     def __init__(

@@ -23,6 +23,7 @@ from .._deck import Deck
 from .._errors import GambitError
 from .._ids import new_id
 from .._openresponses import message_item
+from .._permissions import PermissionSet
 from .._schema import Schema
 from .._state import new_state, state_items
 from .._trace import LogEvent
@@ -48,8 +49,11 @@ class ComputeContext:
         message: Any,
         root_state: _RootState | None,
         loop: asyncio.AbstractEventLoop,
+        *,
+        permissions: PermissionSet,
     ):
         self._run = run
+        self._permissions = permissions  # what the decks it spawns start from
         self._deck = deck
         self.input = None if input is _MISSING else input
         self.depth = depth
@@ -234,6 +238,7 @@ class ComputeContext:
             message=child_message,
             root_state=state,  # the working state (reference §2.9)
             resumed=bool(state is not None and state_items(state.state)),
+            parent_permissions=self._permissions,
         )
 
 
@@ -249,6 +254,8 @@ async def _run_compute(
     root_state: _RootState | None,
     emitted: list[dict[str, Any]] | None,
     response_schema: Schema | None = None,
+    *,
+    permissions: PermissionSet,
 ) -> Any:
     action_call_id = new_id("action")
     loop = asyncio.get_running_loop()
@@ -263,6 +270,7 @@ async def _run_compute(
         message,
         root_state,
         loop,
+        permissions=permissions,
     )
     limits.check(deck.path)
     try:
