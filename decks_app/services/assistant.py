@@ -35,6 +35,7 @@ ASSISTANT_DECK = Path(__file__).resolve().parents[1] / "assistant" / "PROMPT.md"
 MAX_SNAPSHOT_BYTES = 2_000_000
 GRANTS = ("read", "write")
 EDIT_TOOL = "edit_file"  # the assistant deck's [[tools]] entry
+PROJECT_SETTINGS = "gambit.toml"  # providers, and the folders decks may read beside the root
 # What Python's import system loads (sources, bytecode, extension modules) and .pth files.
 CODE_SUFFIXES = (*all_suffixes(), ".pyw", ".pyd", ".pth")
 
@@ -64,8 +65,8 @@ def edit_tool(
     workspace: Workspace, deck_rel: str, grant: str
 ) -> Callable[[dict[str, Any]], Awaitable[dict[str, Any]]]:
     """The `on_tool` handler of an assistant run: `edit_file` is the built-in `apply_patch`
-    on the deck's folder when the user granted write, refused for a Python file (named so,
-    or a link to one)."""
+    on the deck's folder when the user granted write, refused for a Python file and for
+    gambit.toml (named so, or a link to one)."""
     folder = deck_folder(workspace, deck_rel)
     write = grants(folder, read=[str(folder)], write=[str(folder)])
 
@@ -79,12 +80,21 @@ def edit_tool(
         raw = args.get("path") if isinstance(args, dict) else None
         if isinstance(raw, str) and "\x00" not in raw:
             target = Path(os.path.normpath(folder / raw))
-            if is_code(target) or is_code(Path(os.path.realpath(target))):
+            real = Path(os.path.realpath(target))
+            if is_code(target) or is_code(real):
                 return _refused(
                     403,
                     "permission_denied",
                     f"{EDIT_TOOL} denied for {raw}: it is Python code, which checking the deck "
                     "runs; the Build assistant never writes code (show it to the engineer)",
+                )
+            if PROJECT_SETTINGS in (target.name, real.name):
+                # [project] allow_paths there would widen what every deck may read.
+                return _refused(
+                    403,
+                    "permission_denied",
+                    f"{EDIT_TOOL} denied for {raw}: the Build assistant never changes the "
+                    "project's settings",
                 )
         return await call_builtin_tool("apply_patch", args, write)
 

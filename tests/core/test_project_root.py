@@ -246,6 +246,9 @@ def test_a_wrong_allow_paths_is_an_error_naming_gambit_toml(project: DeckFolder)
     deck = project.deck("bot/PROMPT.md", MODEL)
     message = only_error(deck)
     assert message.startswith(f"{project.root / 'gambit.toml'}: project.allow_paths: must be")
+    project.write("gambit.toml", "[project\n")
+    message = only_error(deck)
+    assert message.startswith(f"{project.root / 'gambit.toml'}: cannot read the project settings")
 
 
 # ---- decks loaded while a run goes on --------------------------------------------------------

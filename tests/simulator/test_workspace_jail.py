@@ -141,6 +141,11 @@ def test_the_build_assistant_never_writes_python_so_the_live_check_never_runs_it
     run = _assistant_turn(client, f'replace "import gambit" with "{code}" in notes.md')
     assert '"status":403' in _tool_results(run)
     assert module.read_text() == before
+    # Nor the project's settings, where [project] allow_paths would widen the root.
+    (ws / "support" / "gambit.toml").write_text("[project]\nallow_paths = []\n")
+    run = _assistant_turn(client, 'replace "[]" with "[\'/\']" in gambit.toml')
+    assert '"status":403' in _tool_results(run) and "settings" in _tool_results(run)
+    assert "[]" in (ws / "support" / "gambit.toml").read_text()
     # The live checks the Build page runs when files change import the deck's Python.
     assert client.get("/build/deck.json?path=support/PROMPT.md").status_code == 200
     validated = client.post(

@@ -65,12 +65,6 @@ class ProjectRoot:
         return f"ProjectRoot({str(self.path)!r}{allow})"
 
 
-def find_project_folder(start: str | os.PathLike[str]) -> Path | None:
-    """The nearest folder at or above `start` (a file's folder, or a folder) holding
-    gambit.toml."""
-    return _nearest(Path(start), (PROJECT_FILE,))
-
-
 def project_top(root_deck: str | os.PathLike[str]) -> Path | None:
     """The top of the project a root deck lies in: the nearest folder at or above it holding
     gambit.toml, else the nearest holding a repository or a package manifest (.git,
@@ -150,7 +144,11 @@ def _allow_paths_setting(load: Load, root: Path) -> list[Path]:
     try:
         data = tomli.loads(config.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, tomli.TOMLDecodeError) as exc:
-        load.diag.error(f"cannot read the project settings: {exc}", file=str(config))
+        load.diag.error(
+            f"cannot read the project settings: {exc}",
+            file=str(config),
+            hint="fix the file: it is TOML, and its [project] table holds allow_paths",
+        )
         return []
     project = data.get("project", {})
     entries = project.get("allow_paths", []) if isinstance(project, dict) else None

@@ -41,7 +41,8 @@ def load_deck_tree(
     `role` checks the deck given as that role (a grader given to `gambit grade` must be a
     compatible grader, as it would be under `[[graders]]`). Every file must lie inside
     `project_root` (a folder, or a `ProjectRoot` with folders allowed beside it); None picks
-    the nearest folder holding gambit.toml at or above the deck, else the deck's folder."""
+    `default_project_root`: the nearest folder holding gambit.toml at or above the deck, else
+    a repository's or package's top, else the folder holding the deck's folder."""
     walk = _TreeWalk(strict=strict)
     tree = walk.load_tree(path, role, project_root)
     walk.load.diag.raise_if_errors()
