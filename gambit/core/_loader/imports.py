@@ -78,11 +78,10 @@ class _DeckFolderFinders:
         if self not in sys.path_hooks:
             sys.path_hooks.insert(0, self)
         # Finders cached for the folder (or packages in it) by an earlier import are replaced.
+        # (Deck files are resolved paths, so their folders are cached under these names.)
+        inside = folder + os.sep
         for cached in list(sys.path_importer_cache):
-            real = os.path.realpath(cached or ".")
-            if real == self.folder or (
-                real.startswith(self.folder + os.sep) and cached not in sys.path
-            ):
+            if cached == folder or (cached.startswith(inside) and cached not in sys.path):
                 del sys.path_importer_cache[cached]
         sys.path_importer_cache[folder] = self(folder)
 
