@@ -34,7 +34,7 @@ from decks_app.models import Run, Session, TraceEvent
 from decks_app.services import assistant, deck_trees, grading, outage, providers, recorded, verify
 from decks_app.services import events as event_log
 from decks_app.services.sessions import with_message_refs
-from decks_app.services.workspaces import jailed_path
+from decks_app.services.workspaces import jailed_path, project_root
 from gambit.core import (
     DeckLoadError,
     ModelCallEvent,
@@ -514,8 +514,15 @@ async def execute_run(run_id: str, *, router: Any = None) -> str:
     # the loader's error and trace, as it always has.
     tree = None
     deck: Any = job.deck_file
+    # Every file a run reads lies in the served workspace; the bundled assistant deck in its
+    # own folder.
+    jail = (
+        project_root(Path(job.deck_file).parent)
+        if run.kind == "assistant"
+        else project_root(session.workspace)
+    )
     try:
-        tree = await asyncio.to_thread(deck_trees.load, job.deck_file)
+        tree = await asyncio.to_thread(deck_trees.load, job.deck_file, root=jail)
         deck = tree
         job.deck_kind = tree.root.kind
         params = tree.root.model_params
@@ -576,6 +583,7 @@ async def execute_run(run_id: str, *, router: Any = None) -> str:
             "stream": True,
             "run_id": run.id,
             "strict": deck_trees.strict_mode(),  # a deck given by path is loaded as strictly
+            "project_root": jail,
         }
         if resolver is not None:
             kwargs["model_resolver"] = resolver
@@ -602,7 +610,11 @@ async def execute_run(run_id: str, *, router: Any = None) -> str:
             perms = assistant.permissions(session.workspace, session.deck_path, grant)
             folder = assistant.deck_folder(session.workspace, session.deck_path)
             result = await one_turn(
-                run.message, job.state, session_permissions=perms, tools_base_dir=folder
+                run.message,
+                job.state,
+                session_permissions=perms,
+                tools_base_dir=folder,
+                on_tool=assistant.edit_tool(session.workspace, session.deck_path, grant),
             )
             after = await asyncio.to_thread(assistant.snapshot, folder)
             return _ScenarioOutcome({**(run.output or {}), "after": after}, result.state)
@@ -611,7 +623,7 @@ async def execute_run(run_id: str, *, router: Any = None) -> str:
             settings = run.output if isinstance(run.output, dict) else {}
             persona: Any = root / (run.message or "")
             try:
-                persona = await asyncio.to_thread(deck_trees.load, persona, "scenario")
+                persona = await asyncio.to_thread(deck_trees.load, persona, "scenario", root=jail)
             except DeckLoadError:
                 pass  # the runtime reports it
             outcome = await run_scenario(
@@ -626,6 +638,7 @@ async def execute_run(run_id: str, *, router: Any = None) -> str:
                 stream=True,
                 run_id=run.id,
                 strict=deck_trees.strict_mode(),
+                project_root=jail,
                 model_resolver=resolver,
                 **({"model_override": override} if override else {}),
             )

@@ -60,6 +60,7 @@ from decks_app.services.workspaces import (
     find_deck,
     jailed_path,
     list_decks,
+    project_root,
 )
 from gambit.core import (
     DeckError,
@@ -804,7 +805,12 @@ class ResponseCall:
     async def _run_deck(self, router, on_trace, on_tool, latest, deltas) -> str:
         assert self.deck is not None and self.session is not None
         file = jailed_path(self.workspace, self.deck.path)
-        tree, diag = await asyncio.to_thread(check_deck_tree, file, strict=deck_trees.strict_mode())
+        tree, diag = await asyncio.to_thread(
+            check_deck_tree,
+            file,
+            strict=deck_trees.strict_mode(),
+            project_root=project_root(self.workspace),
+        )
         if tree is None or diag.errors:
             raise ApiError(
                 500,

@@ -31,7 +31,7 @@ from django.utils import timezone
 from decks_app.models import Run, Session, TraceEvent, Workspace
 from decks_app.services import deck_trees, providers
 from decks_app.services.sessions import with_message_refs
-from decks_app.services.workspaces import PathOutsideWorkspace, find_deck, jailed_path
+from decks_app.services.workspaces import PathOutsideWorkspace, find_deck, jailed_path, project_root
 from gambit.core import check_deck_tree, is_valid_id, state_to_dict
 from gambit.core._verify import GradeSample, compare, summarize
 from gambit.core._verify_run import GradeRecord, ScenarioRunRecord, VerifyProgress, run_verify
@@ -99,7 +99,9 @@ def _relative(workspace: Workspace, path: str) -> str | None:
 def deck_refs(workspace: Workspace, deck_path: str) -> dict[str, list[dict[str, Any]]]:
     """The root deck's `[[scenarios]]` and `[[graders]]` that live in the workspace."""
     try:
-        tree, _ = check_deck_tree(jailed_path(workspace, deck_path))
+        tree, _ = check_deck_tree(
+            jailed_path(workspace, deck_path), project_root=project_root(workspace)
+        )
     except PathOutsideWorkspace:
         return {"scenarios": [], "graders": []}
     out: dict[str, list[dict[str, Any]]] = {"scenarios": [], "graders": []}
@@ -272,6 +274,7 @@ async def execute_verify(
             on_grade=on_grade,
             trace_for=trace_for,
             strict=deck_trees.strict_mode(),
+            project_root=project_root(root),
             **run_options,
         )
     finally:

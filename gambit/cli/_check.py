@@ -18,6 +18,7 @@ from typing import Any
 import click
 
 from gambit.cli import HELP_OPTIONS
+from gambit.cli._project import allow_path_option, project_root_for
 from gambit.core import Problem, check_deck_tree, find_workspace_decks
 
 
@@ -50,7 +51,12 @@ def check_report(
             )
         )
     for root in roots:
-        tree, diag = check_deck_tree(root, strict=strict, role=role)  # type: ignore[arg-type]
+        tree, diag = check_deck_tree(
+            root,
+            strict=strict,
+            role=role,  # type: ignore[arg-type]
+            project_root=project_root_for(root),
+        )
         errors.extend(p for p in diag.errors if p not in errors)
         warnings.extend(p for p in diag.warnings if p not in warnings)
         if tree is not None:
@@ -164,11 +170,22 @@ def provider_report(
     help="Check DECK in this role: `--as grader` applies the grader rules (schemas "
     "compatible with the built-in grader schemas) as `[[graders]]` would.",
 )
+@allow_path_option
 def check_command(deck: Path, as_json: bool, strict: bool, with_providers: bool, role: str) -> None:
     """Load DECK and every deck it references, and report problems.
 
     DECK is a PROMPT.md, a Python compute deck (.py), a deck folder, or a folder of deck
     folders. Exits 0 when everything loads (warnings allowed), 1 on any error.
+
+    Checking a deck runs its code: every Python file the decks name (a compute deck, an
+    `execute` action, a `.py` schema) is imported, so its module-level code runs with your
+    permissions, as `python FILE` would. Check only decks you would run.
+
+    Every file a deck references must lie, symlinks followed, inside its project root: the
+    nearest folder holding gambit.toml (else a repository or package top: .git,
+    pyproject.toml, package.json, deno.json), else the current directory when it holds the
+    deck, else the folder holding the deck's folder. Widen it with --allow-path or
+    [project] allow_paths in gambit.toml; /proc, /sys and /dev are never read.
     """
     strict = strict or os.environ.get("GAMBIT_STRICT") == "1"
     started = time.perf_counter()

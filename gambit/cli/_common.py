@@ -14,6 +14,7 @@ from typing import Any
 
 import click
 
+from gambit.cli._project import allow_path_option
 from gambit.core import (
     DeckError,
     GambitError,
@@ -115,8 +116,16 @@ def strict_mode(flag: bool = False) -> bool:
 
 
 def load_tree(path: Path, *, strict: bool = False, role: str = "root") -> Any:
-    """Load a deck tree to run it; its warnings go to stderr once per deck per process."""
-    tree = load_deck_tree(path, strict=strict_mode(strict), role=role)  # type: ignore[arg-type]
+    """Load a deck tree to run it, inside its project root (`_project`); its warnings go to
+    stderr once per deck per process."""
+    from gambit.cli._project import project_root_for
+
+    tree = load_deck_tree(
+        path,
+        strict=strict_mode(strict),
+        role=role,  # type: ignore[arg-type]
+        project_root=project_root_for(path),
+    )
     for problem in tree.warnings:
         warn_once(problem.render())
     return tree
@@ -258,7 +267,7 @@ def fail(message: str) -> None:
 
 def common_run_options(func: Callable[..., Any]) -> Callable[..., Any]:
     """Options shared by run, repl and scenario."""
-    options = [
+    options: list[Callable[[Callable[..., Any]], Callable[..., Any]]] = [
         click.option("--context", help="Context input for the deck (JSON, or a plain string)."),
         click.option("--init", help="Deprecated alias of --context.", hidden=False),
         click.option("--message", help="An initial user message (JSON, or a plain string)."),
@@ -288,6 +297,7 @@ def common_run_options(func: Callable[..., Any]) -> Callable[..., Any]:
             is_flag=True,
             help="Deprecated keys and other deck warnings are errors (also GAMBIT_STRICT=1).",
         ),
+        allow_path_option,
     ]
     for option in reversed(options):
         func = option(func)

@@ -31,6 +31,7 @@ from ._common import (
     stdout_writer,
     strict_mode,
 )
+from ._project import allow_path_option
 
 
 def _default_state_path(root: Path) -> Path:
@@ -233,6 +234,7 @@ def scenario_command(
     is_flag=True,
     help="Deprecated keys and other deck warnings are errors (also GAMBIT_STRICT=1).",
 )
+@allow_path_option
 def grade_command(
     grader: Path,
     state_path: Path,

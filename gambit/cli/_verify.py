@@ -36,6 +36,7 @@ from ._common import (
     select_mode,
     strict_mode,
 )
+from ._project import allow_path_option
 
 
 def _pass_rate(value: str) -> float:
@@ -157,6 +158,7 @@ def _pass_rate(value: str) -> float:
     is_flag=True,
     help="Deprecated keys and other deck warnings are errors (also GAMBIT_STRICT=1).",
 )
+@allow_path_option
 def verify_command(
     root: Path,
     scenarios: tuple[Path, ...],
@@ -212,8 +214,10 @@ def verify_command(
                 return await run_verify(
                     tree,
                     provider=router,
-                    scenarios=list(scenarios) or None,
-                    graders=list(graders) or None,
+                    # decks named on the command line: each inside its own project root
+                    scenarios=[load_tree(s, strict=strict, role="scenario") for s in scenarios]
+                    or None,
+                    graders=[load_tree(g, strict=strict, role="grader") for g in graders] or None,
                     runs=runs,
                     repeats=repeats,
                     concurrency=concurrency,
@@ -564,8 +568,8 @@ def run_batch(
                 return await run_verify(
                     tree,
                     provider=router,
-                    scenarios=[scenario],
-                    graders=list(graders),
+                    scenarios=[load_tree(scenario, strict=flags.strict, role="scenario")],
+                    graders=[load_tree(g, strict=flags.strict, role="grader") for g in graders],
                     runs=runs,
                     repeats=1,
                     concurrency=concurrency,

@@ -120,10 +120,13 @@ async def run_scenario(
     `scenario_input` is the persona deck's own context, validated against its contextSchema
     and given to it when its conversation starts.
 
-    `run_options` go to every `run_deck` call (provider routing, mode, tracing, stream).
+    `run_options` go to every `run_deck` call (provider routing, mode, tracing, stream);
+    their `project_root` also bounds the decks given by path (default: the root tree's).
     """
-    root_tree = as_tree(root, strict=strict)
-    persona_tree = as_tree(persona, strict=strict, role="scenario")
+    root_tree = as_tree(root, strict=strict, project_root=run_options.get("project_root"))
+    # A persona given by path lies in the root deck's project unless told otherwise.
+    project_root = run_options.get("project_root") or root_tree.project_root
+    persona_tree = as_tree(persona, strict=strict, role="scenario", project_root=project_root)
     root_deck = root_tree.root
     scenario_run_id = new_id("scenario")
     persona_state: SavedState | None = None

@@ -17,7 +17,7 @@ from .._frontmatter import FrontMatterError, parse_front_matter
 from .entries import ACTIONS, GRADERS, SCENARIOS, merge_actions, parse_card_refs, parse_entries
 from .keys import front_matter_hint
 from .load import Load
-from .paths import bundled_files, local, read_text
+from .paths import bundled_files, read_text, referenced
 from .schemas import resolve_schema
 
 MAX_EMBED_DEPTH = 32  # snippets embedded inside snippets
@@ -123,7 +123,7 @@ def _embed(
             hint=f"the built-in snippets are {', '.join(_snippet_uris())}",
         )
         return ""
-    resolved = local(load, target.split("#", 1)[0], file, f"![]({target})")
+    resolved = referenced(load, target.split("#", 1)[0], file, f"![]({target})")
     if resolved is None:
         return ""
     path = str(resolved)

@@ -14,7 +14,7 @@ from .._depth import json_depth
 from .._schema import Schema, schema_from_json, schema_from_pydantic
 from .imports import import_module
 from .load import Load
-from .paths import local, read_text
+from .paths import read_text, referenced
 from .values import type_name
 
 MAX_SCHEMA_DEPTH = 128  # levels of JSON nesting in a schema file (two per nested object property)
@@ -47,7 +47,7 @@ def resolve_schema(load: Load, ref: Any, file: str, key: str) -> Schema | None:
         if resolved.deprecated_reason:
             load.diag.deprecated(resolved.deprecated_reason, file=file, key=key)
         return builtin_schema(resolved.canonical_uri)
-    target = local(load, ref, file, key)
+    target = referenced(load, ref, file, key)
     if target is None:
         return None
     if not target.is_file():
