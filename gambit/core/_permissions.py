@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ._deck import Permissions
+from ._deck import DeckRef, Permissions
 
 
 @dataclass(frozen=True)
@@ -185,6 +185,29 @@ class PermissionSet:
 
     def can_read_env(self, name: str) -> bool:
         return self.env.all or name in self.env.values
+
+
+@dataclass(frozen=True)
+class EntryPermissions:
+    """The `permissions` of the `[[scenarios]]` or `[[graders]]` entry a root deck runs as,
+    with the folder its relative paths resolve from (the deck that declares the entry)."""
+
+    permissions: Permissions
+    base_dir: str
+
+
+def entry_permissions(
+    refs: Iterable[DeckRef], deck_path: str | Path, declared_in: str | Path
+) -> EntryPermissions | None:
+    """The entry of `refs` (a deck's `scenarios` or `graders`) naming `deck_path`, when it
+    declares `permissions`: a scenario or grader started from its entry is narrowed by them,
+    as an action is by its `[[actions]]` entry. None when no entry names it or it declares
+    none. `declared_in` is the file that declares the entries."""
+    target = os.path.realpath(deck_path)
+    for ref in refs:
+        if ref.permissions is not None and os.path.realpath(ref.path) == target:
+            return EntryPermissions(ref.permissions, str(Path(declared_in).parent))
+    return None
 
 
 @dataclass(frozen=True)

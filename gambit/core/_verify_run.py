@@ -24,6 +24,7 @@ from ._deck import Deck, DeckTree
 from ._grading import GradingRun, grade_state
 from ._ids import new_id
 from ._loader import as_tree
+from ._permissions import entry_permissions
 from ._provider import ModelProvider
 from ._runtime import _MISSING
 from ._scenario import run_scenario
@@ -370,7 +371,13 @@ async def run_verify(
                     provider=provider,
                     on_trace=tracer(meter, record),
                     strict=strict,
-                    **{**run_options, "stream": False},
+                    **{
+                        "entry_permissions": entry_permissions(
+                            root_tree.root.graders, tree.root.path, root_tree.root.path
+                        ),
+                        **run_options,
+                        "stream": False,
+                    },
                 )
                 record.grading = grading
                 if grading.status == "error":

@@ -330,6 +330,72 @@ async def test_a_grader_root_holds_to_the_workspace_grant(decks: DeckFolder):
     assert_narrowed(rec, provider)
 
 
+async def test_a_scenario_entry_narrows_its_persona(decks: DeckFolder):
+    """A persona started as the root's `[[scenarios]]` entry is narrowed by the entry's
+    `permissions`, as an action is by its `[[actions]]` entry, however much the persona
+    declares and the host grants."""
+    reader(decks, "decks/persona/PROMPT.md", "")
+    root = decks.deck(
+        "PROMPT.md",
+        MODEL
+        + '[[scenarios]]\npath = "./decks/persona/PROMPT.md"\n'
+        + '[scenarios.permissions]\nread = ["./A"]\n',
+        "Answer.",
+    )
+    provider = ScriptedProvider().enqueue(
+        "hello",  # the root speaks first (no permissions: no tools)
+        reads(decks.root),  # the persona reads inside A, then outside it
+        "thanks, bye",
+        "goodbye",
+    )
+    rec = Recorder()
+    result = await run_scenario(
+        root,
+        decks.root / "decks/persona/PROMPT.md",
+        provider=provider,
+        max_turns=1,
+        workspace_permissions=grants(decks.root, read=True),
+        guardrails=BOUNDED,
+        on_trace=rec.events.append,
+    )
+    assert result.turns == 1
+    assert_narrowed(rec, provider)
+    layers = [e for e in rec.of("deck.start") if "persona" in e["deckPath"]][0]["permissions"]
+    assert [layer["name"] for layer in layers["layers"]][-2:] == ["declaration", "reference"]
+
+
+async def test_a_grader_entry_narrows_its_grader_in_verify(decks: DeckFolder):
+    from gambit.core._verify_run import run_verify
+
+    reader(decks, "decks/grader/PROMPT.md", GRADER_SCHEMAS)
+    decks.deck("decks/persona/PROMPT.md", MODEL, "Say bye.")
+    root = decks.deck(
+        "PROMPT.md",
+        MODEL
+        + '[[scenarios]]\npath = "./decks/persona/PROMPT.md"\n'
+        + '[[graders]]\npath = "./decks/grader/PROMPT.md"\n'
+        + '[graders.permissions]\nread = ["./A"]\n',
+        "Answer.",
+    )
+    provider = ScriptedProvider().enqueue(
+        "hello", "", reads(decks.root), '{"score": 1, "reason": "fine"}'
+    )
+    rec = Recorder()
+    report = await run_verify(
+        root,
+        provider=provider,
+        runs=1,
+        repeats=1,
+        max_turns=1,
+        workspace_permissions=grants(decks.root, read=True),
+        guardrails=BOUNDED,
+        on_trace=rec.events.append,
+    )
+    grades = [g for g in report.grades]
+    assert grades and grades[0].error is None, grades
+    assert_narrowed(rec, provider)
+
+
 # ---- the engine refuses a child without its parent's permissions ------------------------------
 
 

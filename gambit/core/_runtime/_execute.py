@@ -114,11 +114,14 @@ def _effective_permissions(
     """
     declares = deck.kind != "compute"
     if depth == 0:
+        entry = run.entry_permissions
         base = Path(run.tools_base_dir or Path(deck.path).parent)
         return resolve_effective(
             base,
             workspace=run.workspace_permissions,
             declaration=deck.permissions,
+            reference=entry.permissions if entry is not None else None,
+            reference_base=entry.base_dir if entry is not None else None,
             session=run.session_permissions,
             declares=declares,
         )

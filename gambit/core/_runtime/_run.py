@@ -27,7 +27,7 @@ from .._loader import load_deck_tree
 from .._loader.paths import ProjectRoot, default_project_root
 from .._messages import ChatMessage, IncrementalMessages
 from .._openresponses import ResponseUsage, construct, item_to_dict
-from .._permissions import PermissionSet
+from .._permissions import EntryPermissions, PermissionSet
 from .._provider import ModelProvider, ModelResolver
 from .._state import MessageRef, SavedState
 from .._trace import DECK_WARNING, LogEvent, ResponseTraceEvent, _TraceBase
@@ -129,6 +129,9 @@ class _Run:
         # What the host grants the built-in tools (seed 002 [permissions]; see _permissions).
         self.workspace_permissions: PermissionSet | None = None
         self.session_permissions: PermissionSet | None = None
+        # A scenario or grader run from a [[scenarios]]/[[graders]] entry: the entry's
+        # `permissions`, relative to the deck that declares the entry (a reference layer).
+        self.entry_permissions: EntryPermissions | None = None
         self.host_env: dict[str, str] = {}
         # Where the root deck's built-in tools resolve relative paths (default: its folder);
         # a deck that works on another folder (the Build assistant) is given that folder.

@@ -24,7 +24,7 @@ from .._loader.paths import ProjectRoot
 from .._loader.tree import ProjectRootSpec
 from .._messages import IncrementalMessages
 from .._openresponses import FunctionCallItem, FunctionCallOutputItem, ResponseUsage
-from .._permissions import PermissionSet
+from .._permissions import EntryPermissions, PermissionSet
 from .._provider import ModelProvider, ModelResolver
 from .._state import SavedState, new_state, state_items
 from .._trace import RunEndEvent, RunStartEvent
@@ -66,6 +66,7 @@ async def run_deck(
     strict: bool = False,
     workspace_permissions: PermissionSet | None = None,
     session_permissions: PermissionSet | None = None,
+    entry_permissions: EntryPermissions | None = None,
     host_env: Mapping[str, str] | None = None,
     tools_base_dir: str | Path | None = None,
     clock: Clock | None = None,
@@ -78,7 +79,8 @@ async def run_deck(
     re-injected and the context is recovered from it. `mode` picks the provider method
     (seed 000): "responses" (canonical) or "chat". `clock` replaces the system clock for
     deadlines and handler timers (tests). `project_root` is where every deck file must lie
-    (see `load_deck_tree`); a tree keeps the one it was loaded with. Raises `RunError`
+    (see `load_deck_tree`); a tree keeps the one it was loaded with. `entry_permissions`
+    narrows a root that runs as a `[[scenarios]]`/`[[graders]]` entry (see `entry_permissions`). Raises `RunError`
     (guardrails, validation), `ProviderError`, `DeckError`; cancellation raises
     `CancelledError`.
     """
@@ -112,6 +114,7 @@ async def run_deck(
     run.root_deck_path = root.path
     run.workspace_permissions = workspace_permissions
     run.session_permissions = session_permissions
+    run.entry_permissions = entry_permissions
     run.host_env = dict(host_env or {})
     run.tools_base_dir = str(tools_base_dir) if tools_base_dir is not None else None
     # A shallow copy: the run replaces the copy's fields and never mutates what they hold
