@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from .._deck import Deck
-from .._frontmatter import FrontMatterError
+from .._frontmatter import FrontMatterError, FrontMatterKeyError
 from .entries import ACTIONS, GRADERS, SCENARIOS, TOOLS, parse_entries
 from .load import Load
 from .schemas import resolve_schema
@@ -134,7 +134,22 @@ def parse_top_level(load: Load, deck: Deck, attrs: dict[str, Any], file: str) ->
         deck.item_extensions = parse_item_extensions(load, attrs["responseItemExtensions"], file)
 
 
+def report_front_matter_error(load: Load, exc: FrontMatterError, file: str) -> None:
+    """One problem for front matter that cannot be read (a deck's or an embedded snippet's)."""
+    load.diag.error(
+        str(exc)
+        if isinstance(exc, FrontMatterKeyError)
+        else f"Failed to parse front matter: {exc}",
+        file=file,
+        key=exc.key,
+        line=exc.line,
+        hint=front_matter_hint(exc),
+    )
+
+
 def front_matter_hint(exc: FrontMatterError) -> str:
+    if exc.hint:
+        return exc.hint
     text = str(exc)
     if "never closed" in text:
         return "close the front matter with a line holding only +++"

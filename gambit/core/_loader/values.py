@@ -55,8 +55,14 @@ def opt_number(
         return None
     ok = isinstance(value, int) if integer else isinstance(value, int | float)
     if isinstance(value, bool) or not ok or (isinstance(value, float) and not math.isfinite(value)):
-        kind = "a whole number" if integer else "a number"
-        load.diag.error(f"must be {kind}, not {type_name(value)}", file=file, key=prefix + key)
+        kind = "a whole number" if integer else "a finite number"
+        # A number is shown as written (`not nan`, `not 0.5`): "not a number" would say nothing.
+        shown = (
+            repr(value)
+            if isinstance(value, int | float) and not isinstance(value, bool)
+            else type_name(value)
+        )
+        load.diag.error(f"must be {kind}, not {shown}", file=file, key=prefix + key)
         return None
     if minimum is not None and value < minimum:
         load.diag.error(f"must be at least {minimum:g}, not {value}", file=file, key=prefix + key)
