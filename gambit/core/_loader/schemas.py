@@ -7,11 +7,18 @@ A schema nested past MAX_SCHEMA_DEPTH is an error naming the file and the limit.
 from __future__ import annotations
 
 import json
+import sys
 from typing import Any
 
 from .._builtin_schemas import builtin_schema, resolve_builtin_schema_uri
 from .._depth import json_depth
-from .._schema import Schema, schema_from_json, schema_from_pydantic
+from .._schema import (
+    MAX_SCHEMA_VALUES,
+    Schema,
+    check_schema_values,
+    schema_from_json,
+    schema_from_pydantic,
+)
 from .imports import import_module
 from .load import Load
 from .paths import local, read_text
@@ -73,6 +80,12 @@ def resolve_schema(load: Load, ref: Any, file: str, key: str) -> Schema | None:
                 f"the schema is nested more than {MAX_SCHEMA_DEPTH} levels deep",
                 file=str(target),
                 hint="flatten it, or split it with $defs and $ref",
+            )
+            return None
+        except ValueError:  # int("1" * 5000): Python's limit on digits in an integer
+            load.diag.error(
+                f"invalid JSON: a number has more than {sys.get_int_max_str_digits()} digits",
+                file=str(target),
             )
             return None
         if not isinstance(data, dict):
@@ -169,7 +182,20 @@ def schema_from_spec(load: Load, spec: Any, file: str, key: str) -> Schema | Non
 
 def _shallow_enough(load: Load, data: Any, file: str, key: str | None = None) -> bool:
     """A schema nested past MAX_SCHEMA_DEPTH is an error naming the file and the limit
-    (deeper ones would exhaust the recursion of the validators)."""
+    (deeper ones would exhaust the recursion of the validators); so is one of more than
+    MAX_SCHEMA_VALUES values or with a key that is not a string, checked first, as a
+    module's dict that shares itself at every level has more paths to walk than atoms."""
+    if isinstance(data, dict):
+        try:
+            check_schema_values(data)
+        except ValueError as exc:
+            load.diag.error(
+                f"invalid JSON Schema: {exc}",
+                file=file,
+                key=key,
+                hint=f"keep a schema under {MAX_SCHEMA_VALUES:,} values, with string keys",
+            )
+            return False
     depth = json_depth(data, MAX_SCHEMA_DEPTH + 1)
     if depth > MAX_SCHEMA_DEPTH:
         load.diag.error(
