@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .._compute import DeckDefinition
+from .._compute import DeckDefinition, definition_problems
 from .._deck import Deck
 from .._frontmatter import FrontMatterError, parse_front_matter
 from .embeds import expand_body
@@ -101,7 +101,16 @@ def _definition(load: Load, file: str) -> DeckDefinition | None:
         return None
     definition = getattr(module, "deck", None)
     if isinstance(definition, DeckDefinition):
-        return definition
+        problems = definition_problems(definition)
+        for name, problem in problems:
+            load.diag.error(
+                problem,
+                file=file,
+                key=f"deck.{name}",
+                hint="build the deck with gambit.define_deck(run=..., label=...), which "
+                "checks its arguments",
+            )
+        return None if problems else definition
     if definition is None and callable(getattr(module, "run", None)):
         hint = (
             "wrap it: deck = gambit.define_deck(run=run, context_schema=..., response_schema=...)"
