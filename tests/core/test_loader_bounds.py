@@ -345,7 +345,7 @@ EMBED_RE = re.compile(r"!\[([^\]\n]*)\]\(([^)\s]+)\)")  # the syntax find_embeds
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=list(HealthCheck))
-@given(st.text(alphabet="![]() \n\tx.md#", max_size=60))
+@given(st.text(alphabet="![]() \n\t\x85\xa0\u2028x.md#", max_size=60))
 def test_the_embed_scanner_finds_what_the_embed_regex_finds(text: str):
     expected = [(m.start(), m.end(), m.group(2)) for m in EMBED_RE.finditer(text)]
     assert list(find_embeds(text)) == expected
