@@ -33,6 +33,10 @@ _CLOSERS: dict[str, str] = {
     "---json": "---",
 }
 TOML_NESTING_LIMIT = 400  # tomli's own limit
+# The longest front matter read (docs/decks.md, "Bounds"): a deck's settings are a few
+# hundred characters; PyYAML reads about 300,000 characters a second, so this is a third of
+# a second at most.
+MAX_FRONT_MATTER_CHARS = 100_000
 _TOML_LINE = re.compile(r"\(at line (\d+), column \d+\)")
 
 
@@ -103,6 +107,13 @@ def parse_front_matter(text: str) -> ParsedMarkdown:
     raw = "".join(lines[start + 1 : end])
     body = "".join(lines[end + 1 :])
     first_content_line = start + 2
+    if len(raw) > MAX_FRONT_MATTER_CHARS:
+        raise FrontMatterError(
+            f"the front matter is longer than {MAX_FRONT_MATTER_CHARS:,} characters (the limit)",
+            line=first_content_line,
+            hint="keep the deck's settings in the front matter; put long text in the body, "
+            "a snippet or a schema file",
+        )
     attrs = _parse(raw, fmt, first_content_line)
     return ParsedMarkdown(attrs, body, fmt, end + 2)
 

@@ -17,7 +17,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from gambit.core import check_deck_tree, load_deck
+from gambit.core._frontmatter import MAX_FRONT_MATTER_CHARS
 from gambit.core._loader.embeds import MAX_EMBED_DEPTH, MAX_PROMPT_CHARS, find_embeds
+from gambit.core._loader.schemas import MAX_ZOD_FILE_BYTES
 from gambit.core._schema import MAX_SCHEMA_VALUES
 
 from .conftest import ACTION_SCHEMAS, DeckFolder
@@ -114,6 +116,34 @@ def test_a_control_character_in_yaml_front_matter_is_an_error(decks: DeckFolder)
 def test_an_anchor_without_an_alias_still_loads(decks: DeckFolder):
     deck = load_deck(decks.write("d.deck.md", "---\nlabel: &name Greeter\n---\nHi\n"))
     assert deck.label == "Greeter"
+
+
+# ---- files too large to parse -----------------------------------------------------------------
+
+
+@pytest.mark.parametrize("opener", ["+++", "---"])
+def test_front_matter_past_the_bound_is_one_error(decks: DeckFolder, opener: str):
+    pair = "k{} = 1\n" if opener == "+++" else "k{}: 1\n"
+    front = "".join(pair.format(i) for i in range(MAX_FRONT_MATTER_CHARS // 7))
+    path = decks.write("d.deck.md", f"{opener}\n{front}{opener}\nHi\n")
+    _, diag = check_deck_tree(path)
+    (error,) = diag.errors
+    assert (error.file, error.line) == (str(path), 2)
+    assert error.message == (
+        "Failed to parse front matter: the front matter is longer than 100,000 characters "
+        "(the limit)"
+    )
+
+
+def test_a_zod_file_past_the_bound_is_one_error(decks: DeckFolder):
+    # Found by the mutation fuzzer: a line of `![(` repeated into a 12 MB schema file.
+    schema = decks.write("d/s.zod.ts", "![(" * (MAX_ZOD_FILE_BYTES // 3 + 1))
+    _, diag = check_deck_tree(decks.deck("d/PROMPT.md", 'contextSchema = "./s.zod.ts"'))
+    (error,) = diag.errors
+    assert (error.file, error.message) == (
+        str(schema),
+        "the zod file is larger than 100,000 bytes (the limit)",
+    )
 
 
 # ---- numbers Python will not build -----------------------------------------------------------

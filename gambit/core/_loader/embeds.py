@@ -58,7 +58,7 @@ def find_embeds(body: str) -> Iterator[tuple[int, int, str]]:
     time.
 
     That regex retries at every `![` and scans to the line's end each time, so 40,000 `![`
-    on one line took 13-18 s. Here the first `]`-or-newline and the first `)`-or-space after
+    on one line took 13-20 s. Here the first `]`-or-newline and the first `)`-or-space after
     a point are remembered with the stretch they were searched over, so a later `![` in the
     same stretch reuses them and no character is searched twice.
     """

@@ -25,6 +25,10 @@ from .paths import local, read_text
 from .values import type_name
 
 MAX_SCHEMA_DEPTH = 128  # levels of JSON nesting in a schema file (two per nested object property)
+# The largest .zod.ts file translated (docs/decks.md, "Bounds"): room for some 2,000
+# described fields. The translator reads about 300,000 characters a second, even when every
+# character is a token (`![(![(...`), so this is a third of a second at most.
+MAX_ZOD_FILE_BYTES = 100_000
 
 
 def resolve_schema(load: Load, ref: Any, file: str, key: str) -> Schema | None:
@@ -111,6 +115,13 @@ def resolve_schema(load: Load, ref: Any, file: str, key: str) -> Schema | None:
             return None
         return schema_from_spec(load, module.schema, str(target), "schema")
     if name.endswith(".ts"):
+        if target.stat().st_size > MAX_ZOD_FILE_BYTES:
+            load.diag.error(
+                f"the zod file is larger than {MAX_ZOD_FILE_BYTES:,} bytes (the limit)",
+                file=str(target),
+                hint="split the schema, or write it as JSON Schema (a .json file)",
+            )
+            return None
         # The zod translator is imported only for decks that have a .zod.ts schema.
         from .._zod import ZodTranslationError, translate_zod_file
 
