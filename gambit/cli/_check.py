@@ -11,7 +11,7 @@ import json
 import os
 import sys
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager, redirect_stdout
 from pathlib import Path
 from typing import Any
@@ -52,8 +52,8 @@ def check_report(
         )
     for root in roots:
         tree, diag = check_deck_tree(root, strict=strict, role=role)  # type: ignore[arg-type]
-        errors.extend(p for p in diag.errors if p not in errors)
-        warnings.extend(p for p in diag.warnings if p not in warnings)
+        _extend_new(errors, diag.errors)
+        _extend_new(warnings, diag.warnings)
         if tree is not None:
             for entry in tree.entries:
                 if (entry.path, entry.role) not in seen:
@@ -75,6 +75,16 @@ def check_report(
         **report,
         "_problems": (errors, warnings),
     }
+
+
+def _extend_new(problems: list[Problem], more: Iterable[Problem]) -> None:
+    """Append each of `more` that `problems` does not hold yet. Looked up in a set: a
+    mutated deck can have thousands of problems, and a list scan for each is quadratic."""
+    seen = set(problems)
+    for problem in more:
+        if problem not in seen:
+            seen.add(problem)
+            problems.append(problem)
 
 
 def provider_report(

@@ -20,6 +20,7 @@ from gambit.core import check_deck_tree, load_deck
 from gambit.core._frontmatter import MAX_FRONT_MATTER_CHARS
 from gambit.core._loader.embeds import MAX_EMBED_DEPTH, MAX_PROMPT_CHARS, find_embeds
 from gambit.core._loader.schemas import MAX_ZOD_FILE_BYTES
+from gambit.core._loader.values import MAX_SUGGESTIONS
 from gambit.core._schema import MAX_SCHEMA_VALUES
 
 from .conftest import ACTION_SCHEMAS, DeckFolder
@@ -133,6 +134,15 @@ def test_front_matter_past_the_bound_is_one_error(decks: DeckFolder, opener: str
         "Failed to parse front matter: the front matter is longer than 100,000 characters "
         "(the limit)"
     )
+
+
+def test_only_the_first_unknown_keys_of_a_table_get_a_suggestion(decks: DeckFolder):
+    # A "did you mean" costs difflib about 0.1 ms; front matter can hold 10,000 unknown keys.
+    front = "".join(f"labl{i} = 1\n" for i in range(MAX_SUGGESTIONS + 10))
+    _, diag = check_deck_tree(decks.deck("d/PROMPT.md", front))
+    hints = [w.hint for w in diag.warnings]
+    assert len(hints) == MAX_SUGGESTIONS + 10
+    assert hints.count("did you mean 'label'?") == MAX_SUGGESTIONS
 
 
 def test_a_zod_file_past_the_bound_is_one_error(decks: DeckFolder):

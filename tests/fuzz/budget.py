@@ -9,7 +9,9 @@ from __future__ import annotations
 import os
 import signal
 import time
+import traceback
 from collections.abc import Callable
+from types import FrameType
 
 CASE_BUDGET_S = 2.0  # every case: load (or check) the deck in under this
 HANG_S = 30.0  # past this a case is a hang: stopped with `Hang`
@@ -26,8 +28,10 @@ def within_budget[T](call: Callable[[], T], what: str) -> T:
     """`call()`, failing the case if it takes CASE_BUDGET_S or more under `./dev fuzz`, and
     stopping it at HANG_S."""
 
-    def on_alarm(signum: int, frame: object) -> None:
-        raise Hang(f"hang: {what} still running after {HANG_S:g} s")
+    def on_alarm(signum: int, frame: FrameType | None) -> None:
+        # Where it was, for the report: Hypothesis shows no example for an interrupt.
+        where = "".join(traceback.format_stack(frame, limit=12)) if frame else ""
+        raise Hang(f"hang: {what} still running after {HANG_S:g} s, at\n{where}")
 
     previous = signal.signal(signal.SIGALRM, on_alarm)
     signal.setitimer(signal.ITIMER_REAL, HANG_S)

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import os
+import reprlib
 import shutil
 from pathlib import Path
 
@@ -103,6 +104,8 @@ def trees(tmp_path_factory: pytest.TempPathFactory) -> list[tuple[Path, str, lis
     return copies
 
 
+_SHORT = reprlib.Repr(maxstring=60, maxlist=10, maxtuple=10)  # a case, in a hang's message
+
 MUTATION = st.one_of(
     st.tuples(st.just("flip"), st.floats(0, 1), st.integers(0, 255)),
     st.tuples(st.just("drop line"), st.floats(0, 1)),
@@ -154,6 +157,7 @@ def test_mutated_real_decks_check_in_budget(
 ):
     tree, root, files = trees[which]
     originals: dict[Path, bytes] = {}
+    case = []
     try:
         for pick, mutations in edits:
             path = tree / files[min(int(pick * len(files)), len(files) - 1)]
@@ -162,8 +166,10 @@ def test_mutated_real_decks_check_in_budget(
             for mutation in mutations:
                 data = mutate(data, mutation)
             path.write_bytes(data)
+            case.append(f"{path.relative_to(tree)}: {_SHORT.repr(mutations)}")
         report = within_budget(
-            lambda: check_report(tree / root, strict=False), f"checking {tree.name}"
+            lambda: check_report(tree / root, strict=False),
+            f"checking {tree.name} ({'; '.join(case)})",
         )
         report.pop("_problems")
         json.loads(json.dumps(report, allow_nan=False))  # what `check --json` prints

@@ -21,7 +21,7 @@ from .tables import (
     parse_model_params,
     parse_permissions,
 )
-from .values import opt_bool, opt_str
+from .values import Suggestions, opt_bool, opt_str
 
 CANONICAL_KEYS = {
     "label",
@@ -46,17 +46,16 @@ LEGACY_KEYS = {"actionDecks", "testDecks", "graderDecks", "inputSchema", "output
 
 def check_keys(load: Load, attrs: dict[str, Any], file: str) -> None:
     known = CANONICAL_KEYS | PASSTHROUGH_KEYS | LEGACY_KEYS | {"mcpServers"}
+    suggestions = Suggestions(CANONICAL_KEYS)
     for key in attrs:
         if key in known:
             continue
-        import difflib  # only for a deck with an unknown key: not worth 0.5 ms on every start
-
-        close = difflib.get_close_matches(key, sorted(CANONICAL_KEYS), n=1)
+        close = suggestions.closest(key)
         load.diag.warn(
             "unknown key; it is ignored",
             file=file,
             key=key,
-            hint=f"did you mean {close[0]!r}?"
+            hint=f"did you mean {close!r}?"
             if close
             else "see the deck format (seed 002) for the canonical keys",
         )
