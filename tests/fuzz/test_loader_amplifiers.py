@@ -48,8 +48,8 @@ def fresh(folder: Path) -> Path:
     return deck
 
 
-def check(root: Path) -> Diagnostics:
-    _, diag = within_budget(lambda: check_deck_tree(root), f"loading {root.name}")
+def check(root: Path, case: str) -> Diagnostics:
+    _, diag = within_budget(lambda: check_deck_tree(root), case)
     return diag
 
 
@@ -72,7 +72,7 @@ def test_embed_fan_out(folder: Path, levels: int, fan_out: int, leaf: int, cycle
     last = "![](./s0.md)" if cycle else "x" * leaf
     (deck / f"s{levels}.md").write_text(f"{last}\n", encoding="utf-8")
     (deck / "PROMPT.md").write_text("+++\n+++\n![](./s0.md)\n", encoding="utf-8")
-    found = messages(check(deck / "PROMPT.md"))
+    found = messages(check(deck / "PROMPT.md", f"embed fan-out {fan_out}^{levels}, leaf {leaf}"))
     size = leaf  # the prompt's length once expanded: s{i} is "i " and fan_out copies of s{i+1}
     for i in reversed(range(levels)):
         size = len(f"{i} ") + fan_out * size + fan_out - 1
@@ -103,7 +103,7 @@ def test_ref_fan_out(folder: Path, levels: int, fan_out: int, recursive: bool, d
     deck = fresh(folder)
     (deck / "s.json").write_text(json.dumps(schema), encoding="utf-8")
     (deck / "PROMPT.md").write_text('+++\ncontextSchema = "./s.json"\n+++\nHi\n', encoding="utf-8")
-    found = messages(check(deck / "PROMPT.md"))
+    found = messages(check(deck / "PROMPT.md", f"$ref fan-out {fan_out}^{levels}"))
     size = 2  # values once inlined: d0 is {"type": "string"}; d{i} an object of fan_out d{i-1}
     for _ in range(levels):
         size = 3 + fan_out * size
@@ -135,7 +135,7 @@ def test_yaml_aliases(folder: Path, levels: int, width: int, recursive: bool, me
         lines.append("base: &base {label: x}\nmerged:\n  <<: *base")
     deck = fresh(folder)
     (deck / "d.deck.md").write_text("---\n" + "\n".join(lines) + "\n---\nHi\n", encoding="utf-8")
-    found = messages(check(deck / "d.deck.md"))
+    found = messages(check(deck / "d.deck.md", f"YAML aliases {width}^{levels}"))
     if levels or recursive or merge:
         assert len(found) == 1 and "YAML aliases are not allowed" in found[0], found
 
@@ -167,7 +167,7 @@ def test_odd_yaml_keys(folder: Path, table: dict, place: tuple):
     text = yaml.safe_dump(attrs, allow_unicode=True, sort_keys=False)
     deck = fresh(folder)
     (deck / "d.deck.md").write_text(f"---\n{text}---\nHi\n", encoding="utf-8")
-    diag = check(deck / "d.deck.md")
+    diag = check(deck / "d.deck.md", f"odd YAML keys at {place}")
     key_errors = [p for p in diag.errors if re.match(r"key .* must be a string", p.message)]
     closes_early = any(line.strip() == "---" for line in text.splitlines())
     if _has_odd_key(attrs) and not closes_early:
@@ -199,7 +199,7 @@ def test_odd_dollar_schema(folder: Path, dialect: object, nested: bool):
     deck = fresh(folder)
     (deck / "s.json").write_text(json.dumps(schema), encoding="utf-8")
     (deck / "PROMPT.md").write_text('+++\ncontextSchema = "./s.json"\n+++\nHi\n', encoding="utf-8")
-    found = messages(check(deck / "PROMPT.md"))
+    found = messages(check(deck / "PROMPT.md", f"$schema {dialect!r:.50}"))
     if not isinstance(dialect, str | None):
         assert len(found) == 1 and "$schema" in found[0], found
 
@@ -215,7 +215,7 @@ def test_long_lines_of_embed_syntax(folder: Path, units: list[tuple[str, int]]):
     deck = fresh(folder)
     (deck / "x.md").write_text("X\n", encoding="utf-8")
     (deck / "PROMPT.md").write_text(f"+++\n+++\n{body}\n", encoding="utf-8")
-    check(deck / "PROMPT.md")
+    check(deck / "PROMPT.md", "embed syntax " + ", ".join(f"{u!r}*{n}" for u, n in units))
     if len(body) <= 2_000:  # the regex is quadratic: compare on short bodies only
         expected = [(m.start(), m.end(), m.group(2)) for m in EMBED_RE.finditer(body)]
         assert list(find_embeds(body)) == expected
