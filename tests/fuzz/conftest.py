@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .budget import CASE_BUDGET_S, measured
+from .budget import BUDGET_ENFORCED, CASE_BUDGET_S, measured
 
 
 def pytest_terminal_summary(terminalreporter: Any) -> None:
@@ -13,7 +13,8 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
         return
     terminalreporter.write_line(
         f"fuzz budget: {measured.cases} cases timed; slowest {measured.cpu:.3f} s of CPU "
-        f"(budget {CASE_BUDGET_S:g} s): {measured.cpu_case}"
+        f"(budget {CASE_BUDGET_S:g} s{'' if BUDGET_ENFORCED else ', enforced by ./dev fuzz'}): "
+        f"{measured.cpu_case}"
     )
     terminalreporter.write_line(
         f"fuzz budget: slowest by the clock {measured.clock:.3f} s: {measured.clock_case}"
