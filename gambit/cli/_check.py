@@ -11,7 +11,8 @@ import json
 import os
 import sys
 import time
-from collections.abc import Mapping
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager, redirect_stdout
 from pathlib import Path
 from typing import Any
 
@@ -57,8 +58,8 @@ def check_report(
             role=role,  # type: ignore[arg-type]
             project_root=project_root_for(root),
         )
-        errors.extend(p for p in diag.errors if p not in errors)
-        warnings.extend(p for p in diag.warnings if p not in warnings)
+        _extend_new(errors, diag.errors)
+        _extend_new(warnings, diag.warnings)
         if tree is not None:
             for entry in tree.entries:
                 if (entry.path, entry.role) not in seen:
@@ -80,6 +81,16 @@ def check_report(
         **report,
         "_problems": (errors, warnings),
     }
+
+
+def _extend_new(problems: list[Problem], more: Iterable[Problem]) -> None:
+    """Append each of `more` that `problems` does not hold yet. Looked up in a set: a
+    mutated deck can have thousands of problems, and a list scan for each is quadratic."""
+    seen = set(problems)
+    for problem in more:
+        if problem not in seen:
+            seen.add(problem)
+            problems.append(problem)
 
 
 def provider_report(
@@ -189,11 +200,14 @@ def check_command(deck: Path, as_json: bool, strict: bool, with_providers: bool,
     """
     strict = strict or os.environ.get("GAMBIT_STRICT") == "1"
     started = time.perf_counter()
-    report = check_report(deck, strict=strict, providers=with_providers, role=role)
+    with deck_output_to_stderr():
+        report = check_report(deck, strict=strict, providers=with_providers, role=role)
     elapsed_ms = (time.perf_counter() - started) * 1000
     errors, warnings = report.pop("_problems")
     if as_json:
-        click.echo(json.dumps(report, indent=2, ensure_ascii=False))
+        # Strict JSON: every value is a string, a boolean or a list of them (a compute deck's
+        # label is checked to be a string), so a NaN here is a bug to see, not to print.
+        click.echo(json.dumps(report, indent=2, ensure_ascii=False, allow_nan=False))
     else:
         for entry in report["decks"]:
             label = f"  {entry['label']}" if entry["label"] else ""
@@ -208,6 +222,40 @@ def check_command(deck: Path, as_json: bool, strict: bool, with_providers: bool,
         summary = f"{len(report['decks'])} decks, {len(errors)} errors, {len(warnings)} warnings ({elapsed_ms:.0f} ms)"
         click.echo(("ok: " if report["ok"] else "failed: ") + summary, err=not report["ok"])
     sys.exit(0 if report["ok"] else 1)
+
+
+@contextmanager
+def deck_output_to_stderr() -> Iterator[None]:
+    """What decks print while they load goes to stderr, so stdout holds only check's own
+    output (with --json, one JSON object).
+
+    A compute module runs when it is imported, and may `print` or `os.write(1, ...)`; file
+    descriptor 1 itself is pointed at stderr, so writes below `sys.stdout` are caught too.
+    Buffered text is flushed before it is pointed back.
+    """
+    streams = [s for s in (sys.stdout, sys.__stdout__) if s is not None]
+    for stream in streams:
+        stream.flush()
+    saved: int | None = None
+    try:
+        saved = os.dup(1)
+        os.dup2(2, 1)
+    except OSError:  # no descriptor 1 or 2 (closed by the caller): Python's streams only
+        if saved is not None:
+            os.close(saved)
+            saved = None
+    try:
+        with redirect_stdout(sys.stderr):
+            yield
+    finally:
+        for stream in streams:
+            try:
+                stream.flush()
+            except (OSError, ValueError):  # closed by a deck
+                pass
+        if saved is not None:
+            os.dup2(saved, 1)
+            os.close(saved)
 
 
 def provider_lines(providers: Mapping[str, Any]) -> list[str]:

@@ -23,12 +23,14 @@ The flow, and where each rule lives:
                        driven by a small spec per array (`EntryArray`: keys, required keys,
                        what a path must point at, reserved names, duplicates)
         embeds.py      snippets in the body: built-in and local, legacy markers and cards,
-                       a card's front matter, chains (depth limit) and cycles
+                       a card's front matter, chains (depth limit) and cycles; each
+                       snippet expanded once, the prompt's length bounded, a linear scan
       paths.py       what a path may name: a PROMPT.md (a folder is an error with a hint),
                      legacy *.deck.md, gambit://decks/..., a .py module; refused paths;
                      the project root every referenced file must lie in (`ProjectRoot`,
                      `Jail`, `referenced`)
-      schemas.py     schema references: gambit://schemas/..., .json, .py, .zod.ts; depth limit
+      schemas.py     schema references: gambit://schemas/..., .json, .py, .zod.ts; depth
+                     and size limits
       imports.py     importing Python files under IMPORT_TIME_LIMIT, one deck at a time,
                      under names unique to each file, without bytecode; DeckRunsCode when
                      importing is not allowed
