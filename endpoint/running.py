@@ -23,7 +23,7 @@ from decks_app.models import Session, Workspace
 from decks_app.runs import deck_trees, providers
 from decks_app.runs.executor import RunProgress
 from decks_app.runs.state import session_state_dict
-from decks_app.workspaces.served import DeckInfo, jailed_path
+from decks_app.workspaces.served import DeckInfo, jailed_path, project_root
 from endpoint.encoding import SPEC_ITEM_TYPES, is_namespaced
 from endpoint.schemas import (
     ApiError,
@@ -205,7 +205,12 @@ class Runner:
         assert self.deck is not None
         latest = self.outcome.latest
         file = jailed_path(self.workspace, self.deck.path)
-        tree, diag = await asyncio.to_thread(check_deck_tree, file, strict=deck_trees.strict_mode())
+        tree, diag = await asyncio.to_thread(
+            check_deck_tree,
+            file,
+            strict=deck_trees.strict_mode(),
+            project_root=project_root(self.workspace),
+        )
         if tree is None or diag.errors:
             raise ApiError(
                 500,

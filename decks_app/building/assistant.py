@@ -7,11 +7,20 @@ what the user grants, as session permissions: read, or read and write, inside th
 folder only; `exec` and the network are never granted. Every run snapshots the deck's files
 first (its params' `before`) and after (its result's `after`), so each change shows as a diff
 and can be undone.
+
+It writes through its own tool, `edit_file` (`edit_tool`, the deck's external tool), not the
+built-in `apply_patch`: the edit is the same, but a Python file (or anything else Python's
+import system loads) is never written. The Build tab re-checks a deck whenever its files
+change, and checking imports the deck's Python: a grant to write must not become a grant to
+run code (docs/simulator.md, "The Build assistant").
 """
 
 from __future__ import annotations
 
 import difflib
+import os
+from collections.abc import Awaitable, Callable
+from importlib.machinery import all_suffixes
 from pathlib import Path
 from typing import Any, Literal
 
@@ -21,11 +30,16 @@ from decks_app.models import Run, Session, Workspace
 from decks_app.runs.registry import Payload, TurnParams
 from decks_app.sessions import actions as session_service
 from decks_app.workspaces.served import find_deck, jailed_path
+from gambit.core._builtin_tools import call_builtin_tool
 from gambit.core._permissions import PermissionSet, grants
 
 ASSISTANT_DECK = Path(__file__).resolve().parent / "assistant_deck" / "PROMPT.md"
 MAX_SNAPSHOT_BYTES = 2_000_000
 GRANTS = ("read", "write")
+EDIT_TOOL = "edit_file"  # the assistant deck's [[tools]] entry
+PROJECT_SETTINGS = "gambit.toml"  # providers, and the folders decks may read beside the root
+# What Python's import system loads (sources, bytecode, extension modules) and .pth files.
+CODE_SUFFIXES = (*all_suffixes(), ".pyw", ".pyd", ".pth")
 
 
 class AssistantError(ValueError):
@@ -53,9 +67,60 @@ def deck_folder(workspace: Workspace, deck_rel: str) -> Path:
 
 
 def permissions(workspace: Workspace, deck_rel: str, grant: str) -> PermissionSet:
+    """The session permissions of an assistant run: read inside the deck's folder, whatever
+    the grant (a write grant is carried out by `edit_tool`)."""
     folder = deck_folder(workspace, deck_rel)
-    write = [str(folder)] if grant == "write" else False
-    return grants(folder, read=[str(folder)], write=write)
+    return grants(folder, read=[str(folder)])
+
+
+def is_code(path: Path) -> bool:
+    """Whether Python could import `path` (or it is bytecode under __pycache__)."""
+    name = path.name.lower()
+    return name.endswith(CODE_SUFFIXES) or "__pycache__" in path.parts
+
+
+def edit_tool(
+    workspace: Workspace, deck_rel: str, grant: str
+) -> Callable[[dict[str, Any]], Awaitable[dict[str, Any]]]:
+    """The `on_tool` handler of an assistant run: `edit_file` is the built-in `apply_patch`
+    on the deck's folder when the user granted write, refused for a Python file and for
+    gambit.toml (named so, or a link to one)."""
+    folder = deck_folder(workspace, deck_rel)
+    write = grants(folder, read=[str(folder)], write=[str(folder)])
+
+    async def on_tool(request: dict[str, Any]) -> dict[str, Any]:
+        name = request.get("name")
+        if name != EDIT_TOOL:
+            return _refused(404, "unknown_tool", f"{name} is not a tool of the Build assistant")
+        if grant != "write":
+            return _refused(403, "permission_denied", f"{EDIT_TOOL} denied: the grant is read only")
+        args = request.get("args")
+        raw = args.get("path") if isinstance(args, dict) else None
+        if isinstance(raw, str) and "\x00" not in raw:
+            target = Path(os.path.normpath(folder / raw))
+            real = Path(os.path.realpath(target))
+            if is_code(target) or is_code(real):
+                return _refused(
+                    403,
+                    "permission_denied",
+                    f"{EDIT_TOOL} denied for {raw}: it is Python code, which checking the deck "
+                    "runs; the Build assistant never writes code (show it to the engineer)",
+                )
+            if PROJECT_SETTINGS in (target.name, real.name):
+                # [project] allow_paths there would widen what every deck may read.
+                return _refused(
+                    403,
+                    "permission_denied",
+                    f"{EDIT_TOOL} denied for {raw}: the Build assistant never changes the "
+                    "project's settings",
+                )
+        return await call_builtin_tool("apply_patch", args, write)
+
+    return on_tool
+
+
+def _refused(status: int, code: str, message: str) -> dict[str, Any]:
+    return {"status": status, "code": code, "message": message}
 
 
 def snapshot(folder: Path) -> dict[str, str]:

@@ -20,8 +20,8 @@ from pathlib import Path
 from typing import Any
 
 from decks_app.models import Workspace
-from decks_app.workspaces.served import PathOutsideWorkspace, jailed_path
-from gambit.core import check_deck_tree
+from decks_app.workspaces.served import PathOutsideWorkspace, jailed_path, project_root
+from gambit.core import ProjectRoot, check_deck_tree
 
 MAX_FILE_BYTES = 1_000_000
 HIDDEN = (".gambit", ".git", "__pycache__", "node_modules", ".venv")
@@ -81,7 +81,7 @@ def file_tree(workspace: Workspace, folder: str = "") -> list[dict[str, Any]]:
 def deck_view(workspace: Workspace, deck_rel: str) -> dict[str, Any]:
     """The deck as the loader sees it: each deck file with its role, and the problems."""
     root = _root(workspace)
-    tree, diag = check_deck_tree(_jailed(workspace, deck_rel))
+    tree, diag = check_deck_tree(_jailed(workspace, deck_rel), project_root=project_root(workspace))
     entries = []
     for entry in tree.entries if tree is not None else []:
         try:
@@ -221,14 +221,18 @@ def validate_draft(workspace: Workspace, deck_rel: str, file_rel: str, text: str
     deck = _jailed(workspace, deck_rel)
     target = _jailed(workspace, file_rel)
     folder = deck.parent
+    served = project_root(workspace)
     if not target.is_relative_to(folder):
-        return problems(workspace, check_deck_tree(deck)[1])
+        return problems(workspace, check_deck_tree(deck, project_root=served)[1])
     with tempfile.TemporaryDirectory(prefix="gambit-draft-") as scratch:
         copy = Path(scratch) / folder.name
         shutil.copytree(folder, copy, symlinks=True, ignore=shutil.ignore_patterns(*HIDDEN))
         (copy / target.relative_to(folder)).parent.mkdir(parents=True, exist_ok=True)
         (copy / target.relative_to(folder)).write_text(text, encoding="utf-8")
-        _, diag = check_deck_tree(copy / deck.relative_to(folder))
+        # The copy is checked as if it were in the workspace: its files may lie in the
+        # scratch folder or the workspace, nowhere else.
+        draft_root = ProjectRoot(served.path, [*served.allow, Path(scratch).resolve()])
+        _, diag = check_deck_tree(copy / deck.relative_to(folder), project_root=draft_root)
         return problems(workspace, diag, remap=(copy.resolve(), folder))
 
 

@@ -32,7 +32,11 @@ async def assistant_turn(ctx: RunContext[AssistantParams]) -> Outcome:
     perms = assistant.permissions(session.workspace, session.deck_path, params.grant)
     folder = assistant.deck_folder(session.workspace, session.deck_path)
     result = await ctx.one_turn(
-        params.message, ctx.state, session_permissions=perms, tools_base_dir=folder
+        params.message,
+        ctx.state,
+        session_permissions=perms,
+        tools_base_dir=folder,
+        on_tool=assistant.edit_tool(session.workspace, session.deck_path, params.grant),
     )
     after = await asyncio.to_thread(assistant.snapshot, folder)
     return Outcome(AssistantResult(after=after), result.state)

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from decks_app.models import Feedback, Session, Workspace
+from decks_app.workspaces.served import project_root
 from gambit.core import check_deck_tree
 from gambit.core._calibration import Calibration, CalibrationPair, calibrate
 from gambit.core._verify_run import deck_files_hash
@@ -62,7 +63,7 @@ def _current_hash(workspace: Workspace, grader: str) -> str | None:
     path = Path(workspace.root) / grader
     if not path.is_file():
         return None
-    tree, _ = check_deck_tree(path)
+    tree, _ = check_deck_tree(path, project_root=project_root(workspace))
     return deck_files_hash(tree) if tree is not None else None
 
 

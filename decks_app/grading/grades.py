@@ -24,7 +24,7 @@ from decks_app.models import Run, Session, Workspace
 from decks_app.runs import deck_trees, providers
 from decks_app.runs.registry import JSONObject, Payload, RunFailed
 from decks_app.sessions.conversation import content_text
-from decks_app.workspaces.served import PathOutsideWorkspace, find_deck, jailed_path
+from decks_app.workspaces.served import PathOutsideWorkspace, find_deck, jailed_path, project_root
 from gambit.core import check_deck_tree, grade_state, grading_mode, is_valid_id, state_from_dict
 from gambit.core._grading import (
     flag_ref_id,
@@ -90,7 +90,7 @@ def graders_for(workspace: Workspace, deck_path: str) -> list[GraderInfo]:
         deck_file = jailed_path(workspace, deck_path)
     except PathOutsideWorkspace:
         return []
-    tree, _ = check_deck_tree(deck_file)
+    tree, _ = check_deck_tree(deck_file, project_root=project_root(workspace))
     if tree is None:
         return []
     root = Path(workspace.root).resolve()
@@ -176,7 +176,12 @@ async def grade_session(
         raise GradingError("this session has no conversation to grade")
     grader_file = Path(workspace_root) / grader_path
     # As a grader: the seed's compatibility rule holds here as under [[graders]].
-    tree, diag = check_deck_tree(grader_file, role="grader", strict=deck_trees.strict_mode())
+    tree, diag = check_deck_tree(
+        grader_file,
+        role="grader",
+        strict=deck_trees.strict_mode(),
+        project_root=project_root(workspace_root),
+    )
     if tree is None or diag.errors:
         raise GradingError("; ".join(p.message for p in diag.errors) or "the grader does not load")
     grading, _ = await grade_state(tree, state_from_dict(state), **run_options)

@@ -35,7 +35,7 @@ from decks_app.runs import deck_trees, providers
 from decks_app.runs.registry import JSONObject, Payload
 from decks_app.runs.state import with_message_refs
 from decks_app.sessions.kinds import ScenarioParams, ScenarioResult
-from decks_app.workspaces.served import PathOutsideWorkspace, find_deck, jailed_path
+from decks_app.workspaces.served import PathOutsideWorkspace, find_deck, jailed_path, project_root
 from gambit.core import check_deck_tree, is_valid_id, state_to_dict
 from gambit.core._verify import GradeSample, compare, summarize
 from gambit.core._verify_run import GradeRecord, ScenarioRunRecord, VerifyProgress, run_verify
@@ -96,7 +96,9 @@ def _relative(workspace: Workspace, path: str) -> str | None:
 def deck_refs(workspace: Workspace, deck_path: str) -> dict[str, list[dict[str, Any]]]:
     """The root deck's `[[scenarios]]` and `[[graders]]` that live in the workspace."""
     try:
-        tree, _ = check_deck_tree(jailed_path(workspace, deck_path))
+        tree, _ = check_deck_tree(
+            jailed_path(workspace, deck_path), project_root=project_root(workspace)
+        )
     except PathOutsideWorkspace:
         return {"scenarios": [], "graders": []}
     out: dict[str, list[dict[str, Any]]] = {"scenarios": [], "graders": []}
@@ -273,6 +275,7 @@ async def execute_verify(
             on_grade=on_grade,
             trace_for=trace_for,
             strict=deck_trees.strict_mode(),
+            project_root=project_root(root),
             **run_options,
         )
     finally:

@@ -16,8 +16,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from decks_app.workspaces.served import stat_key
-from gambit.core import DeckTree, load_deck_tree
+from decks_app.workspaces.served import project_root, stat_key
+from gambit.core import DeckTree, ProjectRoot, load_deck_tree
 from gambit.core._trace import deck_warning
 
 _trees: dict[str, tuple[tuple, list[str], DeckTree]] = {}
@@ -32,16 +32,20 @@ def strict_mode() -> bool:
     return os.environ.get("GAMBIT_STRICT") == "1"
 
 
-def load(path: str | Path, role: Any = "root") -> DeckTree:
-    """The deck tree at `path`, loaded as `role` (raises `DeckLoadError` like
-    `load_deck_tree`)."""
+def load(
+    path: str | Path, role: Any = "root", *, root: str | Path | ProjectRoot | None = None
+) -> DeckTree:
+    """The deck tree at `path`, loaded as `role` with its files inside `root` (the served
+    workspace, a folder or a `ProjectRoot`; None: the engine's default); raises
+    `DeckLoadError` like `load_deck_tree`."""
     entry = Path(path)
     strict = strict_mode()
-    name = f"{role}:{'strict:' if strict else ''}{entry.resolve()}"
+    jail = root if isinstance(root, ProjectRoot) or root is None else project_root(root)
+    name = f"{role}:{'strict:' if strict else ''}{entry.resolve()}:{jail!r}"
     hit = _trees.get(name)
     if hit is not None and stat_key(entry, hit[1]) == hit[0]:
         return hit[2]
-    tree = load_deck_tree(entry, role=role, strict=strict)
+    tree = load_deck_tree(entry, role=role, strict=strict, project_root=jail)
     files = {str(entry.resolve()), *(e.path for e in tree.entries)}
     with _lock:
         _trees[name] = (stat_key(entry, sorted(files)), sorted(files), tree)

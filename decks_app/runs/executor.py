@@ -29,8 +29,8 @@ from decks_app.runs.recovery import INTERRUPTED, recover_interrupted_turn
 from decks_app.runs.registry import JSONObject, Payload, Preparation, RunFailed, RunKind
 from decks_app.runs.state import save_turn_state, session_state_dict, turn_base, with_message_refs
 from decks_app.runs.writer import STATE_FIELDS, EventWriter, Unwritten
-from decks_app.workspaces.served import jailed_path
-from gambit.core import DeckLoadError, run_deck, state_from_dict
+from decks_app.workspaces.served import jailed_path, project_root
+from gambit.core import DeckLoadError, ProjectRoot, run_deck, state_from_dict
 from gambit.core._compute import input_from_text
 
 log = logging.getLogger(__name__)
@@ -123,6 +123,7 @@ class RunContext[P: Payload]:
         provider: Any,
         resolver: Any,
         override: str | None,
+        jail: ProjectRoot | None = None,
     ):
         self.run = job.run
         self.session = job.session
@@ -136,6 +137,9 @@ class RunContext[P: Payload]:
         self.provider = provider
         self.resolver = resolver
         self.override = override
+        # Where every file the run reads must lie (the served workspace): give it to each
+        # gambit.core run function a kind calls.
+        self.project_root = jail
         self._writer = writer
         self.progress = progress
 
@@ -187,6 +191,7 @@ class RunContext[P: Payload]:
             "stream": True,
             "run_id": self.run.id,
             "strict": deck_trees.strict_mode(),  # a deck given by path is loaded as strictly
+            "project_root": self.project_root,
         }
         context = self.session.context
         if self.deck_kind == "compute":
@@ -230,8 +235,15 @@ async def execute_run(run_id: str, *, router: Any = None) -> str:
     # the loader's error and trace, as it always has.
     deck: Any = job.deck_file
     deck_kind, deck_models = "llm", []
+    # Every file a run reads lies in the served workspace; a deck a kind brings along (the
+    # Build assistant's, bundled with the app) in its own folder.
+    jail = (
+        project_root(session.workspace)
+        if Path(job.deck_file).resolve().is_relative_to(Path(session.workspace.root).resolve())
+        else project_root(Path(job.deck_file).parent)
+    )
     try:
-        tree = await asyncio.to_thread(deck_trees.load, job.deck_file)
+        tree = await asyncio.to_thread(deck_trees.load, job.deck_file, root=jail)
         deck, deck_kind = tree, tree.root.kind
         model_params = tree.root.model_params
         deck_models = list(model_params.models or []) if model_params else []
@@ -256,6 +268,7 @@ async def execute_run(run_id: str, *, router: Any = None) -> str:
         provider=provider,
         resolver=resolver,
         override=override,
+        jail=jail,
     )
 
     started = time.monotonic()

@@ -205,11 +205,13 @@ def _typed(spec: dict[str, Any], text: str, key: str) -> Any:
 
 def deck_context_schema(workspace: Any, deck_path: str, role: Any = "root") -> Any:
     """The deck's context schema (a `Schema`), or None."""
-    from decks_app.workspaces.served import PathOutsideWorkspace, jailed_path
+    from decks_app.workspaces.served import PathOutsideWorkspace, jailed_path, project_root
     from gambit.core import check_deck_tree
 
     try:
-        tree, _ = check_deck_tree(jailed_path(workspace, deck_path), role=role)
+        tree, _ = check_deck_tree(
+            jailed_path(workspace, deck_path), role=role, project_root=project_root(workspace)
+        )
     except PathOutsideWorkspace:
         return None
     return tree.root.context_schema if tree is not None else None

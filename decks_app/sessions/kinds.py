@@ -142,7 +142,9 @@ async def scenario(ctx: RunContext[ScenarioParams]) -> Outcome:
     params = ctx.params
     persona: Any = ctx.workspace_root / params.scenario
     try:
-        persona = await asyncio.to_thread(deck_trees.load, persona, "scenario")
+        persona = await asyncio.to_thread(
+            deck_trees.load, persona, "scenario", root=ctx.project_root
+        )
     except DeckLoadError:
         pass  # the runtime reports it
     context = ctx.session.context
@@ -157,6 +159,7 @@ async def scenario(ctx: RunContext[ScenarioParams]) -> Outcome:
         stream=True,
         run_id=ctx.run.id,
         strict=deck_trees.strict_mode(),
+        project_root=ctx.project_root,
         **ctx.model_options(),
     )
     return Outcome(ScenarioResult(turns=outcome.turns, stopped=outcome.stopped), outcome.state)

@@ -1,12 +1,14 @@
 """Load one deck tree in a child process and print what the deck list shows of it.
 
-    python -m decks_app.workspaces.probe PATH
+    python -m decks_app.workspaces.probe PATH WORKSPACE
 
 The simulator's web process never imports a deck's Python (a compute deck, an `execute`
 action, a `.py` schema) to list decks: a module that hangs, exits or crashes at import must
 not take the server down. It runs this instead (decks_app.workspaces). Only
 gambit.core is imported here, no Django. Prints one JSON object: label, kind, startMode,
 models, errors, and `files`, the files the load read (the parent's cache key).
+
+Every file the deck references must lie in the served WORKSPACE (`served_project_root`).
 """
 
 from __future__ import annotations
@@ -15,13 +17,30 @@ import json
 import os
 import sys
 from pathlib import Path
+from typing import Any
+
+ALLOW_PATHS_ENV = "GAMBIT_ALLOW_PATHS"
 
 
-def probe(path: str) -> dict:
+def served_project_root(workspace_root: str | os.PathLike[str]) -> Any:
+    """Where the files of the served decks must lie (docs/simulator.md): the workspace, and
+    the folders GAMBIT_ALLOW_PATHS lists (separated by `os.pathsep`, relative ones against
+    the workspace); the loader adds the workspace gambit.toml's `[project] allow_paths`."""
+    from gambit.core import ProjectRoot
+
+    entries = os.environ.get(ALLOW_PATHS_ENV, "").split(os.pathsep)
+    return ProjectRoot(Path(workspace_root).resolve(), [e.strip() for e in entries if e.strip()])
+
+
+def probe(path: str, workspace_root: str) -> dict:
     from gambit.core import check_deck_tree
 
     # GAMBIT_STRICT=1: the list shows a deprecated deck as not loading, as its runs would
-    tree, diag = check_deck_tree(path, strict=os.environ.get("GAMBIT_STRICT") == "1")
+    tree, diag = check_deck_tree(
+        path,
+        strict=os.environ.get("GAMBIT_STRICT") == "1",
+        project_root=served_project_root(workspace_root),
+    )
     files = {str(Path(path).resolve())}
     for name, module in list(sys.modules.items()):
         file = getattr(module, "__file__", None)
@@ -42,7 +61,7 @@ def probe(path: str) -> dict:
 
 
 def main() -> None:
-    result = probe(sys.argv[1])
+    result = probe(sys.argv[1], sys.argv[2])
     sys.stdout.write(json.dumps(result))
     sys.stdout.flush()
     # A module whose import never ended is still running in a thread: leave without it.

@@ -1,7 +1,8 @@
 """The workspace served (a deck folder on disk) and the root decks in it.
 
 Paths from requests are always relative to the workspace root and jailed inside it: no
-absolute paths, no `..`, no symlink that escapes (DESIGN §8).
+absolute paths, no `..`, no symlink that escapes. Every file a served deck references is
+held to the workspace as well (`project_root`, given to every load; docs/simulator.md).
 """
 
 from __future__ import annotations
@@ -20,7 +21,8 @@ from typing import Any
 from django.conf import settings
 
 from decks_app.models import Workspace
-from gambit.core import DeckRunsCode, check_deck_tree, find_workspace_decks
+from decks_app.workspaces.probe import served_project_root
+from gambit.core import DeckRunsCode, ProjectRoot, check_deck_tree, find_workspace_decks
 from gambit.core._loader import IMPORT_TIME_LIMIT
 
 MAX_PATH_CHARS = 1024
@@ -37,6 +39,12 @@ def current_workspace() -> Workspace:
     root = str(Path(settings.GAMBIT_WORKSPACE).resolve())
     workspace, _ = Workspace.objects.get_or_create(root=root, defaults={"label": Path(root).name})
     return workspace
+
+
+def project_root(workspace: Workspace | str | os.PathLike[str]) -> ProjectRoot:
+    """The project root every load of a served deck gets: the workspace (with the folders
+    GAMBIT_ALLOW_PATHS and its gambit.toml's `[project] allow_paths` allow)."""
+    return served_project_root(workspace.root if isinstance(workspace, Workspace) else workspace)
 
 
 def jailed_path(workspace: Workspace, relative: str) -> Path:
@@ -79,9 +87,11 @@ def deck_info(workspace: Workspace, entry: Path) -> DeckInfo:
     root = Path(workspace.root).resolve()
     rel = str(entry.resolve().relative_to(root))
     try:
-        tree, diag = check_deck_tree(entry, import_modules=False)
+        tree, diag = check_deck_tree(
+            entry, import_modules=False, project_root=project_root(workspace)
+        )
     except DeckRunsCode:
-        return _probed_info(rel, entry)
+        return _probed_info(rel, entry, root)
     if tree is None:
         message = "; ".join(p.message for p in diag.errors) or "could not load"
         return DeckInfo(rel, rel, "?", "user", [], error=message)
@@ -127,7 +137,7 @@ def stat_key(entry: Path, files: list[str]) -> tuple:
     return tuple(key)
 
 
-def _probed_info(rel: str, entry: Path) -> DeckInfo:
+def _probed_info(rel: str, entry: Path, workspace_root: Path) -> DeckInfo:
     name = str(entry.resolve())
     cached = _probed.get(name)
     if cached is not None and stat_key(entry, cached[1]) == cached[0]:
@@ -135,7 +145,7 @@ def _probed_info(rel: str, entry: Path) -> DeckInfo:
     files = [name]
     try:
         done = subprocess.run(
-            [sys.executable, "-m", "decks_app.workspaces.probe", name],
+            [sys.executable, "-m", "decks_app.workspaces.probe", name, str(workspace_root)],
             capture_output=True,
             text=True,
             timeout=IMPORT_TIME_LIMIT + 20,

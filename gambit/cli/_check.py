@@ -11,13 +11,15 @@ import json
 import os
 import sys
 import time
-from collections.abc import Mapping
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager, redirect_stdout
 from pathlib import Path
 from typing import Any
 
 import click
 
 from gambit.cli import HELP_OPTIONS
+from gambit.cli._project import allow_path_option, project_root_for
 from gambit.core import Problem, check_deck_tree, find_workspace_decks
 
 
@@ -50,9 +52,14 @@ def check_report(
             )
         )
     for root in roots:
-        tree, diag = check_deck_tree(root, strict=strict, role=role)  # type: ignore[arg-type]
-        errors.extend(p for p in diag.errors if p not in errors)
-        warnings.extend(p for p in diag.warnings if p not in warnings)
+        tree, diag = check_deck_tree(
+            root,
+            strict=strict,
+            role=role,  # type: ignore[arg-type]
+            project_root=project_root_for(root),
+        )
+        _extend_new(errors, diag.errors)
+        _extend_new(warnings, diag.warnings)
         if tree is not None:
             for entry in tree.entries:
                 if (entry.path, entry.role) not in seen:
@@ -74,6 +81,16 @@ def check_report(
         **report,
         "_problems": (errors, warnings),
     }
+
+
+def _extend_new(problems: list[Problem], more: Iterable[Problem]) -> None:
+    """Append each of `more` that `problems` does not hold yet. Looked up in a set: a
+    mutated deck can have thousands of problems, and a list scan for each is quadratic."""
+    seen = set(problems)
+    for problem in more:
+        if problem not in seen:
+            seen.add(problem)
+            problems.append(problem)
 
 
 def provider_report(
@@ -164,19 +181,33 @@ def provider_report(
     help="Check DECK in this role: `--as grader` applies the grader rules (schemas "
     "compatible with the built-in grader schemas) as `[[graders]]` would.",
 )
+@allow_path_option
 def check_command(deck: Path, as_json: bool, strict: bool, with_providers: bool, role: str) -> None:
     """Load DECK and every deck it references, and report problems.
 
     DECK is a PROMPT.md, a Python compute deck (.py), a deck folder, or a folder of deck
     folders. Exits 0 when everything loads (warnings allowed), 1 on any error.
+
+    Checking a deck runs its code: every Python file the decks name (a compute deck, an
+    `execute` action, a `.py` schema) is imported, so its module-level code runs with your
+    permissions, as `python FILE` would. Check only decks you would run.
+
+    Every file a deck references must lie, symlinks followed, inside its project root: the
+    nearest folder holding gambit.toml (else a repository or package top: .git,
+    pyproject.toml, package.json, deno.json), else the current directory when it holds the
+    deck, else the folder holding the deck's folder. Widen it with --allow-path or
+    [project] allow_paths in gambit.toml; /proc, /sys and /dev are never read.
     """
     strict = strict or os.environ.get("GAMBIT_STRICT") == "1"
     started = time.perf_counter()
-    report = check_report(deck, strict=strict, providers=with_providers, role=role)
+    with deck_output_to_stderr():
+        report = check_report(deck, strict=strict, providers=with_providers, role=role)
     elapsed_ms = (time.perf_counter() - started) * 1000
     errors, warnings = report.pop("_problems")
     if as_json:
-        click.echo(json.dumps(report, indent=2, ensure_ascii=False))
+        # Strict JSON: every value is a string, a boolean or a list of them (a compute deck's
+        # label is checked to be a string), so a NaN here is a bug to see, not to print.
+        click.echo(json.dumps(report, indent=2, ensure_ascii=False, allow_nan=False))
     else:
         for entry in report["decks"]:
             label = f"  {entry['label']}" if entry["label"] else ""
@@ -191,6 +222,40 @@ def check_command(deck: Path, as_json: bool, strict: bool, with_providers: bool,
         summary = f"{len(report['decks'])} decks, {len(errors)} errors, {len(warnings)} warnings ({elapsed_ms:.0f} ms)"
         click.echo(("ok: " if report["ok"] else "failed: ") + summary, err=not report["ok"])
     sys.exit(0 if report["ok"] else 1)
+
+
+@contextmanager
+def deck_output_to_stderr() -> Iterator[None]:
+    """What decks print while they load goes to stderr, so stdout holds only check's own
+    output (with --json, one JSON object).
+
+    A compute module runs when it is imported, and may `print` or `os.write(1, ...)`; file
+    descriptor 1 itself is pointed at stderr, so writes below `sys.stdout` are caught too.
+    Buffered text is flushed before it is pointed back.
+    """
+    streams = [s for s in (sys.stdout, sys.__stdout__) if s is not None]
+    for stream in streams:
+        stream.flush()
+    saved: int | None = None
+    try:
+        saved = os.dup(1)
+        os.dup2(2, 1)
+    except OSError:  # no descriptor 1 or 2 (closed by the caller): Python's streams only
+        if saved is not None:
+            os.close(saved)
+            saved = None
+    try:
+        with redirect_stdout(sys.stderr):
+            yield
+    finally:
+        for stream in streams:
+            try:
+                stream.flush()
+            except (OSError, ValueError):  # closed by a deck
+                pass
+        if saved is not None:
+            os.dup2(saved, 1)
+            os.close(saved)
 
 
 def provider_lines(providers: Mapping[str, Any]) -> list[str]:

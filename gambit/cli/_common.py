@@ -10,10 +10,11 @@ import time
 from collections.abc import Callable, Coroutine, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import click
 
+from gambit.cli._project import allow_path_option
 from gambit.core import (
     DeckError,
     GambitError,
@@ -115,8 +116,16 @@ def strict_mode(flag: bool = False) -> bool:
 
 
 def load_tree(path: Path, *, strict: bool = False, role: str = "root") -> Any:
-    """Load a deck tree to run it; its warnings go to stderr once per deck per process."""
-    tree = load_deck_tree(path, strict=strict_mode(strict), role=role)  # type: ignore[arg-type]
+    """Load a deck tree to run it, inside its project root (`_project`); its warnings go to
+    stderr once per deck per process."""
+    from gambit.cli._project import project_root_for
+
+    tree = load_deck_tree(
+        path,
+        strict=strict_mode(strict),
+        role=role,  # type: ignore[arg-type]
+        project_root=project_root_for(path),
+    )
     for problem in tree.warnings:
         warn_once(problem.render())
     return tree
@@ -205,14 +214,29 @@ def state_saver(path: Path | None) -> Callable[[SavedState], None] | None:
 
 
 def render_output(output: Any) -> str:
-    """What `gambit run` prints: strings as they are, an end signal's message, else JSON."""
+    """What `gambit run` prints: strings as they are, an end signal's message, else JSON.
+
+    Strict JSON: NaN and Infinity, which json.dumps would print as no JSON reader parses
+    them, raise ValueError (and a value JSON cannot encode, TypeError); see printable_output.
+    """
     if is_end_signal(output):
         if isinstance(output.get("message"), str):
             return output["message"]
-        return json.dumps(output.get("payload"), ensure_ascii=False, indent=2)
+        return json.dumps(output.get("payload"), ensure_ascii=False, indent=2, allow_nan=False)
     if isinstance(output, str):
         return output
-    return json.dumps(output, ensure_ascii=False, indent=2)
+    return json.dumps(output, ensure_ascii=False, indent=2, allow_nan=False)
+
+
+def printable_output(output: Any, deck: Path) -> str:
+    """`render_output`, or one error line naming the deck whose output is not JSON."""
+    try:
+        return render_output(output)
+    except (TypeError, ValueError) as exc:
+        fail(
+            f"{deck}: its output is not valid JSON ({exc}); fix: make the deck return only "
+            "dicts, lists, strings, finite numbers, booleans and null"
+        )
 
 
 def run_async(coro: Coroutine[Any, Any, Any], *, verbose: bool = False) -> Any:
@@ -249,7 +273,7 @@ def _deck_error_line(exc: DeckError) -> str:
     return first
 
 
-def fail(message: str) -> None:
+def fail(message: str) -> NoReturn:
     if _STDOUT["open_line"] and _stdout_is_stderr():
         click.echo("", err=True)  # not after "assistant> " on the terminal's same line
     click.echo(f"error: {message}", err=True)
@@ -314,6 +338,7 @@ def common_run_options(func: Callable[..., Any]) -> Callable[..., Any]:
         click.option("--stream", is_flag=True, help="Print text as it arrives."),
         VERBOSE_OPTION,
         model_options(),
+        allow_path_option,
     )(func)
 
 

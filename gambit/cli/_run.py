@@ -21,6 +21,7 @@ from ._common import (
     deck_argument_exists,
     load_tree,
     make_router,
+    printable_output,
     read_state,
     render_output,
     run_async,
@@ -69,7 +70,7 @@ def run_command(deck: Path, **options: Any) -> None:
         finally:
             sink.close()
             await router.aclose()
-        text = render_output(result.output)
+        text = printable_output(result.output, deck)
         if flags.stream and streamed and "".join(streamed).rstrip().endswith(text.strip()):
             write("\n")  # the answer already streamed (after whatever a handler streamed)
         else:
@@ -129,7 +130,7 @@ def repl_command(deck: Path, **options: Any) -> None:
                     on_stream_text=on_text,
                     **options,
                 )
-                state = with_exchange(result.state, said, render_output(result.output))
+                state = with_exchange(result.state, said, printable_output(result.output, deck))
                 if save is not None:
                     save(state)
             else:
@@ -146,10 +147,10 @@ def repl_command(deck: Path, **options: Any) -> None:
                 state = result.state
             pending_context = MISSING
             if is_end_signal(result.output):
-                write(render_output(result.output) + "\n")
+                write(printable_output(result.output, deck) + "\n")
                 return False
             if not "".join(streamed).strip():
-                write(render_output(result.output))  # nothing streamed: print the answer
+                write(printable_output(result.output, deck))  # nothing streamed: the answer
             write("\n")
             return True
 

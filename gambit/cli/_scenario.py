@@ -34,6 +34,7 @@ from ._common import (
     strict_mode,
     trace_option,
 )
+from ._project import allow_path_option
 
 
 def _default_state_path(root: Path) -> Path:
@@ -219,6 +220,7 @@ def scenario_command(
 @trace_option("Append trace events to this file.")
 @VERBOSE_OPTION
 @model_options("Model for graders that set none.")
+@allow_path_option
 def grade_command(
     grader: Path,
     state_path: Path,

@@ -7,6 +7,7 @@ command functions, so the engine never imports Django, Channels or Daphne.
 from __future__ import annotations
 
 import importlib
+from pathlib import Path
 from types import ModuleType
 
 import click
@@ -43,6 +44,15 @@ def _simulator() -> ModuleType:
     help="Another host name the server may be reached by (repeatable; checked on every "
     "request and websocket).",
 )
+@click.option(
+    "--allow-path",
+    "allow_paths",
+    multiple=True,
+    type=click.Path(path_type=Path),
+    help="Also let decks read files in this folder, outside the served workspace (repeatable; "
+    "also GAMBIT_ALLOW_PATHS, or [project] allow_paths in the workspace's gambit.toml). "
+    "/proc, /sys and /dev are never read.",
+)
 def serve_command(
     deck_or_folder: str | None,
     host: str,
@@ -50,6 +60,7 @@ def serve_command(
     workers: int | None,
     chat_completions: bool,
     allowed_hosts: tuple[str, ...],
+    allow_paths: tuple[Path, ...],
 ) -> None:
     """Serve the simulator for a deck or folder (default: the bundled examples).
 
@@ -58,14 +69,24 @@ def serve_command(
     by `gambit worker` processes. The workspace's decks are also served as an Open Responses
     endpoint at /v1/responses (API key required: `gambit keys create NAME`).
 
+    Every file a deck references must lie inside the served workspace (symlinks followed),
+    or a folder --allow-path allows. Listing decks imports no deck code in the server, but
+    the Build tab's checks and every run import the Python files decks name.
+
     It listens on 127.0.0.1. With another --host, every page and websocket needs an access
     token (printed in a link at start-up, or GAMBIT_ACCESS_TOKEN), host names are checked
     (add them with --allowed-host), and the banner says what is exposed.
     """
-    if chat_completions:
-        import os
+    import os
 
+    if chat_completions:
         os.environ["GAMBIT_CHAT_COMPLETIONS"] = "1"
+    if allow_paths:  # the simulator reads them from the environment, as its workers do
+        given = [str(p.absolute()) for p in allow_paths]
+        earlier = os.environ.get("GAMBIT_ALLOW_PATHS")
+        os.environ["GAMBIT_ALLOW_PATHS"] = os.pathsep.join(
+            [*given, *([earlier] if earlier else [])]
+        )
     _simulator().serve(deck_or_folder, host, port, workers, allowed_hosts)
 
 

@@ -38,6 +38,7 @@ from ._common import (
     trace_option,
 )
 from ._junit import grader_label, junit_xml, score_text
+from ._project import allow_path_option
 
 
 def _pass_rate(value: str) -> float:
@@ -142,6 +143,7 @@ def _pass_rate(value: str) -> float:
 @trace_option("Append every trace event to this file.")
 @click.option("--quiet", is_flag=True, help="No progress bar.")
 @model_options()
+@allow_path_option
 def verify_command(
     root: Path,
     scenarios: tuple[Path, ...],
@@ -197,8 +199,10 @@ def verify_command(
                 return await run_verify(
                     tree,
                     provider=router,
-                    scenarios=list(scenarios) or None,
-                    graders=list(graders) or None,
+                    # decks named on the command line: each inside its own project root
+                    scenarios=[load_tree(s, strict=strict, role="scenario") for s in scenarios]
+                    or None,
+                    graders=[load_tree(g, strict=strict, role="grader") for g in graders] or None,
                     runs=runs,
                     repeats=repeats,
                     concurrency=concurrency,
@@ -467,8 +471,8 @@ def run_batch(
                 return await run_verify(
                     tree,
                     provider=router,
-                    scenarios=[scenario],
-                    graders=list(graders),
+                    scenarios=[load_tree(scenario, strict=flags.strict, role="scenario")],
+                    graders=[load_tree(g, strict=flags.strict, role="grader") for g in graders],
                     runs=runs,
                     repeats=1,
                     concurrency=concurrency,

@@ -29,10 +29,13 @@ if TYPE_CHECKING:  # the same names as _SOURCES below, for type checkers and rea
     from ._ids import is_valid_id, new_id
     from ._loader import (
         DeckRunsCode,
+        ProjectRoot,
         check_deck_tree,
+        default_project_root,
         find_workspace_decks,
         load_deck,
         load_deck_tree,
+        project_top,
     )
     from ._messages import ChatMessage, items_to_messages, messages_to_items
     from ._openresponses import (
@@ -127,10 +130,13 @@ _SOURCES: dict[str, tuple[str, ...]] = {
     "_ids": ("is_valid_id", "new_id"),
     "_loader": (
         "DeckRunsCode",
+        "ProjectRoot",
         "check_deck_tree",
+        "default_project_root",
         "find_workspace_decks",
         "load_deck",
         "load_deck_tree",
+        "project_top",
     ),
     "_messages": ("ChatMessage", "items_to_messages", "messages_to_items"),
     "_openresponses": (
@@ -271,7 +277,9 @@ __all__ = [
     "TraceError",
     "TraceWriter",
     "DeckRunsCode",
+    "ProjectRoot",
     "check_deck_tree",
+    "default_project_root",
     "define_deck",
     "find_workspace_decks",
     "grade_state",
@@ -284,6 +292,7 @@ __all__ = [
     "load_deck",
     "load_deck_tree",
     "load_state",
+    "project_top",
     "message_item",
     "messages_to_items",
     "new_id",

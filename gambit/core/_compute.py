@@ -32,6 +32,33 @@ class DeckDefinition:
         return inspect.iscoroutinefunction(self.run)
 
 
+def definition_problems(definition: DeckDefinition) -> list[tuple[str, str]]:
+    """(field, what is wrong) for each field of `definition` of the wrong type.
+
+    `define_deck` raises for the first; the loader reports each one for a `DeckDefinition`
+    a module built itself (the dataclass does not check its fields). The schemas are
+    checked where they are read (a pydantic model, a JSON Schema dict or a reference).
+    """
+    problems = []
+    run: object = definition.run  # typed as callable, but a module may build it with anything
+    if not callable(run):
+        problems.append(("run", f"must be a function run(ctx), not {_kind(run)}"))
+    for name in ("label", "description"):
+        value = getattr(definition, name)
+        if value is not None and not isinstance(value, str):
+            # A label is shown and sent as JSON: a float('nan') or b"x" would break both.
+            problems.append((name, f"must be a string, not {_kind(value)}"))
+    if definition.kind != "gambit.deck":
+        problems.append(("kind", f'must be "gambit.deck", not {definition.kind!r}'))
+    return problems
+
+
+def _kind(value: Any) -> str:
+    if isinstance(value, float | int) and not isinstance(value, bool):
+        return repr(value)  # `not nan`, `not 5`: the value says more than "a number"
+    return type(value).__name__
+
+
 def define_deck(
     *,
     run: Callable[..., Any],
@@ -48,15 +75,17 @@ def define_deck(
     `"gambit://schemas/scenarios/plain_chat_output.zod.ts"` or `"./schemas/input.json"`
     (relative to the module file).
     """
-    if not callable(run):
-        raise TypeError("define_deck(run=...) needs a callable run(ctx)")
-    return DeckDefinition(
+    definition = DeckDefinition(
         run=run,
         context_schema=context_schema,
         response_schema=response_schema,
         label=label,
         description=description,
     )
+    if problems := definition_problems(definition):
+        name, problem = problems[0]
+        raise TypeError(f"define_deck({name}=...) {problem}")
+    return definition
 
 
 def input_from_text(text: str) -> Any:

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any, Literal
 if TYPE_CHECKING:
     from ._compute import DeckDefinition
     from ._errors import Problem
+    from ._loader.paths import ProjectRoot
     from ._schema import Schema
 
 DeckRole = Literal["root", "action", "scenario", "grader"]
@@ -203,3 +204,6 @@ class DeckTree:
     decks: dict[str, Deck]
     entries: list[DeckTreeEntry]
     warnings: list[Problem]
+    # The project root its files were checked against (decks loaded while it runs, by a
+    # compute deck's spawn_and_wait, are checked against it too); None: not loaded by path.
+    project_root: ProjectRoot | None = None

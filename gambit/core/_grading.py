@@ -145,12 +145,15 @@ async def grade_state(
 ) -> tuple[GradingRun, SavedState]:
     """Grade `state` with `grader`; returns the run and the state with it recorded in meta.
 
-    `run_options` are passed to `run_deck` (model_resolver, default_model, on_trace, mode...).
+    `run_options` are passed to `run_deck` (model_resolver, default_model, on_trace, mode...);
+    their `project_root` also bounds a grader given by path.
     A grader that fails is recorded with status "error", not raised; in "turns" mode the
     turns are graded concurrently (at most `turn_concurrency` at once) and the turns that did
     grade are kept beside the error of one that failed.
     """
-    tree = as_tree(grader, strict=strict, role="grader")
+    tree = as_tree(
+        grader, strict=strict, role="grader", project_root=run_options.get("project_root")
+    )
     deck = tree.root
     target: Deck | DeckTree = grader if isinstance(grader, Deck) else tree
     mode = grading_mode(deck)

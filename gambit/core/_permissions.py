@@ -2,9 +2,10 @@
 
 An effective permission set is layered (reference §2.14): a root deck starts from what the
 host grants (the caller's `workspace` permissions, and the session's), then intersects its own
-`[permissions]` declaration; an action starts from its parent's effective set and intersects
-its own declaration and the `permissions` of the `[[actions]]` entry that calls it. A child
-can therefore only narrow what its parent allows.
+`[permissions]` declaration; every deck below the root (an action, a deck spawned by compute
+code, a handler) starts from its parent's effective set and intersects its own declaration
+and, for an action, the `permissions` of the `[[actions]]` entry that calls it. A child can
+therefore only narrow what its parent allows, whatever started it (docs/decisions.md).
 
 Deny by default (a deliberate difference from the TypeScript Gambit, which starts a root run
 from "allow all"): a deck that declares no `[permissions]` gets no built-in tool. See
@@ -24,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ._deck import Permissions
+from ._deck import DeckRef, Permissions
 
 
 @dataclass(frozen=True)
@@ -175,15 +176,38 @@ class PermissionSet:
         if self.run.all:
             return True
         resolved = self.resolve(str(path))
-        if _canonical(resolved) != resolved:
+        if canonical_path(resolved) != resolved:
             return False  # a symlink (or a path through one) never matches a run.paths grant
         return any(
-            _canonical(Path(grant)) == Path(grant) and Path(grant) == resolved
+            canonical_path(Path(grant)) == Path(grant) and Path(grant) == resolved
             for grant in self.run.paths
         )
 
     def can_read_env(self, name: str) -> bool:
         return self.env.all or name in self.env.values
+
+
+@dataclass(frozen=True)
+class EntryPermissions:
+    """The `permissions` of the `[[scenarios]]` or `[[graders]]` entry a root deck runs as,
+    with the folder its relative paths resolve from (the deck that declares the entry)."""
+
+    permissions: Permissions
+    base_dir: str
+
+
+def entry_permissions(
+    refs: Iterable[DeckRef], deck_path: str | Path, declared_in: str | Path
+) -> EntryPermissions | None:
+    """The entry of `refs` (a deck's `scenarios` or `graders`) naming `deck_path`, when it
+    declares `permissions`: a scenario or grader started from its entry is narrowed by them,
+    as an action is by its `[[actions]]` entry. None when no entry names it or it declares
+    none. `declared_in` is the file that declares the entries."""
+    target = os.path.realpath(deck_path)
+    for ref in refs:
+        if ref.permissions is not None and os.path.realpath(ref.path) == target:
+            return EntryPermissions(ref.permissions, str(Path(declared_in).parent))
+    return None
 
 
 @dataclass(frozen=True)
@@ -230,11 +254,14 @@ def resolve_effective(
     reference: Permissions | None = None,
     reference_base: str | Path | None = None,
     session: PermissionSet | None = None,
+    declares: bool = True,
 ) -> EffectivePermissions:
     """Layer the grants for one deck, recording each layer.
 
     A root (no `parent`) starts from the host (allow all), then the `workspace` and
-    `session` grants the caller passes; a missing declaration denies everything.
+    `session` grants the caller passes; a missing declaration denies everything. A deck that
+    cannot declare `[permissions]` (`declares=False`: a compute deck) has no declaration
+    layer: it passes on what it was given, narrowed by the `reference`.
     """
     base = str(base_dir)
     layers: list[Layer] = []
@@ -249,20 +276,21 @@ def resolve_effective(
             layers.append(
                 Layer("workspace", workspace.base_dir, workspace.to_json(), current.to_json())
             )
-    declared = (
-        PermissionSet.from_permissions(declaration, base)
-        if declaration is not None
-        else PermissionSet.deny_all(base)
-    )
-    current = current.intersect(declared)
-    layers.append(
-        Layer(
-            "declaration",
-            base,
-            declaration.to_json() if declaration is not None else None,
-            current.to_json(),
+    if declares:
+        declared = (
+            PermissionSet.from_permissions(declaration, base)
+            if declaration is not None
+            else PermissionSet.deny_all(base)
         )
-    )
+        current = current.intersect(declared)
+        layers.append(
+            Layer(
+                "declaration",
+                base,
+                declaration.to_json() if declaration is not None else None,
+                current.to_json(),
+            )
+        )
     if reference is not None:
         ref_set = PermissionSet.from_permissions(reference, reference_base or base)
         current = current.intersect(ref_set)
@@ -304,9 +332,9 @@ def _normal(base: Path, value: str) -> str:
     return os.path.normpath(base / value.strip())
 
 
-def _canonical(path: Path) -> Path:
+def canonical_path(path: Path) -> Path:
     """Symlinks followed; for a missing path, its nearest existing ancestor's canonical form
-    with the rest appended."""
+    with the rest appended. This is the form every grant check compares."""
     missing: list[str] = []
     current = path
     while not current.exists() and current != current.parent:
@@ -323,9 +351,9 @@ def _canonical(path: Path) -> Path:
 def _path_allowed(scope: Scope, path: Path) -> bool:
     if scope.all:
         return True
-    target = _canonical(path)
+    target = canonical_path(path)
     for grant in scope.values:
-        root = _canonical(Path(grant))
+        root = canonical_path(Path(grant))
         if target == root or root in target.parents:
             return True
     return False

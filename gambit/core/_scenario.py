@@ -25,6 +25,7 @@ from ._deck import Deck, DeckTree
 from ._errors import GambitError
 from ._ids import new_id
 from ._loader import as_tree
+from ._permissions import entry_permissions
 from ._provider import ModelProvider
 from ._runtime import _MISSING, RunError, is_end_signal, run_deck
 from ._schema import Schema, SchemaValidationError
@@ -120,11 +121,16 @@ async def run_scenario(
     `scenario_input` is the persona deck's own context, validated against its contextSchema
     and given to it when its conversation starts.
 
-    `run_options` go to every `run_deck` call (provider routing, mode, tracing, stream).
+    `run_options` go to every `run_deck` call (provider routing, mode, tracing, stream);
+    their `project_root` also bounds the decks given by path (default: the root tree's).
     """
-    root_tree = as_tree(root, strict=strict)
-    persona_tree = as_tree(persona, strict=strict, role="scenario")
+    root_tree = as_tree(root, strict=strict, project_root=run_options.get("project_root"))
+    # A persona given by path lies in the root deck's project unless told otherwise.
+    project_root = run_options.get("project_root") or root_tree.project_root
+    persona_tree = as_tree(persona, strict=strict, role="scenario", project_root=project_root)
     root_deck = root_tree.root
+    # A persona the root declares in [[scenarios]] is narrowed by that entry's permissions.
+    persona_entry = entry_permissions(root_deck.scenarios, persona_tree.root.path, root_deck.path)
     scenario_run_id = new_id("scenario")
     persona_state: SavedState | None = None
     root_state = state
@@ -158,7 +164,7 @@ async def run_scenario(
             state=persona_state,
             on_stream_text=stream_for("user"),
             strict=strict,
-            **run_options,
+            **{"entry_permissions": persona_entry, **run_options},
         )
         persona_state = result.state
         return result.output

@@ -51,6 +51,12 @@ __all__ = [
 ]
 
 OPTIONAL_KEY = "x-gambit-optional"
+# The most values (objects, arrays and scalars) a schema may hold, as written and once its
+# `$ref`s are inlined (docs/decks.md, "Bounds"). Checking a schema against its metaschema
+# takes about 60 microseconds a value, so this is about a second; it leaves room for a tool
+# schema at OpenAI's cap of 5,000 properties with a type and a description each (about
+# 15,000 values; https://platform.openai.com/docs/guides/structured-outputs#supported-schemas).
+MAX_SCHEMA_VALUES = 20_000
 _INTERNAL_PREFIX = "x-gambit-"
 
 # Keys that do not change which values a schema accepts, or that the deep comparisons ignore
@@ -714,6 +720,13 @@ def _check_schema(json_schema: dict) -> None:
     from jsonschema import Draft202012Validator
     from jsonschema.exceptions import SchemaError
 
+    dialect = json_schema.get("$schema")
+    if dialect is not None and not isinstance(dialect, str):
+        # validator_for looks it up in a table: a list or a table is unhashable there.
+        raise ValueError(
+            f"$schema must be a string (the URI of a JSON Schema draft), not "
+            f"{_kind(dialect)} (at the schema root)"
+        )
     cls = jsonschema.validators.validator_for(json_schema, default=Draft202012Validator)
     try:
         cls.check_schema(json_schema)
@@ -746,6 +759,95 @@ def _resolve_pointer(root: dict, ref: str) -> Any:
     return node
 
 
+def _kind(value: Any) -> str:
+    """What a JSON value is, in an error message."""
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int | float):
+        return "a number"
+    if isinstance(value, list | tuple):
+        return "an array"
+    if isinstance(value, dict):
+        return "an object"
+    return "null" if value is None else type(value).__name__
+
+
+def check_schema_values(json_schema: dict) -> None:
+    """Raise ValueError for a schema of more than MAX_SCHEMA_VALUES values, or with a key that
+    is not a string (a Python dict can have one; JSON cannot).
+
+    The values are counted as the validators will walk them: an object a Python module puts
+    in two places counts twice. The count stops at the limit, so a module's dict that shares
+    itself at every level (2**40 values to walk) is refused as fast as a small one is read.
+    """
+    count = 0
+    pending: list[tuple[Any, str]] = [(json_schema, "")]
+    while pending:
+        node, path = pending.pop()
+        count += 1
+        if count > MAX_SCHEMA_VALUES:
+            raise ValueError(f"the schema has more than {MAX_SCHEMA_VALUES:,} values")
+        if isinstance(node, dict):
+            for key, value in node.items():
+                if not isinstance(key, str):
+                    raise ValueError(
+                        f"key {key!r} must be a string, not {_kind(key)} "
+                        f"(at schema location #{path})"
+                    )
+                pending.append((value, f"{path}/{key}"))
+        elif isinstance(node, list | tuple):
+            pending.extend((item, f"{path}/{index}") for index, item in enumerate(node))
+
+
+def _check_inlined_size(root: dict) -> None:
+    """Raise ValueError when inlining the `$ref`s would give more than MAX_SCHEMA_VALUES values
+    (or a `$ref` refers to itself).
+
+    Each `$ref` target's inlined size is counted once and remembered, so a chain of
+    definitions each using the one before twice (2**n values once inlined) is measured in
+    n steps rather than walked 2**n times; the count stops at the limit.
+    """
+    sizes: dict[str, int] = {}
+
+    def size(node: Any, stack: tuple[str, ...]) -> int:
+        if isinstance(node, dict):
+            total = 1
+            ref = node.get("$ref")
+            if isinstance(ref, str):
+                if ref in stack:
+                    _recursive_ref(ref, stack)
+                if ref not in sizes:
+                    sizes[ref] = size(_resolve_pointer(root, ref), (*stack, ref))
+                total += sizes[ref]
+            children: Iterable[Any] = (
+                v for k, v in node.items() if k not in ("$ref", "$defs", "definitions")
+            )
+        elif isinstance(node, list):
+            total, children = 1, iter(node)
+        else:
+            return 1
+        for child in children:
+            if total > MAX_SCHEMA_VALUES:
+                break
+            total += size(child, stack)
+        if total > MAX_SCHEMA_VALUES:
+            raise ValueError(
+                f"the schema expands to more than {MAX_SCHEMA_VALUES:,} values once its "
+                "$refs are inlined"
+            )
+        return total
+
+    size(root, ())
+
+
+def _recursive_ref(ref: str, stack: tuple[str, ...]) -> None:
+    chain = " -> ".join((*stack[stack.index(ref) :], ref))
+    raise ValueError(
+        f"recursive $ref {ref!r} is not supported ({chain}): Gambit schemas are "
+        "inlined, so they must not refer to themselves"
+    )
+
+
 def _inline_refs(root: dict) -> dict:
     def walk(node: Any, stack: tuple[str, ...]) -> Any:
         if not isinstance(node, dict):
@@ -758,11 +860,7 @@ def _inline_refs(root: dict) -> dict:
         ref = node.get("$ref")
         if isinstance(ref, str):
             if ref in stack:
-                chain = " -> ".join((*stack[stack.index(ref) :], ref))
-                raise ValueError(
-                    f"recursive $ref {ref!r} is not supported ({chain}): Gambit schemas are "
-                    "inlined, so they must not refer to themselves"
-                )
+                _recursive_ref(ref, stack)
             target = walk(_resolve_pointer(root, ref), (*stack, ref))
             rest = walk({k: v for k, v in node.items() if k != "$ref"}, stack)
             if target is True:
@@ -814,12 +912,15 @@ def schema_from_json(json_schema: dict, *, source: str) -> Schema:
     local `$ref`s are inlined and `$defs`/`definitions` dropped; the draft-07 tuple form of
     `items` is rewritten to `prefixItems`; the root `$schema` is dropped (validation always
     uses Draft 2020-12). Everything else is kept, so objects without `additionalProperties`
-    stay open. Raises ValueError for an invalid schema, a remote or dangling `$ref`, or a
-    recursive one.
+    stay open. Raises ValueError for an invalid schema, a remote or dangling `$ref`, a
+    recursive one, a key that is not a string, or a schema of more than MAX_SCHEMA_VALUES
+    values (as written or once inlined).
     """
     if not isinstance(json_schema, dict):
         raise ValueError(f"a JSON Schema must be an object, not {type(json_schema).__name__}")
+    check_schema_values(json_schema)
     _check_schema(json_schema)
+    _check_inlined_size(json_schema)
     inlined = _inline_refs(json_schema)
     normalised = _modernise(inlined)
     normalised.pop("$schema", None)

@@ -24,6 +24,7 @@ from ._deck import Deck, DeckTree
 from ._grading import GradingRun, grade_state
 from ._ids import new_id
 from ._loader import as_tree
+from ._permissions import entry_permissions
 from ._provider import ModelProvider
 from ._runtime import _MISSING
 from ._scenario import run_scenario
@@ -282,7 +283,8 @@ async def run_verify(
     `context` goes to the root deck and `scenario_input` to every scenario deck (see
     `run_scenario`). `scenarios` / `graders` default (None) to the root deck's `[[scenarios]]` / `[[graders]]`;
     an empty `graders` list runs the scenarios without grading them.
-    `run_options` go to every `run_deck` call (model routing, mode, tracing). `trace_for`
+    `run_options` go to every `run_deck` call (model routing, mode, tracing); their
+    `project_root` also bounds the decks given by path (default: the root tree's). `trace_for`
     gives each scenario run and grade its own trace callback (beside `on_trace`, which sees
     everything). Failures are recorded on their records, never raised; cancelling the call
     cancels everything in flight.
@@ -290,13 +292,15 @@ async def run_verify(
     if runs < 1 or repeats < 1 or concurrency < 1:
         raise ValueError("runs, repeats and concurrency must be at least 1")
     started = time.perf_counter()
-    root_tree = as_tree(root, strict=strict)
+    root_tree = as_tree(root, strict=strict, project_root=run_options.get("project_root"))
+    # Scenarios and graders given by path lie in the root deck's project unless told otherwise.
+    project_root = run_options.get("project_root") or root_tree.project_root
     scenario_trees = [
-        as_tree(s, strict=strict, role="scenario")
+        as_tree(s, strict=strict, role="scenario", project_root=project_root)
         for s in (scenarios if scenarios is not None else declared_refs(root_tree, "scenarios"))
     ]
     grader_trees = [
-        as_tree(g, strict=strict, role="grader")
+        as_tree(g, strict=strict, role="grader", project_root=project_root)
         for g in (graders if graders is not None else declared_refs(root_tree, "graders"))
     ]
     if not scenario_trees:
@@ -367,7 +371,13 @@ async def run_verify(
                     provider=provider,
                     on_trace=tracer(meter, record),
                     strict=strict,
-                    **{**run_options, "stream": False},
+                    **{
+                        "entry_permissions": entry_permissions(
+                            root_tree.root.graders, tree.root.path, root_tree.root.path
+                        ),
+                        **run_options,
+                        "stream": False,
+                    },
                 )
                 record.grading = grading
                 if grading.status == "error":

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import sys
+import threading
 import types
 from typing import Any
 
@@ -953,16 +954,18 @@ class FakeClock:
 
 
 async def test_busy_handler_fires_while_an_action_runs(decks: DeckFolder, monkeypatch):  # item 99
-    # The action runs until the busy handler has run (a gate both deck modules import), so
-    # the test waits on no wall-clock time.
-    monkeypatch.setitem(sys.modules, "busy_gate", types.SimpleNamespace(fired=asyncio.Event()))
+    # The action runs until the busy handler's reply has reached the run (a gate the slow
+    # deck's module imports, opened when the reply streams), so the test waits on no
+    # wall-clock time. Deck code runs in a thread of its own, so the gate is a threading.Event.
+    gate = threading.Event()
+    monkeypatch.setitem(sys.modules, "busy_gate", types.SimpleNamespace(fired=gate))
     decks.write(
         "d/slow.py",
-        "import busy_gate, gambit\nasync def run(ctx):\n    await busy_gate.fired.wait()\n    return 'ok'\ndeck = gambit.define_deck(run=run, context_schema={}, response_schema={})\n",
+        "import busy_gate, gambit\ndef run(ctx):\n    busy_gate.fired.wait(10)\n    return 'ok'\ndeck = gambit.define_deck(run=run, context_schema={}, response_schema={})\n",
     )
     decks.write(
         "d/busy.py",
-        "import busy_gate, gambit\nasync def run(ctx):\n    busy_gate.fired.set()\n    return 'alias busy fired'\ndeck = gambit.define_deck(run=run, context_schema={}, response_schema={})\n",
+        "import gambit\nasync def run(ctx):\n    return 'alias busy fired'\ndeck = gambit.define_deck(run=run, context_schema={}, response_schema={})\n",
     )
     path = decks.deck(
         "d/PROMPT.md",
@@ -972,13 +975,19 @@ async def test_busy_handler_fires_while_an_action_runs(decks: DeckFolder, monkey
     provider = ScriptedProvider()
     provider.enqueue(Call("slow", {}), "ok")
     rec = Recorder()
+
+    def on_stream_text(text: str) -> None:
+        rec.text.append(text)
+        if "alias busy fired" in text:
+            gate.set()
+
     # A guardrail timeout makes a busy handler that never fires fail the test, not hang it.
     result = await run_deck(
         path,
         provider=provider,
         clock=FakeClock(),
         guardrails=Guardrails(timeout_ms=5_000),
-        **rec.kwargs(),
+        **(rec.kwargs() | {"on_stream_text": on_stream_text}),
     )
     assert result.output == "ok"
     assert "alias busy fired\n" in rec.text

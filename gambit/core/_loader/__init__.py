@@ -23,11 +23,16 @@ The flow, and where each rule lives:
                        driven by a small spec per array (`EntryArray`: keys, required keys,
                        what a path must point at, reserved names, duplicates)
         embeds.py      snippets in the body: built-in and local, legacy markers and cards,
-                       a card's front matter, chains (depth limit) and cycles
+                       a card's front matter, chains (depth limit) and cycles; each
+                       snippet expanded once, the prompt's length bounded, a linear scan
       paths.py       what a path may name: a PROMPT.md (a folder is an error with a hint),
-                     legacy *.deck.md, gambit://decks/..., a .py module; refused paths
-      schemas.py     schema references: gambit://schemas/..., .json, .py, .zod.ts; depth limit
-      imports.py     importing Python files under IMPORT_TIME_LIMIT; DeckRunsCode when
+                     legacy *.deck.md, gambit://decks/..., a .py module; refused paths;
+                     the project root every referenced file must lie in (`ProjectRoot`,
+                     `Jail`, `referenced`)
+      schemas.py     schema references: gambit://schemas/..., .json, .py, .zod.ts; depth
+                     and size limits
+      imports.py     importing Python files under IMPORT_TIME_LIMIT, one deck at a time,
+                     under names unique to each file, without bytecode; DeckRunsCode when
                      importing is not allowed
       values.py      typed values in a table ("must be a string, not a number")
       load.py        the state one load shares: its Diagnostics and what it imported
@@ -37,12 +42,16 @@ problem in a deck (only `DeckRunsCode`, when the caller asked for no imports).
 """
 
 from .imports import IMPORT_TIME_LIMIT, DeckRunsCode
+from .paths import ProjectRoot, default_project_root, project_top
 from .tree import as_tree, check_deck_tree, find_workspace_decks, load_deck, load_deck_tree
 
 __all__ = [
     "as_tree",
     "IMPORT_TIME_LIMIT",
     "DeckRunsCode",
+    "ProjectRoot",
+    "default_project_root",
+    "project_top",
     "check_deck_tree",
     "find_workspace_decks",
     "load_deck",

@@ -9,13 +9,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .._compute import DeckDefinition
+from .._compute import DeckDefinition, definition_problems
 from .._deck import Deck
 from .._frontmatter import FrontMatterError, parse_front_matter
 from .embeds import expand_body
 from .entries import finish_tools, merge_actions
 from .imports import import_module
-from .keys import check_keys, front_matter_hint, parse_top_level
+from .keys import check_keys, parse_top_level, report_front_matter_error
 from .load import Load
 from .paths import read_text, report_unreadable
 from .schemas import schema_from_spec
@@ -52,12 +52,7 @@ def _load_markdown_deck(load: Load, file: str) -> Deck | None:
     try:
         parsed = parse_front_matter(text)
     except FrontMatterError as exc:
-        load.diag.error(
-            f"Failed to parse front matter: {exc}",
-            file=file,
-            line=exc.line,
-            hint=front_matter_hint(exc),
-        )
+        report_front_matter_error(load, exc, file)
         return None
     name = Path(file).name
     if name.endswith(".deck.md"):
@@ -106,7 +101,16 @@ def _definition(load: Load, file: str) -> DeckDefinition | None:
         return None
     definition = getattr(module, "deck", None)
     if isinstance(definition, DeckDefinition):
-        return definition
+        problems = definition_problems(definition)
+        for name, problem in problems:
+            load.diag.error(
+                problem,
+                file=file,
+                key=f"deck.{name}",
+                hint="build the deck with gambit.define_deck(run=..., label=...), which "
+                "checks its arguments",
+            )
+        return None if problems else definition
     if definition is None and callable(getattr(module, "run", None)):
         hint = (
             "wrap it: deck = gambit.define_deck(run=run, context_schema=..., response_schema=...)"

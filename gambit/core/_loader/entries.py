@@ -29,7 +29,7 @@ from .load import Load
 from .paths import resolve_deck_path, resolve_execute_path
 from .schemas import resolve_schema
 from .tables import parse_permissions
-from .values import opt_str, type_name
+from .values import Suggestions, opt_str, type_name
 
 NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 MAX_NAME_LENGTH = 64
@@ -244,17 +244,16 @@ def _tables(
                 key=key,
             )
     if known is not None:
+        suggestions = Suggestions(known)
         for index, entry in result:
             for name in entry:
                 if name not in known:
-                    import difflib  # only for an unknown key, as for top-level keys
-
-                    close = difflib.get_close_matches(name, sorted(known), n=1)
+                    close = suggestions.closest(name)
                     load.diag.warn(
                         "unknown key; it is ignored",
                         file=file,
                         key=f"{key}[{index + 1}].{name}",
-                        hint=f"did you mean {close[0]!r}?"
+                        hint=f"did you mean {close!r}?"
                         if close
                         else "known keys: " + ", ".join(sorted(known)),
                     )

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from .._deck import Deck
-from .._frontmatter import FrontMatterError
+from .._frontmatter import FrontMatterError, FrontMatterKeyError
 from .entries import ACTIONS, GRADERS, SCENARIOS, TOOLS, parse_entries
 from .load import Load
 from .schemas import resolve_schema
@@ -21,7 +21,7 @@ from .tables import (
     parse_model_params,
     parse_permissions,
 )
-from .values import opt_bool, opt_str
+from .values import Suggestions, opt_bool, opt_str
 
 CANONICAL_KEYS = {
     "label",
@@ -46,17 +46,16 @@ LEGACY_KEYS = {"actionDecks", "testDecks", "graderDecks", "inputSchema", "output
 
 def check_keys(load: Load, attrs: dict[str, Any], file: str) -> None:
     known = CANONICAL_KEYS | PASSTHROUGH_KEYS | LEGACY_KEYS | {"mcpServers"}
+    suggestions = Suggestions(CANONICAL_KEYS)
     for key in attrs:
         if key in known:
             continue
-        import difflib  # only for a deck with an unknown key: not worth 0.5 ms on every start
-
-        close = difflib.get_close_matches(key, sorted(CANONICAL_KEYS), n=1)
+        close = suggestions.closest(key)
         load.diag.warn(
             "unknown key; it is ignored",
             file=file,
             key=key,
-            hint=f"did you mean {close[0]!r}?"
+            hint=f"did you mean {close!r}?"
             if close
             else "see the deck format (seed 002) for the canonical keys",
         )
@@ -134,7 +133,22 @@ def parse_top_level(load: Load, deck: Deck, attrs: dict[str, Any], file: str) ->
         deck.item_extensions = parse_item_extensions(load, attrs["responseItemExtensions"], file)
 
 
+def report_front_matter_error(load: Load, exc: FrontMatterError, file: str) -> None:
+    """One problem for front matter that cannot be read (a deck's or an embedded snippet's)."""
+    load.diag.error(
+        str(exc)
+        if isinstance(exc, FrontMatterKeyError)
+        else f"Failed to parse front matter: {exc}",
+        file=file,
+        key=exc.key,
+        line=exc.line,
+        hint=front_matter_hint(exc),
+    )
+
+
 def front_matter_hint(exc: FrontMatterError) -> str:
+    if exc.hint:
+        return exc.hint
     text = str(exc)
     if "never closed" in text:
         return "close the front matter with a line holding only +++"

@@ -6,13 +6,16 @@ report a problem and the whole tree's problems end up in one `Diagnostics`.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .._errors import Diagnostics
 
+if TYPE_CHECKING:
+    from .paths import Jail
+
 
 class Load:
-    __slots__ = ("diag", "failed_schemas", "import_modules", "modules")
+    __slots__ = ("diag", "failed_schemas", "import_modules", "jail", "modules")
 
     def __init__(self, diag: Diagnostics, *, import_modules: bool = True):
         self.diag = diag
@@ -23,3 +26,6 @@ class Load:
         # (file, key) of schemas a deck declares but that failed to load (already an error),
         # so the role rules do not report them a second time as missing.
         self.failed_schemas: set[tuple[str, str]] = set()
+        # Where the files of this load may lie (set by the tree walk once the root deck is
+        # known); None: nothing is checked (a load that reads no referenced file).
+        self.jail: Jail | None = None

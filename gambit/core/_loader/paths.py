@@ -8,10 +8,16 @@
 - An `execute` target is a `.py` module.
 - A path the system refuses (NUL, too long, unreadable, a loop of links) is a problem naming
   it, never an exception.
+- Every file a deck references, and the root deck itself, must resolve (symlinks followed)
+  inside the project root or a folder allowed beside it (`ProjectRoot`, `Jail`); bundled
+  `gambit://` files are allowed; nothing under /proc, /sys or /dev ever (docs/decks.md,
+  "Trust and limits").
 """
 
 from __future__ import annotations
 
+import os
+from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -22,6 +28,139 @@ if TYPE_CHECKING:
 
 STDLIB_DECK_PACKAGE = "gambit.core.decks"  # gambit://decks/... (the agent bridge decks)
 CODE_SUFFIXES = (".ts", ".tsx", ".js", ".mjs", ".cjs", ".mts")
+PROJECT_FILE = "gambit.toml"  # its folder is the default project root
+# Without a gambit.toml, the nearest folder holding one of these is the project's top.
+PROJECT_MARKERS = (".git", ".hg", "pyproject.toml", "package.json", "deno.json", "deno.jsonc")
+# Never read, whatever the root or the allowed folders: the kernel's views of processes
+# (/proc/self/environ holds every API key), of the system and of devices.
+NEVER_READ = (Path("/proc"), Path("/sys"), Path("/dev"))
+# Where bundled gambit:// files live (the stdlib decks; snippets are read as resources).
+BUNDLED_FOLDER = Path(__file__).resolve().parent.parent / "decks"
+WIDEN_HINT = (
+    "keep referenced files inside the project, or allow the folder with "
+    f"[project] allow_paths in {PROJECT_FILE}"
+)
+NEVER_HINT = (
+    "point at a file inside the project; /proc, /sys and /dev are never read, even when allowed"
+)
+
+
+class ProjectRoot:
+    """The folder every file of a deck tree must lie in, symlinks followed, and the folders
+    allowed beside it (`allow`, relative ones against `path`).
+
+    The `[project] allow_paths` of `path/gambit.toml` are allowed too. Callers pass one to
+    the loader and the runtime as `project_root=`; without it the loader picks
+    `default_project_root` (docs/decks.md, "What is read").
+    """
+
+    __slots__ = ("allow", "path")
+
+    def __init__(self, path: str | os.PathLike[str], allow: Iterable[str | os.PathLike[str]] = ()):
+        self.path = Path(path)
+        self.allow = tuple(Path(a) for a in allow)
+
+    def __repr__(self) -> str:
+        allow = f", allow={[str(a) for a in self.allow]}" if self.allow else ""
+        return f"ProjectRoot({str(self.path)!r}{allow})"
+
+
+def project_top(root_deck: str | os.PathLike[str]) -> Path | None:
+    """The top of the project a root deck lies in: the nearest folder at or above it holding
+    gambit.toml, else the nearest holding a repository or a package manifest (.git,
+    pyproject.toml, package.json, deno.json...); None when there is neither."""
+    deck = Path(root_deck)
+    return _nearest(deck, (PROJECT_FILE,)) or _nearest(deck, PROJECT_MARKERS)
+
+
+def default_project_root(root_deck: str | os.PathLike[str]) -> Path:
+    """The project root when the caller names none: `project_top`, else the folder holding
+    the root deck's folder (so decks side by side in a folder can reference each other and a
+    shared/ folder beside them). No current directory: the engine reads none."""
+    return project_top(root_deck) or deck_folder(root_deck).parent
+
+
+def deck_folder(root_deck: str | os.PathLike[str]) -> Path:
+    """The folder of a root deck given as a file, or the deck folder itself, resolved."""
+    deck = _real(Path(root_deck))
+    return deck if deck.is_dir() else deck.parent
+
+
+def _nearest(start: Path, names: tuple[str, ...]) -> Path | None:
+    here = deck_folder(start)
+    for folder in (here, *here.parents):
+        if any((folder / name).exists() for name in names):
+            return folder
+    return None
+
+
+class Jail:
+    """A `ProjectRoot` made concrete for one load: the resolved root and allowed folders
+    (symlinks followed), with problems in gambit.toml's `[project]` reported."""
+
+    __slots__ = ("allowed", "project", "root")
+
+    def __init__(self, load: Load, project: ProjectRoot):
+        self.root = _real(project.path)
+        allowed = [_real(self.root / a) for a in project.allow]
+        allowed += _allow_paths_setting(load, self.root)
+        self.allowed = tuple(dict.fromkeys(a for a in allowed if a != self.root))
+        # What a load started at run time (a compute deck's spawn_and_wait) is given again.
+        self.project = ProjectRoot(self.root, self.allowed)
+
+    def refusal(self, path: Path) -> tuple[str, str] | None:
+        """Why `path` (resolved) may not be read, and the fix; None when it may."""
+        inside = any(
+            path == folder or folder in path.parents
+            for folder in (self.root, *self.allowed, BUNDLED_FOLDER)
+        )
+        for never in NEVER_READ:
+            if path == never or never in path.parents:
+                where = (
+                    f"inside the project root {self.root} but"
+                    if inside
+                    else f"outside the project root {self.root} and"
+                )
+                return f"{where} under {never}, which Gambit never reads", NEVER_HINT
+        if inside:
+            return None
+        return f"outside the project root {self.root}", WIDEN_HINT
+
+
+def _real(path: Path) -> Path:
+    try:
+        return Path(os.path.realpath(path))
+    except (OSError, ValueError):
+        return Path(os.path.abspath(path))
+
+
+def _allow_paths_setting(load: Load, root: Path) -> list[Path]:
+    """The folders `[project] allow_paths` in root/gambit.toml allows (relative to root)."""
+    config = root / PROJECT_FILE
+    if not config.is_file():
+        return []
+    import tomli  # only for a project with a gambit.toml
+
+    try:
+        data = tomli.loads(config.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, tomli.TOMLDecodeError) as exc:
+        load.diag.error(
+            f"cannot read the project settings: {exc}",
+            file=str(config),
+            hint="fix the file: it is TOML, and its [project] table holds allow_paths",
+        )
+        return []
+    project = data.get("project", {})
+    entries = project.get("allow_paths", []) if isinstance(project, dict) else None
+    if not isinstance(entries, list) or not all(isinstance(e, str) and e for e in entries):
+        load.diag.error(
+            "must be a list of folder paths",
+            file=str(config),
+            key="project.allow_paths",
+            hint='e.g. allow_paths = ["../shared"] (relative to this file\'s folder)',
+        )
+        return []
+    return [_real(root / e) for e in entries]
 
 
 def bundled_files(package: str) -> Traversable:
@@ -42,7 +181,8 @@ def folder_entrypoint(folder: Path) -> Path | None:
 
 
 def root_deck_file(load: Load, path: str | Path) -> str | None:
-    """The absolute file of the root deck `path` names (a file, or a deck folder)."""
+    """The absolute file of the root deck `path` names (a file, or a deck folder); it must
+    lie inside the load's jail like every file it references."""
     root_path = Path(path)
     if root_path.is_dir():
         entry = folder_entrypoint(root_path)
@@ -58,6 +198,14 @@ def root_deck_file(load: Load, path: str | Path) -> str | None:
     if not root_path.is_file():
         load.diag.error("deck file not found", file=root_file, hint="check the path")
         return None
+    refusal = load.jail.refusal(Path(root_file)) if load.jail is not None else None
+    if refusal is not None:
+        load.diag.error(
+            f"the deck {str(path)!r} resolves to {root_file}, {refusal[0]}",
+            file=root_file,
+            hint=refusal[1],
+        )
+        return None
     return root_file
 
 
@@ -70,6 +218,22 @@ def local(load: Load, raw: str, file: str, key: str | None) -> Path | None:
     except (ValueError, OSError) as exc:
         load.diag.error(f"{raw!r} is not a usable path: {exc}", file=file, key=key)
         return None
+
+
+def referenced(load: Load, raw: str, file: str, key: str | None) -> Path | None:
+    """The file a deck references: `raw` resolved against the declaring file's folder,
+    symlinks followed, and inside the load's jail; None (with an error naming the path, the
+    root and the fix) if not."""
+    target = local(load, raw, file, key)
+    if target is None or load.jail is None:
+        return target
+    refusal = load.jail.refusal(target)
+    if refusal is None:
+        return target
+    load.diag.error(
+        f"{raw!r} resolves to {target}, {refusal[0]}", file=file, key=key, hint=refusal[1]
+    )
+    return None
 
 
 def read_text(load: Load, file: str) -> str | None:
@@ -111,7 +275,7 @@ def resolve_deck_path(
     raw = raw.strip()
     if raw.startswith("gambit://"):
         return _resolve_stdlib_deck(load, raw, file, key)
-    target = local(load, raw, file, key)
+    target = referenced(load, raw, file, key)
     if target is None:
         return None
     if target.is_dir():
@@ -187,7 +351,7 @@ def _resolve_stdlib_deck(load: Load, raw: str, file: str, key: str) -> str | Non
 
 def resolve_execute_path(load: Load, raw: str, file: str, key: str) -> str | None:
     raw = raw.strip()
-    target = local(load, raw, file, key)
+    target = referenced(load, raw, file, key)
     if target is None:
         return None
     if target.suffix in CODE_SUFFIXES:

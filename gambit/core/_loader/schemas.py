@@ -7,17 +7,28 @@ A schema nested past MAX_SCHEMA_DEPTH is an error naming the file and the limit.
 from __future__ import annotations
 
 import json
+import sys
 from typing import Any
 
 from .._builtin_schemas import builtin_schema, resolve_builtin_schema_uri
 from .._depth import json_depth
-from .._schema import Schema, schema_from_json, schema_from_pydantic
+from .._schema import (
+    MAX_SCHEMA_VALUES,
+    Schema,
+    check_schema_values,
+    schema_from_json,
+    schema_from_pydantic,
+)
 from .imports import import_module
 from .load import Load
-from .paths import local, read_text
+from .paths import read_text, referenced
 from .values import type_name
 
 MAX_SCHEMA_DEPTH = 128  # levels of JSON nesting in a schema file (two per nested object property)
+# The largest .zod.ts file translated (docs/decks.md, "Bounds"): room for some 2,000
+# described fields. The translator reads about 300,000 characters a second, even when every
+# character is a token (`![(![(...`), so this is a third of a second at most.
+MAX_ZOD_FILE_BYTES = 100_000
 
 
 def resolve_schema(load: Load, ref: Any, file: str, key: str) -> Schema | None:
@@ -47,7 +58,7 @@ def resolve_schema(load: Load, ref: Any, file: str, key: str) -> Schema | None:
         if resolved.deprecated_reason:
             load.diag.deprecated(resolved.deprecated_reason, file=file, key=key)
         return builtin_schema(resolved.canonical_uri)
-    target = local(load, ref, file, key)
+    target = referenced(load, ref, file, key)
     if target is None:
         return None
     if not target.is_file():
@@ -75,6 +86,12 @@ def resolve_schema(load: Load, ref: Any, file: str, key: str) -> Schema | None:
                 hint="flatten it, or split it with $defs and $ref",
             )
             return None
+        except ValueError:  # int("1" * 5000): Python's limit on digits in an integer
+            load.diag.error(
+                f"invalid JSON: a number has more than {sys.get_int_max_str_digits()} digits",
+                file=str(target),
+            )
+            return None
         if not isinstance(data, dict):
             load.diag.error("a JSON Schema file must hold an object", file=str(target))
             return None
@@ -98,6 +115,13 @@ def resolve_schema(load: Load, ref: Any, file: str, key: str) -> Schema | None:
             return None
         return schema_from_spec(load, module.schema, str(target), "schema")
     if name.endswith(".ts"):
+        if target.stat().st_size > MAX_ZOD_FILE_BYTES:
+            load.diag.error(
+                f"the zod file is larger than {MAX_ZOD_FILE_BYTES:,} bytes (the limit)",
+                file=str(target),
+                hint="split the schema, or write it as JSON Schema (a .json file)",
+            )
+            return None
         # The zod translator is imported only for decks that have a .zod.ts schema.
         from .._zod import ZodTranslationError, translate_zod_file
 
@@ -169,7 +193,20 @@ def schema_from_spec(load: Load, spec: Any, file: str, key: str) -> Schema | Non
 
 def _shallow_enough(load: Load, data: Any, file: str, key: str | None = None) -> bool:
     """A schema nested past MAX_SCHEMA_DEPTH is an error naming the file and the limit
-    (deeper ones would exhaust the recursion of the validators)."""
+    (deeper ones would exhaust the recursion of the validators); so is one of more than
+    MAX_SCHEMA_VALUES values or with a key that is not a string, checked first, as a
+    module's dict that shares itself at every level has more paths to walk than atoms."""
+    if isinstance(data, dict):
+        try:
+            check_schema_values(data)
+        except ValueError as exc:
+            load.diag.error(
+                f"invalid JSON Schema: {exc}",
+                file=file,
+                key=key,
+                hint=f"keep a schema under {MAX_SCHEMA_VALUES:,} values, with string keys",
+            )
+            return False
     depth = json_depth(data, MAX_SCHEMA_DEPTH + 1)
     if depth > MAX_SCHEMA_DEPTH:
         load.diag.error(

@@ -8,6 +8,7 @@ deck is loaded, each action takes its IO schemas from its target.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -22,27 +23,44 @@ from .._errors import Diagnostics
 from .._schema import deep_match_problems
 from .deck_file import read_deck
 from .load import Load
-from .paths import folder_entrypoint, root_deck_file
+from .paths import Jail, ProjectRoot, default_project_root, folder_entrypoint, root_deck_file
+
+# What a caller may pass as `project_root=`: a folder, or a ProjectRoot with allowed folders.
+ProjectRootSpec = str | os.PathLike[str] | ProjectRoot | None
 
 
-def load_deck_tree(path: str | Path, *, strict: bool = False, role: DeckRole = "root") -> DeckTree:
+def load_deck_tree(
+    path: str | Path,
+    *,
+    strict: bool = False,
+    role: DeckRole = "root",
+    project_root: ProjectRootSpec = None,
+) -> DeckTree:
     """Load a root deck and everything it references; raise `DeckLoadError` on any error.
 
     `role` checks the deck given as that role (a grader given to `gambit grade` must be a
-    compatible grader, as it would be under `[[graders]]`)."""
+    compatible grader, as it would be under `[[graders]]`). Every file must lie inside
+    `project_root` (a folder, or a `ProjectRoot` with folders allowed beside it); None picks
+    `default_project_root`: the nearest folder holding gambit.toml at or above the deck, else
+    a repository's or package's top, else the folder holding the deck's folder."""
     walk = _TreeWalk(strict=strict)
-    tree = walk.load_tree(path, role)
+    tree = walk.load_tree(path, role, project_root)
     walk.load.diag.raise_if_errors()
     assert tree is not None
     return tree
 
 
 def as_tree(
-    deck: str | Path | Deck | DeckTree, *, strict: bool = False, role: DeckRole = "root"
+    deck: str | Path | Deck | DeckTree,
+    *,
+    strict: bool = False,
+    role: DeckRole = "root",
+    project_root: ProjectRootSpec = None,
 ) -> DeckTree:
     """A deck tree from what the engine's callers may pass: a tree as it is, a lone deck
     as a tree of one, a path loaded as `role` (a persona as a scenario, a grader as a
-    grader: their seed rules and defaults apply as under `[[scenarios]]` / `[[graders]]`)."""
+    grader: their seed rules and defaults apply as under `[[scenarios]]` / `[[graders]]`),
+    inside `project_root` (see `load_deck_tree`)."""
     if isinstance(deck, DeckTree | Deck):
         tree = (
             deck
@@ -58,16 +76,23 @@ def as_tree(
             _apply_role_rules(load, tree.root, "grader")
             load.diag.raise_if_errors()
         return tree
-    return load_deck_tree(deck, strict=strict, role=role)
+    return load_deck_tree(deck, strict=strict, role=role, project_root=project_root)
 
 
-def load_deck(path: str | Path, *, strict: bool = False) -> Deck:
+def load_deck(
+    path: str | Path, *, strict: bool = False, project_root: ProjectRootSpec = None
+) -> Deck:
     """Load a deck and its tree (so references are validated), returning the root deck."""
-    return load_deck_tree(path, strict=strict).root
+    return load_deck_tree(path, strict=strict, project_root=project_root).root
 
 
 def check_deck_tree(
-    path: str | Path, *, strict: bool = False, role: DeckRole = "root", import_modules: bool = True
+    path: str | Path,
+    *,
+    strict: bool = False,
+    role: DeckRole = "root",
+    import_modules: bool = True,
+    project_root: ProjectRootSpec = None,
 ) -> tuple[DeckTree | None, Diagnostics]:
     """Load without raising: the tree (None when the root itself failed) and every problem.
 
@@ -75,7 +100,7 @@ def check_deck_tree(
     compute deck, an `execute` action, a `.py` schema) raises `DeckRunsCode` instead, so a
     caller can load it elsewhere (the simulator does, in a child process)."""
     walk = _TreeWalk(strict=strict, import_modules=import_modules)
-    tree = walk.load_tree(path, role)
+    tree = walk.load_tree(path, role, project_root)
     return tree, walk.load.diag
 
 
@@ -104,7 +129,14 @@ class _TreeWalk:
         self.entries: list[DeckTreeEntry] = []
         self._seen_roles: set[tuple[str, DeckRole]] = set()
 
-    def load_tree(self, path: str | Path, role: DeckRole = "root") -> DeckTree | None:
+    def load_tree(
+        self, path: str | Path, role: DeckRole = "root", project_root: ProjectRootSpec = None
+    ) -> DeckTree | None:
+        if project_root is None:
+            project_root = default_project_root(path)
+        if not isinstance(project_root, ProjectRoot):
+            project_root = ProjectRoot(project_root)
+        self.load.jail = Jail(self.load, project_root)
         root_file = root_deck_file(self.load, path)
         if root_file is None:
             return None
@@ -125,7 +157,11 @@ class _TreeWalk:
         if root is None:
             return None
         return DeckTree(
-            root=root, decks=self.decks, entries=self.entries, warnings=self.load.diag.warnings
+            root=root,
+            decks=self.decks,
+            entries=self.entries,
+            warnings=self.load.diag.warnings,
+            project_root=self.load.jail.project,
         )
 
     def _load_file(self, file: str) -> Deck | None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import math
+from collections.abc import Iterable
 from typing import Any
 
 from .load import Load
@@ -55,8 +56,14 @@ def opt_number(
         return None
     ok = isinstance(value, int) if integer else isinstance(value, int | float)
     if isinstance(value, bool) or not ok or (isinstance(value, float) and not math.isfinite(value)):
-        kind = "a whole number" if integer else "a number"
-        load.diag.error(f"must be {kind}, not {type_name(value)}", file=file, key=prefix + key)
+        kind = "a whole number" if integer else "a finite number"
+        # A number is shown as written (`not nan`, `not 0.5`): "not a number" would say nothing.
+        shown = (
+            repr(value)
+            if isinstance(value, int | float) and not isinstance(value, bool)
+            else type_name(value)
+        )
+        load.diag.error(f"must be {kind}, not {shown}", file=file, key=prefix + key)
         return None
     if minimum is not None and value < minimum:
         load.diag.error(f"must be at least {minimum:g}, not {value}", file=file, key=prefix + key)
@@ -111,3 +118,28 @@ def non_json_paths(value: Any, path: str) -> list[tuple[str, str]]:
     if value is None or isinstance(value, str | int | float | bool):
         return []
     return [(path, type(value).__name__)]
+
+
+MAX_SUGGESTIONS = 50  # "did you mean" for the first unknown keys of a table
+
+
+class Suggestions:
+    """The closest known name to an unknown key, for a "did you mean" hint.
+
+    Only the first MAX_SUGGESTIONS unknown keys of a table get one. Each takes difflib about
+    0.1 ms, and front matter at its length bound can hold 10,000 unknown keys: a second of
+    suggestions that nobody reads past the first few.
+    """
+
+    def __init__(self, known: Iterable[str]):
+        self.known = sorted(known)
+        self.left = MAX_SUGGESTIONS
+
+    def closest(self, name: str) -> str | None:
+        if self.left <= 0:
+            return None
+        self.left -= 1
+        import difflib  # only for a deck with an unknown key: not worth 0.5 ms on every start
+
+        close = difflib.get_close_matches(name, self.known, n=1)
+        return close[0] if close else None

@@ -30,7 +30,8 @@ class RunError(GambitError):
     """A run failed for a reason of the runtime (guardrails, validation, configuration).
 
     `code` is machine-readable: `max_depth`, `max_passes`, `timeout`, `invalid_input`,
-    `invalid_output`, `no_model`, `deck_failed`, `invalid_deck`.
+    `invalid_output`, `no_model`, `deck_failed`, `invalid_deck`; `internal_error` is a bug of
+    the engine (e.g. a child deck started without its parent's permissions).
     """
 
     def __init__(
@@ -47,12 +48,22 @@ class DeckFailure(RunError):
 
 
 class DeckCodeError(RunError):
-    """A compute deck's own code raised; the original exception is the `__cause__`."""
+    """A compute deck's own code raised; the original exception is the `__cause__`.
+
+    Any exception: a `SystemExit`, `KeyboardInterrupt` or other `BaseException` raised by
+    deck code fails the deck like any error (it does not end or interrupt the process); for
+    the first two the message says how to end a deck instead."""
 
     def __init__(self, deck_path: str, exc: BaseException):
-        detail = str(exc) or "(no message)"
+        detail = str(exc) or ("out of memory" if isinstance(exc, MemoryError) else "(no message)")
+        hint = (
+            " (a deck cannot exit or interrupt the process; fix: return the deck's output, "
+            "or call ctx.fail(...) to fail it)"
+            if isinstance(exc, SystemExit | KeyboardInterrupt)
+            else ""
+        )
         super().__init__(
-            f"{deck_path} raised {type(exc).__name__}: {detail}",
+            f"{deck_path} raised {type(exc).__name__}: {detail}{hint}",
             code="deck_failed",
             deck_path=deck_path,
         )

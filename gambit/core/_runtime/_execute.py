@@ -4,7 +4,8 @@ It enforces the depth guardrail, lays the deck's own `[guardrails]` over the inh
 limits, checks that a child deck declares its schemas (an `[[actions]]` entry's resolved
 schemas take precedence over the deck's), validates the context input, then hands over to
 `_run_compute` (compute decks, `_compute_deck`) or to an `_LlmExecution` (LLM decks, `_llm`)
-with the deck's effective permissions (the host's grants at the root, the parent's below).
+with the deck's effective permissions (the host's grants at the root, the parent's below;
+every child is given its parent's set, whichever route started it).
 
 Children are executed through this same function: actions and handlers (from `_tool_calls`
 and `_handlers`) and decks spawned by compute code (from `_compute_deck`). The recursion
@@ -74,6 +75,7 @@ async def execute_deck(
         context = _validate(
             context_schema, context, what="context", deck_path=deck.path, code="invalid_input"
         )
+    permissions = _effective_permissions(run, deck, depth, action, parent_permissions)
     if deck.kind == "compute":
         assert deck.definition is not None
         return await _compute_deck._run_compute(
@@ -88,8 +90,8 @@ async def execute_deck(
             root_state,
             emitted,
             response_schema,
+            permissions=permissions.permissions,
         )
-    permissions = _effective_permissions(run, deck, depth, action, parent_permissions)
     execution = _llm._LlmExecution(
         run, deck, depth, parent_action_call_id, limits, root_state, permissions
     )
@@ -103,20 +105,37 @@ def _effective_permissions(
     action: ActionDecl | None,
     parent: PermissionSet | None,
 ) -> EffectivePermissions:
-    """The deck's layered permissions: the host's grants at the root, the parent's below."""
-    base = Path(deck.path).parent
-    if (depth == 0 or parent is None) and run.tools_base_dir is not None:
-        base = Path(run.tools_base_dir)
-    if depth == 0 or parent is None:
+    """The deck's layered permissions: the host's grants at the root, the parent's below.
+
+    Only the root starts from the host. A deck below it that arrives without its parent's
+    set is a bug in the caller, refused here rather than run as a root: a child can only
+    narrow its parent, whatever started it (docs/decisions.md, "Permissions and built-in
+    tools"). A compute deck cannot declare `[permissions]`; it passes on what it was given.
+    """
+    declares = deck.kind != "compute"
+    if depth == 0:
+        entry = run.entry_permissions
+        base = Path(run.tools_base_dir or Path(deck.path).parent)
         return resolve_effective(
             base,
             workspace=run.workspace_permissions,
             declaration=deck.permissions,
+            reference=entry.permissions if entry is not None else None,
+            reference_base=entry.base_dir if entry is not None else None,
             session=run.session_permissions,
+            declares=declares,
+        )
+    if parent is None:
+        raise RunError(
+            f"internal error: {deck.path} was started below the root without its parent's "
+            "permissions (please report this bug)",
+            code="internal_error",
+            deck_path=deck.path,
         )
     return resolve_effective(
-        base,
+        Path(deck.path).parent,
         parent=parent,
         declaration=deck.permissions,
         reference=action.permissions if action is not None else None,
+        declares=declares,
     )

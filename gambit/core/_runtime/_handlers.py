@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from .._deck import ActionDecl, Deck, HandlerDecl
 from .._openresponses import message_item
+from .._permissions import EffectivePermissions, PermissionSet
 from . import _execute
 from ._common import DeckCodeError, _json
 from ._limits import _Limits
@@ -46,6 +47,13 @@ class _Handlers:
     limits: _Limits
     items: list[Any]
     last_activity: float
+    permissions: EffectivePermissions | None
+
+    @property
+    def _handler_parent_permissions(self) -> PermissionSet | None:
+        """A handler is a child of the deck that declares it: it starts from this deck's
+        effective permissions, never from the host's."""
+        return self.permissions.permissions if self.permissions is not None else None
 
     def _idle_watcher(self) -> asyncio.Task[None] | None:
         handler = self.deck.handlers.get("onIdle")
@@ -94,6 +102,7 @@ class _Handlers:
                 depth=self.depth + 1,
                 parent_action_call_id=parent or self.action_call_id,
                 limits=self.limits,
+                parent_permissions=self._handler_parent_permissions,
             )
         except asyncio.CancelledError:
             raise
@@ -126,6 +135,7 @@ class _Handlers:
                 depth=self.depth + 1,
                 parent_action_call_id=call.call_id,
                 limits=self.limits,
+                parent_permissions=self._handler_parent_permissions,
             )
         except asyncio.CancelledError:
             raise

@@ -32,10 +32,17 @@ DEFAULT_TIMEOUT_MS = 120_000
 
 class _DeadlineExceeded(RunError):
     """The run's own deadline passed (guardrails.timeoutMs); never confused with a
-    `TimeoutError` raised by deck code or a tool handler."""
+    `TimeoutError` raised by deck code or a tool handler. The message names the deck that was
+    running and the limit that ran out."""
 
-    def __init__(self, deck_path: str):
-        super().__init__("Timeout exceeded", code="timeout", deck_path=deck_path)
+    def __init__(self, deck_path: str, timeout_ms: int | None = None):
+        limit = f"{timeout_ms} ms" if timeout_ms else "the run's time limit"
+        super().__init__(
+            f"Timeout exceeded: {deck_path} was still running after {limit} "
+            "(guardrails.timeoutMs; fix: raise it, or make the deck finish sooner)",
+            code="timeout",
+            deck_path=deck_path,
+        )
 
 
 @dataclass(frozen=True)
@@ -56,13 +63,14 @@ class _Limits:
     guardrails: Guardrails
     deadline: float | None  # clock.monotonic() seconds
     clock: Clock = SYSTEM_CLOCK
+    deadline_ms: int | None = None  # the timeoutMs that set `deadline` (for the message)
 
     def remaining(self) -> float | None:
         return None if self.deadline is None else self.deadline - self.clock.monotonic()
 
     def check(self, deck_path: str) -> None:
         if self.deadline is not None and self.clock.monotonic() >= self.deadline:
-            raise _DeadlineExceeded(deck_path)
+            raise _DeadlineExceeded(deck_path, self.deadline_ms)
 
 
 def _root_limits(caller: Guardrails, clock: Clock = SYSTEM_CLOCK) -> _Limits:
@@ -86,14 +94,13 @@ def _deck_limits(deck: Deck, inherited: _Limits) -> _Limits:
     # The effective timeout starts a deadline now, capped by the inherited one (a child can
     # tighten it, never extend it); 0 means no local limit.
     clock = inherited.clock
-    return _Limits(merged, _deadline(merged.timeout_ms, inherited.deadline, clock), clock)
-
-
-def _deadline(timeout_ms: int | None, inherited: float | None, clock: Clock) -> float | None:
+    timeout_ms = merged.timeout_ms
     if not timeout_ms:  # 0 (or unset) means no local limit; an inherited deadline still applies
-        return inherited
+        return _Limits(merged, inherited.deadline, clock, inherited.deadline_ms)
     local = clock.monotonic() + timeout_ms / 1000
-    return local if inherited is None else min(local, inherited)
+    if inherited.deadline is not None and inherited.deadline <= local:
+        return _Limits(merged, inherited.deadline, clock, inherited.deadline_ms)
+    return _Limits(merged, local, clock, timeout_ms)
 
 
 def _first(*values: Any) -> Any:
@@ -111,12 +118,12 @@ async def _with_deadline(awaitable: Awaitable[Any], limits: _Limits, deck_path: 
     if remaining <= 0:
         if inspect.iscoroutine(awaitable):
             awaitable.close()
-        raise _DeadlineExceeded(deck_path)
+        raise _DeadlineExceeded(deck_path, limits.deadline_ms)
     scope = asyncio.timeout(remaining)
     try:
         async with scope:
             return await awaitable
     except TimeoutError:
         if scope.expired():
-            raise _DeadlineExceeded(deck_path) from None
+            raise _DeadlineExceeded(deck_path, limits.deadline_ms) from None
         raise  # a TimeoutError of the deck's own code

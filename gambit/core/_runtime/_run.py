@@ -24,9 +24,10 @@ from typing import Any
 from .._deck import Deck
 from .._ids import new_id
 from .._loader import load_deck_tree
+from .._loader.paths import ProjectRoot, default_project_root
 from .._messages import ChatMessage, IncrementalMessages
 from .._openresponses import ResponseUsage, construct, item_to_dict
-from .._permissions import PermissionSet
+from .._permissions import EntryPermissions, PermissionSet
 from .._provider import ModelProvider, ModelResolver
 from .._state import MessageRef, SavedState
 from .._trace import DECK_WARNING, LogEvent, ResponseTraceEvent, _TraceBase
@@ -106,6 +107,7 @@ class _Run:
         on_tool: ToolHandler | None,
         decks: dict[str, Deck],
         strict: bool,
+        project_root: ProjectRoot | None = None,
     ):
         self.run_id = run_id
         self.provider = provider
@@ -119,10 +121,17 @@ class _Run:
         self.on_tool = on_tool
         self.decks = decks
         self.strict = strict
+        # Where decks loaded while the run goes on must lie, as the root's tree did (None:
+        # the root deck's default project root, found when first needed).
+        self.project_root = project_root
+        self.root_deck_path = ""
         self.usage = _Usage()
         # What the host grants the built-in tools (seed 002 [permissions]; see _permissions).
         self.workspace_permissions: PermissionSet | None = None
         self.session_permissions: PermissionSet | None = None
+        # A scenario or grader run from a [[scenarios]]/[[graders]] entry: the entry's
+        # `permissions`, relative to the deck that declares the entry (a reference layer).
+        self.entry_permissions: EntryPermissions | None = None
         self.host_env: dict[str, str] = {}
         # Where the root deck's built-in tools resolve relative paths (default: its folder);
         # a deck that works on another folder (the Build assistant) is given that folder.
@@ -154,7 +163,10 @@ class _Run:
         if deck is None:
             # A deck first loaded while the run goes on (a compute deck's spawn_and_wait
             # target): its warnings go in the trace like those of the decks loaded before.
-            tree = load_deck_tree(path, strict=self.strict)
+            if self.project_root is None:
+                # Decks a compute deck spawns are checked against the root deck's project.
+                self.project_root = ProjectRoot(default_project_root(self.root_deck_path))
+            tree = load_deck_tree(path, strict=self.strict, project_root=self.project_root)
             known = set(self.decks)
             self.decks.update(tree.decks)
             deck = tree.root

@@ -20,9 +20,11 @@ from .._deck import Deck, DeckTree, Guardrails
 from .._depth import MAX_VALUE_DEPTH, too_deep
 from .._ids import new_id
 from .._loader import load_deck_tree
+from .._loader.paths import ProjectRoot
+from .._loader.tree import ProjectRootSpec
 from .._messages import IncrementalMessages
 from .._openresponses import FunctionCallItem, FunctionCallOutputItem, ResponseUsage
-from .._permissions import PermissionSet
+from .._permissions import EntryPermissions, PermissionSet
 from .._provider import ModelProvider, ModelResolver
 from .._state import SavedState, new_state, state_items
 from .._trace import RunEndEvent, RunStartEvent
@@ -64,9 +66,11 @@ async def run_deck(
     strict: bool = False,
     workspace_permissions: PermissionSet | None = None,
     session_permissions: PermissionSet | None = None,
+    entry_permissions: EntryPermissions | None = None,
     host_env: Mapping[str, str] | None = None,
     tools_base_dir: str | Path | None = None,
     clock: Clock | None = None,
+    project_root: ProjectRootSpec = None,
 ) -> RunResult:
     """Run a deck to completion and return its validated output.
 
@@ -74,16 +78,23 @@ async def run_deck(
     message appended after it. Passing `state` resumes a conversation: nothing is
     re-injected and the context is recovered from it. `mode` picks the provider method
     (seed 000): "responses" (canonical) or "chat". `clock` replaces the system clock for
-    deadlines and handler timers (tests). Raises `RunError` (guardrails, validation),
-    `ProviderError`, `DeckError`; cancellation raises `CancelledError`.
+    deadlines and handler timers (tests). `project_root` is where every deck file must lie
+    (see `load_deck_tree`); a tree keeps the one it was loaded with. `entry_permissions`
+    narrows a root that runs as a `[[scenarios]]`/`[[graders]]` entry (see `entry_permissions`). Raises `RunError`
+    (guardrails, validation), `ProviderError`, `DeckError`; cancellation raises
+    `CancelledError`.
     """
     if isinstance(deck, DeckTree):
         root, decks, load_warnings = deck.root, dict(deck.decks), list(deck.warnings)
+        project_root = project_root if project_root is not None else deck.project_root
     elif isinstance(deck, Deck):
         root, decks, load_warnings = deck, {deck.path: deck}, list(deck.warnings)
     else:
-        tree = load_deck_tree(deck, strict=strict)
+        tree = load_deck_tree(deck, strict=strict, project_root=project_root)
         root, decks, load_warnings = tree.root, dict(tree.decks), list(tree.warnings)
+        project_root = tree.project_root
+    if project_root is not None and not isinstance(project_root, ProjectRoot):
+        project_root = ProjectRoot(project_root)
     resolved_run_id = run_id or (state.run_id if state is not None else None) or new_id("run")
     run = _Run(
         run_id=resolved_run_id,
@@ -98,9 +109,12 @@ async def run_deck(
         on_tool=on_tool,
         decks=decks,
         strict=strict,
+        project_root=project_root,
     )
+    run.root_deck_path = root.path
     run.workspace_permissions = workspace_permissions
     run.session_permissions = session_permissions
+    run.entry_permissions = entry_permissions
     run.host_env = dict(host_env or {})
     run.tools_base_dir = str(tools_base_dir) if tools_base_dir is not None else None
     # A shallow copy: the run replaces the copy's fields and never mutates what they hold

@@ -365,9 +365,12 @@ def demo_reply(request: CreateResponseRequest) -> Any:
 
     # An edit asked for in so many words (the Build assistant's demo): apply it.
     patch = re.search(r'replace\s+"([^"]+)"\s+with\s+"([^"]*)"\s+in\s+(\S+?)\.?$', said)
-    if patch and _tool(request, "apply_patch") is not None and not _calls_this_turn(items):
+    # (edit_file: the Build assistant's own edit tool, which never writes Python)
+    editor = _tool(request, "apply_patch") or _tool(request, "edit_file")
+    if patch and editor is not None and not _calls_this_turn(items):
         old, new, path = patch.groups()
-        return Call("apply_patch", {"path": path, "edits": [{"old_text": old, "new_text": new}]})
+        edits = [{"old_text": old, "new_text": new}]
+        return Call(editor.function.name, {"path": path, "edits": edits})
 
     # A deck with actions or tools: call one before answering, once per turn.
     tools = [t for t in request.tools or [] if t.function.name not in INTERNAL_TOOLS]
