@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from decks_app import worker
+from decks_app.runs import worker
 from decks_app.models import Run
 from decks_app.sessions.actions import create_session, send_message
 from decks_app.workspaces.served import current_workspace
@@ -101,7 +101,7 @@ def test_a_timed_out_compute_deck_frees_the_slot_for_the_next_run(
 
     following = send_message(create_session(workspace, "hello/deck.py"), "Ada")
     assert deliver(following.id) == "completed"
-    assert Run.objects.get(pk=following.id).output == "hello Ada"
+    assert Run.objects.get(pk=following.id).result == {"output": "hello Ada"}
     # Nothing of the stopped deck keeps running in this process (no thread is in its code).
     deadline = time.monotonic() + 5.0
     while running_code_of(folder / "spin.py"):
