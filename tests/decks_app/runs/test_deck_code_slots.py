@@ -18,8 +18,8 @@ from typing import Any
 
 import pytest
 
-from decks_app.runs import worker
 from decks_app.models import Run
+from decks_app.runs import worker
 from decks_app.sessions.actions import create_session, send_message
 from decks_app.workspaces.served import current_workspace
 
