@@ -19,8 +19,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from gambit.core._calibration import MAX_KAPPA_WIDTH, MIN_PAIRS  # noqa: E402
-from gambit.core._statistics import ClusterBootstrap, quadratic_kappa  # noqa: E402
+from gambit.core._calibration import MAX_KAPPA_WIDTH, MIN_PAIRS
+from gambit.core._statistics import ClusterBootstrap, quadratic_kappa
 
 # How often people use each rating -3..+3: most ratings near the middle and slightly positive
 # (assistants mostly do fine), a few at the extremes.
@@ -74,10 +74,12 @@ def main() -> None:
     print(f"{'pairs':>6}  median width of the 95% kappa interval")
     for size in SIZES:
         width = median_width(size, datasets=args.datasets, resamples=args.resamples)
-        mark = "  <= %.2f" % MAX_KAPPA_WIDTH if width <= MAX_KAPPA_WIDTH else ""
+        mark = f"  <= {MAX_KAPPA_WIDTH:.2f}" if width <= MAX_KAPPA_WIDTH else ""
         print(f"{size:>6}  {width:.3f}{mark}")
     found, _ = smallest_enough(datasets=args.datasets, resamples=args.resamples)
-    print(f"smallest size with median width <= {MAX_KAPPA_WIDTH}: {found} (MIN_PAIRS = {MIN_PAIRS})")
+    print(
+        f"smallest size with median width <= {MAX_KAPPA_WIDTH}: {found} (MIN_PAIRS = {MIN_PAIRS})"
+    )
 
 
 if __name__ == "__main__":

@@ -89,7 +89,7 @@ def _fail(message: str) -> Any:
     "--min-kappa",
     type=click.FloatRange(-1, 1),
     help="Exit 1 when a grader's kappa is not surely at least this (the lower bound of its "
-    "95% interval).",
+    "95% interval), or too few ratings to judge.",
 )
 @click.option(
     "--json",
@@ -131,7 +131,8 @@ def calibrate_command(
     newest version): kappa, agreement, Spearman, bias, sensitivity and specificity at
     --threshold, each with a 95% interval (a bootstrap over conversations, seeded), and a
     verdict; then the drift across versions, agreement between graders and between human
-    raters. Exits 1 when --min-kappa is set and a grader's kappa lower bound is below it.
+    raters. Exits 1 when --min-kappa is set and a grader's kappa lower bound is below it, or
+    there are too few ratings to judge it.
     """
     if not grades and not ratings:
         _fail("nothing to calibrate; pass grade exports (and --ratings FILE)")
@@ -177,6 +178,13 @@ def kappa_problem(entry: dict[str, Any], min_kappa: float) -> str | None:
         return f"{name}: kappa is undefined ({where}), so it cannot be shown to reach {min_kappa:g}"
     if interval is None:
         return f"{name}: kappa {kappa:.2f} has no interval ({where}); rate more items"
+    if not figures["enoughEvidence"]:
+        # A gate passed on evidence too thin to judge would be a gate in name only.
+        return (
+            f"{name}: {figures['message']} before --min-kappa {min_kappa:g} can be judged "
+            f"(kappa {kappa:.2f} [{interval['low']:.2f}, {interval['high']:.2f}] on "
+            f"{figures['pairs']} pairs)"
+        )
     if interval["low"] < min_kappa:
         return (
             f"{name}: kappa's lower bound {interval['low']:.2f} is below --min-kappa "

@@ -57,7 +57,7 @@ SCALE = tuple(range(-3, 4))
 # MAX_KAPPA_WIDTH wide. MIN_PAIRS is the smallest number of pairs at which the median 95%
 # interval of kappa is that narrow for a typical grader (docs/simulate_min_evidence.py;
 # tests/core/test_min_evidence.py re-runs a smaller simulation).
-MIN_PAIRS = 60
+MIN_PAIRS = 70
 MAX_KAPPA_WIDTH = 0.30
 # The verdict (docs/calibration.md, "The verdict"): a grader ranks runs when the lower bounds
 # of both kappa and Spearman reach RANK_MIN_LOWER ("substantial" agreement, Landis & Koch

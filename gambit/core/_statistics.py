@@ -47,6 +47,7 @@ _CHUNK_CELLS = 4_000_000
 # Fewer defined resamples than this share (a statistic undefined in most of them, such as a
 # kappa where most resamples have one category only) give no interval.
 _MIN_DEFINED = 0.5
+_DIGITS = 12
 
 IntervalMethod = Literal["wilson", "bootstrap-bca", "bootstrap-percentile"]
 
@@ -205,7 +206,10 @@ class ClusterBootstrap:
     def interval(self, statistic: Statistic, point: float, *, bca: bool = True) -> Interval | None:
         import numpy as np
 
-        theta = self.distribution(statistic)
+        # Rounded so that a resample equal to the data's value up to float noise (sums taken
+        # in another order) counts as a tie in BCa's bias correction.
+        theta = np.round(self.distribution(statistic), _DIGITS)
+        point = round(point, _DIGITS)
         defined = theta[np.isfinite(theta)]
         if len(defined) < max(2, _MIN_DEFINED * len(theta)):
             return None
