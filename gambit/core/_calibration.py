@@ -340,7 +340,7 @@ def _intervals(
     if not pairs:
         return dict.fromkeys(names), 0
     boot = ClusterBootstrap(_conversations(pairs), resamples=resamples, seed=seed)
-    statistics_ = {
+    statistics_: dict[str, Any] = {
         "exact": weighted_mean([float(h == g) for h, g in zip(humans, graders, strict=True)]),
         "withinOne": weighted_mean(
             [float(abs(h - g) <= 1) for h, g in zip(humans, graders, strict=True)]

@@ -113,7 +113,10 @@ def wilson(successes: int, trials: int, level: float = LEVEL) -> Interval | None
     z2n = z * z / trials
     centre = (p + z2n / 2) / (1 + z2n)
     half = z / (1 + z2n) * math.sqrt(p * (1 - p) / trials + z2n / (4 * trials))
-    return Interval(max(0.0, centre - half), min(1.0, centre + half), "wilson", level)
+    # At 0 or all successes the bound is exactly 0 or 1 (the formula leaves float noise).
+    low = 0.0 if successes == 0 else max(0.0, centre - half)
+    high = 1.0 if successes == trials else min(1.0, centre + half)
+    return Interval(low, high, "wilson", level)
 
 
 def proportion(successes: int, trials: int, level: float = LEVEL) -> Estimate:
@@ -169,10 +172,19 @@ class ClusterBootstrap:
         counts = self.counts[rows]
         return np.asarray(counts[:, self.cluster_of], dtype=float)
 
-    def distribution(self, statistic: Statistic) -> Values:
+    def _cluster_sums(self, statistic: SumStatistic) -> Values:
+        import numpy as np
+
+        sums = np.zeros((self.clusters, statistic.features.shape[1]))
+        np.add.at(sums, self.cluster_of, statistic.features)
+        return sums
+
+    def distribution(self, statistic: Statistic | SumStatistic) -> Values:
         """The statistic on every resample, in order (NaN where undefined)."""
         import numpy as np
 
+        if isinstance(statistic, SumStatistic):
+            return np.asarray(statistic.combine(self.counts @ self._cluster_sums(statistic)))
         step = max(1, _CHUNK_CELLS // max(self.observations, 1))
         parts = [
             np.asarray(statistic(self.weights(slice(start, start + step))), dtype=float)
@@ -180,21 +192,24 @@ class ClusterBootstrap:
         ]
         return np.concatenate(parts) if parts else np.zeros(0)
 
-    def jackknife(self, statistic: Statistic) -> Values:
+    def jackknife(self, statistic: Statistic | SumStatistic) -> Values:
         """The statistic with each cluster left out in turn."""
         import numpy as np
 
+        if isinstance(statistic, SumStatistic):
+            per_cluster = self._cluster_sums(statistic)
+            return np.asarray(statistic.combine(per_cluster.sum(axis=0) - per_cluster))
         leave_out = np.ones((self.clusters, self.observations))
         leave_out[self.cluster_of, np.arange(self.observations)] = 0.0
         return np.asarray(statistic(leave_out), dtype=float)
 
-    def value(self, statistic: Statistic) -> float | None:
+    def value(self, statistic: Statistic | SumStatistic) -> float | None:
         import numpy as np
 
         point = float(statistic(np.ones((1, self.observations)))[0])
         return point if math.isfinite(point) else None
 
-    def estimate(self, statistic: Statistic, *, bca: bool = True) -> Estimate:
+    def estimate(self, statistic: Statistic | SumStatistic, *, bca: bool = True) -> Estimate:
         """The statistic on the data and its interval (BCa, else percentile)."""
         if self.observations == 0:
             return Estimate(None, None)
@@ -203,7 +218,9 @@ class ClusterBootstrap:
             return Estimate(point, None)
         return Estimate(point, self.interval(statistic, point, bca=bca))
 
-    def interval(self, statistic: Statistic, point: float, *, bca: bool = True) -> Interval | None:
+    def interval(
+        self, statistic: Statistic | SumStatistic, point: float, *, bca: bool = True
+    ) -> Interval | None:
         import numpy as np
 
         # Rounded so that a resample equal to the data's value up to float noise (sums taken
@@ -251,63 +268,84 @@ def _bca_levels(theta: Values, point: float, jackknife: Values, alpha: float) ->
 # ---- weighted statistics (rows of weights -> one value per row) ------------------------------
 
 
-def weighted_mean(values: ArrayLike) -> Statistic:
+class SumStatistic:
+    """A statistic that depends on the data only through weighted sums of some features.
+
+    `features` is an (observations, k) matrix and `combine` maps (rows, k) sums to one value
+    per row. Calling it with a weight matrix gives `combine(weights @ features)`, as for any
+    statistic; `ClusterBootstrap` instead sums the features per conversation once and
+    resamples those sums, which costs resamples x conversations rather than resamples x
+    observations (a calibration of thousands of pairs stays fast).
+    """
+
+    def __init__(self, features: NDArray[Any], combine: Callable[[Values], Values]) -> None:
+        self.features = features
+        self.combine = combine
+
+    def __call__(self, weights: Weights) -> Values:
+        return self.combine(weights @ self.features)
+
+
+def weighted_mean(values: ArrayLike) -> SumStatistic:
     import numpy as np
 
     x = np.asarray(values, dtype=float)
 
-    def statistic(weights: Weights) -> Values:
-        total = weights.sum(axis=1)
+    def combine(sums: Values) -> Values:
+        total = sums[:, 1]
         with np.errstate(invalid="ignore", divide="ignore"):
-            return np.where(total > 0, (weights @ x) / np.where(total > 0, total, 1), np.nan)
+            return np.where(total > 0, sums[:, 0] / np.where(total > 0, total, 1), np.nan)
 
-    return statistic
+    return SumStatistic(np.column_stack([x, np.ones_like(x)]), combine)
 
 
-def weighted_ratio(numerator: ArrayLike, denominator: ArrayLike) -> Statistic:
+def weighted_ratio(numerator: ArrayLike, denominator: ArrayLike) -> SumStatistic:
     """sum(w * numerator) / sum(w * denominator), NaN where the denominator is 0."""
     import numpy as np
 
     top, bottom = np.asarray(numerator, dtype=float), np.asarray(denominator, dtype=float)
 
-    def statistic(weights: Weights) -> Values:
-        below = weights @ bottom
-        return np.where(below > 0, (weights @ top) / np.where(below > 0, below, 1), np.nan)
+    def combine(sums: Values) -> Values:
+        below = sums[:, 1]
+        return np.where(below > 0, sums[:, 0] / np.where(below > 0, below, 1), np.nan)
 
-    return statistic
+    return SumStatistic(np.column_stack([top, bottom]), combine)
 
 
-def quadratic_kappa(first: ArrayLike, second: ArrayLike) -> Statistic:
+def quadratic_kappa(first: ArrayLike, second: ArrayLike) -> SumStatistic:
     """Cohen's kappa with quadratic weights, from weighted moments.
 
     With weights (i - j)^2 (the scale's normalisation cancels), the observed disagreement is
     sum(w (a - b)^2) and the chance one is sum_i sum_j w_i w_j (a_i - b_j)^2 / N
     = sum(w a^2) + sum(w b^2) - 2 sum(w a) sum(w b) / N; kappa = 1 - observed / chance. The
     same figure as the confusion-matrix form over the -3..3 categories, and as
-    `sklearn.metrics.cohen_kappa_score(weights="quadratic")`.
+    `sklearn.metrics.cohen_kappa_score(weights="quadratic")` over the whole scale.
     """
     import numpy as np
 
     a, b = np.asarray(first, dtype=float), np.asarray(second, dtype=float)
-    squared_difference = (a - b) ** 2
+    features = np.column_stack([np.ones_like(a), a, b, a * a, b * b, (a - b) ** 2])
 
-    def statistic(weights: Weights) -> Values:
-        n = weights.sum(axis=1)
+    def combine(sums: Values) -> Values:
+        n, sa, sb, saa, sbb, observed = sums.T
         safe_n = np.where(n > 0, n, 1)
-        chance = weights @ (a * a) + weights @ (b * b) - 2 * (weights @ a) * (weights @ b) / safe_n
-        observed = weights @ squared_difference
+        chance = saa + sbb - 2 * sa * sb / safe_n
         defined = (n > 0) & (chance > 1e-9 * np.maximum(n, 1))
         return np.where(defined, 1 - observed / np.where(defined, chance, 1), np.nan)
 
-    return statistic
+    return SumStatistic(features, combine)
 
 
-def spearman(first: ArrayLike, second: ArrayLike) -> Statistic:
+def spearman(first: ArrayLike, second: ArrayLike) -> Statistic | SumStatistic:
     """Spearman's rho with average ranks for ties, for frequency weights: the value
     `scipy.stats.spearmanr` gives on the data with each observation repeated w times."""
     import numpy as np
 
     a, b = np.asarray(first, dtype=float), np.asarray(second, dtype=float)
+    values_a, index_a = np.unique(a, return_inverse=True)
+    values_b, index_b = np.unique(b, return_inverse=True)
+    if len(values_a) * len(values_b) <= _JOINT_LIMIT:
+        return _spearman_by_value_pairs(index_a, index_b, len(values_a), len(values_b))
     rank_a, rank_b = _rank_by_weight(a), _rank_by_weight(b)
 
     def statistic(weights: Weights) -> Values:
@@ -322,6 +360,45 @@ def spearman(first: ArrayLike, second: ArrayLike) -> Statistic:
             return np.where(variance > 1e-12, covariance / np.sqrt(variance), np.nan)
 
     return statistic
+
+
+# On a scale of a few values (the -3..+3 ratings), Spearman depends only on how much weight
+# each pair of values (a, b) carries: a sum statistic over one-hot features of those pairs,
+# which the bootstrap resamples per conversation. Above this many value pairs (raw scores of
+# many distinct values), ranks are computed per observation instead.
+_JOINT_LIMIT = 256
+
+
+def _spearman_by_value_pairs(
+    index_a: NDArray[Any], index_b: NDArray[Any], count_a: int, count_b: int
+) -> SumStatistic:
+    import numpy as np
+
+    features = np.zeros((len(index_a), count_a * count_b))
+    features[np.arange(len(index_a)), index_a * count_b + index_b] = 1.0
+
+    def average_ranks(weight: Values) -> Values:
+        cumulative = np.cumsum(weight, axis=1)
+        return cumulative - weight + (weight + 1) / 2
+
+    def combine(sums: Values) -> Values:
+        joint = sums.reshape(len(sums), count_a, count_b)
+        weight_a, weight_b = joint.sum(axis=2), joint.sum(axis=1)
+        n = weight_a.sum(axis=1)
+        safe_n = np.where(n > 0, n, 1)
+        rank_a, rank_b = average_ranks(weight_a), average_ranks(weight_b)
+        mean_a = (weight_a * rank_a).sum(axis=1) / safe_n
+        mean_b = (weight_b * rank_b).sum(axis=1) / safe_n
+        covariance = np.einsum("ruv,ru,rv->r", joint, rank_a, rank_b) - n * mean_a * mean_b
+        variance_a = (weight_a * rank_a**2).sum(axis=1) - n * mean_a**2
+        variance_b = (weight_b * rank_b**2).sum(axis=1) - n * mean_b**2
+        variance = variance_a * variance_b
+        scale = np.maximum(n, 1) ** 3  # ranks^2 x n: relative, so float noise is not a spread
+        with np.errstate(invalid="ignore", divide="ignore"):
+            defined = (variance_a > 1e-9 * scale) & (variance_b > 1e-9 * scale)
+            return np.where(defined, covariance / np.sqrt(np.where(defined, variance, 1)), np.nan)
+
+    return SumStatistic(features, combine)
 
 
 def _rank_by_weight(values: Values) -> Callable[[Weights], Weights]:

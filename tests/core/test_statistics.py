@@ -73,6 +73,19 @@ def test_weighted_statistics_equal_the_statistic_on_the_repeated_data():
     )
 
 
+def test_spearman_of_many_distinct_scores_is_scipys_on_repeated_data():
+    # Raw scores with many distinct values take the per-observation ranking path.
+    rng = np.random.default_rng(8)
+    first, second = rng.normal(size=40), rng.normal(size=40).round(1)
+    weights = rng.integers(0, 3, 40).astype(float)
+    repeated = np.repeat(np.arange(40), weights.astype(int))
+    assert spearman(first, second)(weights[None, :])[0] == pytest.approx(
+        stats.spearmanr(first[repeated], second[repeated]).statistic
+    )
+    boot = ClusterBootstrap(range(40), resamples=300, seed=1)
+    assert boot.estimate(spearman(first, second)).interval is not None
+
+
 def test_undefined_statistics_are_nan_not_zero():
     same = np.zeros(5)
     assert math.isnan(quadratic_kappa(same, same)(ones(5))[0])
