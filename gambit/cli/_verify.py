@@ -366,13 +366,18 @@ def _print_summary(report: VerifyReport, summaries: dict[str, GraderSummary]) ->
         if corrected is None:
             continue
         figure = corrected.corrected
+        evidence = summary.calibration.evidence if summary.calibration is not None else None
+        shown = (
+            f"{figure.value:.0%}{_interval_text(figure.interval)}"
+            if figure.value is not None
+            else f"- ({corrected.reason})"
+        )
+        if evidence is not None and not evidence.enough:
+            # not a figure presented as if it meant something (docs/calibration.md)
+            shown = f"{evidence.message} (provisional: {shown})"
         console.print(
-            f"{_label(report, grader)}: pass rate corrected for the grader's errors "
-            + (
-                f"{figure.value:.0%}{_interval_text(figure.interval)}"
-                if figure.value is not None
-                else f"- ({corrected.reason})"
-            )
+            f"{_label(report, grader)}: pass rate corrected for the grader's errors: "
+            + shown
             + f" (raw {_proportion_text(corrected.raw)}; sensitivity "
             + _proportion_text(corrected.sensitivity)
             + ", specificity "
