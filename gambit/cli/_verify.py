@@ -107,6 +107,15 @@ def _pass_rate(value: str) -> float:
     type=str,
     help="Exit 1 when a grader's pass rate is below this (0.8 or 80%).",
 )
+@click.option(
+    "--ratings",
+    "ratings_paths",
+    multiple=True,
+    type=click.Path(path_type=Path),
+    help="Human ratings of earlier grades (a grades export with humanRating, or plain rating "
+    "rows with the grades they rate; docs/calibration.md): report each grader's pass rate "
+    "corrected for its errors (repeatable).",
+)
 @click.option("--context", help="Context input for the root deck (JSON, or a plain string).")
 @click.option(
     "--scenario-input",
@@ -155,6 +164,7 @@ def verify_command(
     threshold: float,
     fail_under: float | None,
     min_pass_rate: str | None,
+    ratings_paths: tuple[Path, ...],
     context: str | None,
     scenario_input: str | None,
     junit_path: Path | None,
@@ -180,6 +190,10 @@ def verify_command(
     rate = _pass_rate(min_pass_rate) if min_pass_rate is not None else None
     for path in (root, *scenarios, *graders):
         deck_argument_exists(path)
+    from ._calibrate import load, ratings_for_report
+
+    if ratings_paths:
+        load(list(ratings_paths))  # a bad ratings file fails before any model is called
     strict = strict_mode(strict)
     folder = sessions_dir or _default_sessions_dir(root)
 
@@ -227,8 +241,11 @@ def verify_command(
             await router.aclose()
 
     report: VerifyReport = run_async(main())
+    notes = ratings_for_report(report, ratings_paths) if ratings_paths else []
     summaries = report.summaries()
     _print_summary(report, summaries)
+    for note in notes:
+        click.echo(f"note: {note}", err=True)
     click.echo(f"sessions saved to {folder}/")
     if json_path is not None:
         _write(json_path, json.dumps(report.to_json(), ensure_ascii=False, indent=2) + "\n")
@@ -309,7 +326,7 @@ def _print_summary(report: VerifyReport, summaries: dict[str, GraderSummary]) ->
         table.add_row(
             grader_label(report, grader),
             f"{summary.scored}/{summary.samples}",
-            "-" if rate is None else f"{rate:.0%}",
+            "-" if rate is None else f"{rate:.0%}" + _interval_text(summary.pass_rate_interval),
             score_text(scores.mean),
             score_text(scores.median),
             f"{score_text(scores.minimum)} / {score_text(scores.maximum)}",
@@ -321,6 +338,31 @@ def _print_summary(report: VerifyReport, summaries: dict[str, GraderSummary]) ->
             or "0",
         )
     console.print(table)
+    for grader, summary in summaries.items():
+        corrected = summary.corrected
+        if corrected is None:
+            continue
+        figure = corrected.corrected
+        evidence = summary.calibration.evidence if summary.calibration is not None else None
+        shown = (
+            f"{figure.value:.0%}{_interval_text(figure.interval)}"
+            if figure.value is not None
+            else f"- ({corrected.reason})"
+        )
+        if evidence is not None and not evidence.enough:
+            # not a figure presented as if it meant something (docs/calibration.md)
+            shown = f"{evidence.message} (provisional: {shown})"
+        console.print(
+            f"{grader_label(report, grader)}: pass rate corrected for the grader's errors: "
+            + shown
+            + f" (raw {_proportion_text(corrected.raw)}; sensitivity "
+            + _proportion_text(corrected.sensitivity)
+            + ", specificity "
+            + _proportion_text(corrected.specificity)
+            + f" from {corrected.pairs} rated pairs)",
+            soft_wrap=True,
+            markup=False,
+        )
     for grader, summary in summaries.items():
         if summary.outliers:
             console.print(
@@ -347,6 +389,18 @@ def _print_summary(report: VerifyReport, summaries: dict[str, GraderSummary]) ->
             soft_wrap=True,
             markup=False,
         )
+
+
+def _interval_text(interval: Any) -> str:
+    return "" if interval is None else f" [{interval.low:.0%}-{interval.high:.0%}]"
+
+
+def _proportion_text(estimate: Any) -> str:
+    return (
+        "-"
+        if estimate.value is None
+        else f"{estimate.value:.0%}{_interval_text(estimate.interval)}"
+    )
 
 
 def _threshold_problems(

@@ -56,6 +56,11 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
         "verify_command",
         "Run every scenario --runs times, grade each run --repeats times, and report the metrics.",
     ),
+    "calibrate": (
+        "gambit.cli._calibrate",
+        "calibrate_command",
+        "Pair each grader's scores in GRADES with human ratings and say how far to trust it.",
+    ),
     "serve": (
         "gambit.cli._serve",
         "serve_command",

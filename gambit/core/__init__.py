@@ -10,6 +10,21 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # the same names as _SOURCES below, for type checkers and readers
+    from ._calibration import (
+        BiasProbe,
+        Calibration,
+        CalibrationPair,
+        DisagreementGroup,
+        DriftPoint,
+        Evidence,
+        GraderPairAgreement,
+        Verdict,
+        calibrate,
+        calibration_drift,
+        grader_agreement,
+        length_bias,
+        position_bias,
+    )
     from ._compute import DeckDefinition, define_deck
     from ._deck import (
         ActionDecl,
@@ -83,6 +98,16 @@ if TYPE_CHECKING:  # the same names as _SOURCES below, for type checkers and rea
         state_from_dict,
         state_to_dict,
     )
+    from ._statistics import (
+        CorrectedPassRate,
+        Estimate,
+        Interval,
+        RaterAgreement,
+        corrected_pass_rate,
+        krippendorff_alpha,
+        rogan_gladen,
+        wilson,
+    )
     from ._trace import (
         ActionEndEvent,
         ActionStartEvent,
@@ -111,6 +136,21 @@ if TYPE_CHECKING:  # the same names as _SOURCES below, for type checkers and rea
 # module -> the public names it defines (tests/core/test_public_api.py checks that this and the
 # imports above agree)
 _SOURCES: dict[str, tuple[str, ...]] = {
+    "_calibration": (
+        "BiasProbe",
+        "Calibration",
+        "CalibrationPair",
+        "DisagreementGroup",
+        "DriftPoint",
+        "Evidence",
+        "GraderPairAgreement",
+        "Verdict",
+        "calibrate",
+        "calibration_drift",
+        "grader_agreement",
+        "length_bias",
+        "position_bias",
+    ),
     "_compute": ("DeckDefinition", "define_deck"),
     "_deck": (
         "ActionDecl",
@@ -175,6 +215,16 @@ _SOURCES: dict[str, tuple[str, ...]] = {
     ),
     "_scenario": ("ScenarioError", "ScenarioResult", "run_scenario"),
     "_schema": ("Schema", "SchemaValidationError"),
+    "_statistics": (
+        "CorrectedPassRate",
+        "Estimate",
+        "Interval",
+        "RaterAgreement",
+        "corrected_pass_rate",
+        "krippendorff_alpha",
+        "rogan_gladen",
+        "wilson",
+    ),
     "_state": (
         "SavedState",
         "StateError",
@@ -301,7 +351,6 @@ __all__ = [
     "trace_event_from_dict",
     "trace_event_view",
     "json_dict",
-    # trace events: one model per type (read stored ones with trace_event_view)
     "ActionEndEvent",
     "ActionStartEvent",
     "DeckEndEvent",
@@ -325,4 +374,25 @@ __all__ = [
     "session_payload",
     "state_from_dict",
     "state_to_dict",
+    "BiasProbe",
+    "Calibration",
+    "CalibrationPair",
+    "DisagreementGroup",
+    "DriftPoint",
+    "Evidence",
+    "GraderPairAgreement",
+    "Verdict",
+    "calibrate",
+    "calibration_drift",
+    "grader_agreement",
+    "length_bias",
+    "position_bias",
+    "CorrectedPassRate",
+    "Estimate",
+    "Interval",
+    "RaterAgreement",
+    "corrected_pass_rate",
+    "krippendorff_alpha",
+    "rogan_gladen",
+    "wilson",
 ]

@@ -20,9 +20,15 @@ from __future__ import annotations
 import math
 import statistics
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
+
+from ._statistics import RESAMPLES, SEED, Interval, interval_json, wilson
+
+if TYPE_CHECKING:
+    from ._calibration import Calibration, CalibrationPair
+    from ._statistics import CorrectedPassRate
 
 FailureKind = Literal["execution", "grader_error", "below_threshold"]
 OUTLIER_LIMIT = 8
@@ -152,11 +158,20 @@ class GraderSummary:
     outliers: list[Outlier]
     failures: dict[str, list[tuple[str, int]]]  # "execution" | "grading" -> [(reason, count)]
     failure_counts: dict[FailureKind, int]
+    # With human ratings of this grader's scores (summarize(ratings=...)): its calibration and
+    # the pass rate corrected for its errors.
+    calibration: Calibration | None = None
+    corrected: CorrectedPassRate | None = None
 
     @property
     def pass_rate(self) -> float | None:
         """Passing samples over scored samples (execution failures have nothing to grade)."""
         return self.passed / self.scored if self.scored else None
+
+    @property
+    def pass_rate_interval(self) -> Interval | None:
+        """The 95% Wilson interval of the pass rate (None with nothing scored)."""
+        return wilson(self.passed, self.scored)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -166,6 +181,11 @@ class GraderSummary:
             "scored": self.scored,
             "passed": self.passed,
             "passRate": _round(self.pass_rate, 4),
+            "passRateInterval": interval_json(self.pass_rate_interval),
+            "correctedPassRate": self.corrected.to_json() if self.corrected is not None else None,
+            "calibration": self.calibration.to_json(include_pairs=True)
+            if self.calibration is not None
+            else None,
             "scores": self.scores.to_json(),
             "perScenario": {name: s.to_json() for name, s in self.per_scenario.items()},
             "consistency": self.consistency.to_json(),
@@ -179,16 +199,60 @@ class GraderSummary:
 
 
 def summarize(
-    samples: Iterable[GradeSample], *, threshold: float = 0.0, outliers: int = OUTLIER_LIMIT
+    samples: Iterable[GradeSample],
+    *,
+    threshold: float = 0.0,
+    outliers: int = OUTLIER_LIMIT,
+    ratings: Mapping[str, Sequence[CalibrationPair]] | None = None,
+    resamples: int = RESAMPLES,
+    seed: int = SEED,
 ) -> dict[str, GraderSummary]:
-    """Per-grader metrics, keyed by grader, in the order graders first appear."""
+    """Per-grader metrics, keyed by grader, in the order graders first appear.
+
+    `ratings` maps a grader to pairs of its scores with human ratings of the same items
+    (other items than these samples, typically): with them, a grader's summary carries its
+    calibration and its pass rate corrected for its errors (Rogan-Gladen, docs/calibration.md).
+    """
     by_grader: dict[str, list[GradeSample]] = {}
     for sample in samples:
         by_grader.setdefault(sample.grader, []).append(sample)
-    return {
+    out = {
         grader: _summarize_grader(grader, group, threshold, outliers)
         for grader, group in by_grader.items()
     }
+    for grader, pairs in (ratings or {}).items():
+        if grader in out and pairs:
+            out[grader] = _with_ratings(
+                out[grader], by_grader[grader], pairs, threshold, resamples, seed
+            )
+    return out
+
+
+def _with_ratings(
+    summary: GraderSummary,
+    samples: list[GradeSample],
+    pairs: Sequence[CalibrationPair],
+    threshold: float,
+    resamples: int,
+    seed: int,
+) -> GraderSummary:
+    from dataclasses import replace
+
+    from ._calibration import _conversations, calibrate
+    from ._statistics import corrected_pass_rate
+
+    scored = [s for s in samples if s.score is not None and s.execution_error is None]
+    calibration = calibrate(pairs, threshold=threshold, resamples=resamples, seed=seed)
+    corrected = corrected_pass_rate(
+        [s.score is not None and s.score >= threshold for s in scored],
+        [s.conversation for s in scored],
+        [p.human >= threshold for p in pairs],
+        [p.grader >= threshold for p in pairs],
+        _conversations(pairs),
+        resamples=resamples,
+        seed=seed,
+    )
+    return replace(summary, calibration=calibration, corrected=corrected)
 
 
 def _summarize_grader(

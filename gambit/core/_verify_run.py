@@ -18,7 +18,7 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from ._deck import Deck, DeckTree
 from ._grading import GradingRun, grade_state
@@ -30,6 +30,9 @@ from ._runtime import _MISSING
 from ._scenario import run_scenario
 from ._state import SavedState
 from ._verify import GraderSummary, GradeSample, summarize
+
+if TYPE_CHECKING:
+    from ._calibration import BiasProbe, CalibrationPair
 
 Phase = Literal["run", "grade"]
 Status = Literal["queued", "running", "completed", "failed"]
@@ -164,6 +167,12 @@ class VerifyReport:
     grades: list[GradeRecord]
     threshold: float
     duration_ms: int
+    # grader path -> its scores paired with human ratings (`gambit verify --ratings`): the
+    # summaries then carry each grader's calibration and corrected pass rate.
+    ratings: dict[str, list[CalibrationPair]] = field(default_factory=dict)
+    _summaries: dict[float, dict[str, GraderSummary]] = field(
+        default_factory=dict, repr=False, compare=False
+    )
 
     def samples(self) -> list[GradeSample]:
         """One sample per (run, grader, repeat); a failed run gives execution failures."""
@@ -200,9 +209,44 @@ class VerifyReport:
         return samples
 
     def summaries(self, *, threshold: float | None = None) -> dict[str, GraderSummary]:
-        return summarize(
-            self.samples(), threshold=self.threshold if threshold is None else threshold
-        )
+        """Per-grader figures; computed once per threshold (the intervals of a calibration
+        are a bootstrap, worth not repeating for the table, the JSON and the checks). Set
+        `ratings` before the first call."""
+        chosen = self.threshold if threshold is None else threshold
+        cache: dict[float, dict[str, GraderSummary]] = self.__dict__.setdefault("_summaries", {})
+        if chosen not in cache:
+            cache[chosen] = summarize(self.samples(), threshold=chosen, ratings=self.ratings)
+        return cache[chosen]
+
+    def bias_probes(self) -> dict[str, BiasProbe]:
+        """Per grader, the verbosity probe: its scores against the graded replies' lengths
+        (the graded message, or every assistant message for a conversation grade)."""
+        from ._calibration import length_bias
+
+        by_id = {run.id: run for run in self.runs}
+        found: dict[str, tuple[list[float], list[float], list[str]]] = {}
+        for grade in self.grades:
+            run = by_id[grade.run_id]
+            if grade.grading is None or run.state is None:
+                continue
+            replies = _assistant_lengths(run.state)
+            for result in grade.grading.grades:
+                if result.score is None:
+                    continue
+                if result.message_index is not None:
+                    length = replies.get(result.message_index)
+                else:
+                    length = sum(replies.values())
+                if length is None:
+                    continue
+                scores, lengths, conversations = found.setdefault(grade.grader, ([], [], []))
+                scores.append(result.score)
+                lengths.append(float(length))
+                conversations.append(run.id)
+        return {
+            grader: length_bias(scores, lengths, conversations=conversations)
+            for grader, (scores, lengths, conversations) in found.items()
+        }
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -212,7 +256,21 @@ class VerifyReport:
             "runs": [run.to_json() for run in self.runs],
             "grades": [grade.to_json() for grade in self.grades],
             "summaries": {name: summary.to_json() for name, summary in self.summaries().items()},
+            "biasProbes": {
+                name: {"verbosity": probe.to_json()} for name, probe in self.bias_probes().items()
+            },
         }
+
+
+def _assistant_lengths(state: SavedState) -> dict[int, int]:
+    """Characters of each assistant message's text, by its index in the conversation."""
+    from ._state import state_messages
+
+    return {
+        index: len(message.content or "")
+        for index, message in enumerate(state_messages(state))
+        if message.role == "assistant" and message.content
+    }
 
 
 def _first_reason(grading: GradingRun | None) -> str | None:

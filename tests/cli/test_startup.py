@@ -28,7 +28,17 @@ def run(ctx):
         "collecting": gc.isenabled(),
         "frozen": gc.get_freeze_count(),
         "unused_loaded": sorted(
-            m for m in ("gambit.core._grading", "gambit.core._verify", "statistics")
+            m for m in (
+                "gambit.core._grading",
+                "gambit.core._verify",
+                "gambit.core._calibration",
+                "gambit.core._statistics",
+                "statistics",
+                # the statistics libraries (docs/decisions.md, "Statistics") never load for a run
+                "numpy",
+                "scipy",
+                "krippendorff",
+            )
             if m in sys.modules
         ),
         # modules of the engine and its HTTP stack still seen by the collector's passes

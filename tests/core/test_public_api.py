@@ -70,6 +70,10 @@ def test_importing_the_runtime_leaves_grading_scenarios_and_verify_unloaded():
         "gambit.core._verify",
         "gambit.core._verify_run",
         "gambit.core._calibration",
+        "gambit.core._statistics",
+        "numpy",
+        "scipy",
+        "krippendorff",
         "gambit.core._zod",
         "statistics",
         "importlib.resources",  # only for gambit:// snippets and stdlib decks

@@ -1,0 +1,235 @@
+"""Grade exports and plain rating rows, joined into calibration pairs (docs/calibration.md).
+
+Two kinds of row, told apart by their keys:
+
+- a **grade row** has `grader` and `score`: the rows `gambit verify --grades-csv/--grades-jsonl`
+  and the simulator's grade exports write (session, run, scenario, grader, graderHash, turn,
+  messageRefId, score, humanRating, ...). A filled `humanRating` is a rating of that item by
+  the rater "export".
+- a **rating row** has `item` and `score` (the plain format, for ratings made elsewhere):
+  `{item, conversation?, scenario?, rater?, score}`. `item` names what was rated: a message's
+  `messageRefId`, or `<session>#<turn>` / `<run>#<turn>` for a turn of an export, or the
+  session or run id for a conversation grade.
+
+Rows are dicts as read from CSV (every value a string, empty for none) or JSON lines; this
+module reads no file. A bad row raises `RowError` with one line naming the row, the key and
+the fix.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from ._calibration import CalibrationPair
+
+EXPORT_RATER = "export"
+ANONYMOUS_RATER = "anonymous"
+UNKNOWN_VERSION = "unknown"
+
+
+class RowError(ValueError):
+    """A row that cannot be used; the message is one line: where, which key, the fix."""
+
+
+@dataclass(frozen=True)
+class Rating:
+    """One human rating of one item (the item's canonical key once matched)."""
+
+    item: str
+    rater: str
+    score: float
+    conversation: str | None = None
+    scenario: str | None = None
+
+
+@dataclass
+class GraderVersion:
+    """Everything one version of one grader scored: per item, its scores (repeats)."""
+
+    grader: str
+    version: str
+    first_seen: int
+    time: str | None = None
+    scores: dict[str, list[float]] = field(default_factory=dict)
+    conversations: dict[str, str] = field(default_factory=dict)
+    scenarios: dict[str, str] = field(default_factory=dict)
+    lengths: dict[str, float] = field(default_factory=dict)
+
+    def mean_scores(self) -> dict[str, float]:
+        return {item: statistics.fmean(values) for item, values in self.scores.items()}
+
+
+@dataclass
+class CalibrationRows:
+    """Grade rows grouped by grader and version, and every rating, matched to items."""
+
+    versions: dict[tuple[str, str], GraderVersion] = field(default_factory=dict)
+    ratings: list[Rating] = field(default_factory=list)
+    unmatched_ratings: int = 0
+    aliases: dict[str, str] = field(default_factory=dict)  # any name of an item -> its key
+    conversation_of: dict[str, str] = field(default_factory=dict)
+
+    def graders(self) -> list[str]:
+        return list(dict.fromkeys(grader for grader, _ in self.versions))
+
+    def versions_of(self, grader: str) -> list[GraderVersion]:
+        """A grader's versions, oldest first (by their time when every one has one, else in
+        the order the rows first showed them)."""
+        found = [v for (g, _), v in self.versions.items() if g == grader]
+        if all(v.time for v in found):
+            return sorted(found, key=lambda v: (v.time or "", v.first_seen))
+        return sorted(found, key=lambda v: v.first_seen)
+
+    def human_scores(self) -> dict[str, float]:
+        """Each rated item's human score: the mean over its raters (one rating per rater)."""
+        by_item: dict[str, dict[str, float]] = {}
+        for rating in self.ratings:
+            by_item.setdefault(rating.item, {})[rating.rater] = rating.score
+        return {item: statistics.fmean(scores.values()) for item, scores in by_item.items()}
+
+    def pairs(self, version: GraderVersion) -> list[CalibrationPair]:
+        """The version's mean score of each item beside the item's human score."""
+        human = self.human_scores()
+        out = []
+        for item, score in version.mean_scores().items():
+            if item not in human:
+                continue
+            labels = {"scenario": version.scenarios[item]} if item in version.scenarios else {}
+            out.append(
+                CalibrationPair(
+                    human=human[item],
+                    grader=score,
+                    links={"item": item, "conversation": version.conversations.get(item)},
+                    conversation=version.conversations.get(item),
+                    labels=labels,
+                )
+            )
+        return out
+
+
+def _text(row: dict[str, Any], key: str) -> str | None:
+    value = row.get(key)
+    if value is None:
+        return None
+    text = str(value).strip()
+    return text or None
+
+
+def _number(row: dict[str, Any], key: str, where: str) -> float | None:
+    value = row.get(key)
+    if value is None or (isinstance(value, str) and not value.strip()):
+        return None
+    if isinstance(value, bool):
+        raise RowError(f"{where}: {key} is {value!r}; write a number (or leave it empty)")
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        raise RowError(f"{where}: {key} is {value!r}; write a number (or leave it empty)") from None
+    if not math.isfinite(number):
+        raise RowError(f"{where}: {key} is {value!r}; write a finite number")
+    return number
+
+
+def _turn(row: dict[str, Any], where: str) -> str | None:
+    turn = _number(row, "turn", where)
+    if turn is None:
+        return None
+    if turn != int(turn):
+        raise RowError(f"{where}: turn is {row.get('turn')!r}; write a message index (0, 1, ...)")
+    return str(int(turn))
+
+
+def read_rows(rows: Iterable[tuple[str, dict[str, Any]]]) -> CalibrationRows:
+    """Join grade rows and rating rows (each with where it came from, "file:line")."""
+    data = CalibrationRows()
+    pending: list[tuple[str, Rating]] = []
+    for position, (where, row) in enumerate(rows):
+        if not isinstance(row, dict):
+            raise RowError(f"{where}: a row must be an object with keys (item, score, ...)")
+        if _text(row, "grader") is not None:
+            rating = _grade_row(data, position, where, row)
+            if rating is not None:
+                pending.append((where, rating))
+        elif _text(row, "item") is not None:
+            score = _number(row, "score", where)
+            if score is None:
+                raise RowError(f"{where}: the rating of {row.get('item')!r} has no score; add one")
+            pending.append(
+                (
+                    where,
+                    Rating(
+                        item=str(_text(row, "item")),
+                        rater=_text(row, "rater") or ANONYMOUS_RATER,
+                        score=score,
+                        conversation=_text(row, "conversation"),
+                        scenario=_text(row, "scenario"),
+                    ),
+                )
+            )
+        else:
+            raise RowError(
+                f"{where}: neither a grade row (with grader and score) nor a rating row (with "
+                "item and score); add the missing key"
+            )
+    for _where, rating in pending:
+        key = data.aliases.get(rating.item)
+        if key is None:
+            data.unmatched_ratings += 1
+            key = rating.item
+        data.ratings.append(
+            Rating(
+                item=key,
+                rater=rating.rater,
+                score=rating.score,
+                conversation=rating.conversation or data.conversation_of.get(key),
+                scenario=rating.scenario,
+            )
+        )
+    return data
+
+
+def _grade_row(
+    data: CalibrationRows, position: int, where: str, row: dict[str, Any]
+) -> Rating | None:
+    grader = str(_text(row, "grader"))
+    score = _number(row, "score", where)
+    session, run = _text(row, "session"), _text(row, "run")
+    conversation = session or run
+    if conversation is None:
+        raise RowError(f"{where}: the grade row has neither session nor run; add the one it graded")
+    turn = _turn(row, where)
+    ref = _text(row, "messageRefId")
+    if turn is None and ref is None:
+        key, names = conversation, [session, run]
+    else:
+        key = ref or f"{conversation}#{turn}"
+        names = [ref, *(f"{c}#{turn}" for c in (session, run) if c and turn is not None)]
+    for name in names:
+        if name:
+            data.aliases.setdefault(name, key)
+    data.aliases.setdefault(key, key)
+    data.conversation_of.setdefault(key, conversation)
+    version_key = (grader, _text(row, "graderHash") or UNKNOWN_VERSION)
+    version = data.versions.get(version_key)
+    if version is None:
+        version = data.versions[version_key] = GraderVersion(grader, version_key[1], position)
+    when = _text(row, "gradedAt") or _text(row, "runAt")
+    if when and (version.time is None or when < version.time):
+        version.time = when  # a version's time: when it first graded
+    if score is not None:
+        version.scores.setdefault(key, []).append(score)
+        version.conversations[key] = conversation
+        scenario = _text(row, "scenario")
+        if scenario:
+            version.scenarios[key] = scenario
+        length = _number(row, "replyLength", where)
+        if length is not None:
+            version.lengths[key] = length
+    human = _number(row, "humanRating", where)
+    if human is None:
+        return None
+    return Rating(item=key, rater=_text(row, "humanRater") or EXPORT_RATER, score=human)
