@@ -10,7 +10,8 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # the same names as _SOURCES below, for type checkers and readers
-    from ._compute import DeckDefinition, define_deck
+    from ._builtin_tools import call_builtin_tool
+    from ._compute import DeckDefinition, define_deck, input_from_text
     from ._deck import (
         ActionDecl,
         Deck,
@@ -24,10 +25,12 @@ if TYPE_CHECKING:  # the same names as _SOURCES below, for type checkers and rea
         Permissions,
         ToolDecl,
     )
+    from ._depth import MAX_VALUE_DEPTH, too_deep
     from ._errors import DeckError, DeckLoadError, Diagnostics, GambitError, Problem
     from ._grading import Grade, GradingRun, grade_state, grading_mode, session_payload
     from ._ids import is_valid_id, new_id
     from ._loader import (
+        IMPORT_TIME_LIMIT,
         DeckRunsCode,
         ProjectRoot,
         check_deck_tree,
@@ -51,6 +54,7 @@ if TYPE_CHECKING:  # the same names as _SOURCES below, for type checkers and rea
         items_from_json,
         message_item,
     )
+    from ._permissions import PermissionSet, grants
     from ._provider import (
         ChatProvider,
         ChatResult,
@@ -63,6 +67,7 @@ if TYPE_CHECKING:  # the same names as _SOURCES below, for type checkers and rea
         ToolCallRequest,
     )
     from ._runtime import (
+        MISSING,
         ComputeContext,
         DeckCodeError,
         DeckFailure,
@@ -73,7 +78,7 @@ if TYPE_CHECKING:  # the same names as _SOURCES below, for type checkers and rea
         run_deck_sync,
     )
     from ._scenario import ScenarioError, ScenarioResult, run_scenario
-    from ._schema import Schema, SchemaValidationError
+    from ._schema import Schema, SchemaValidationError, schema_from_json
     from ._state import (
         SavedState,
         StateError,
@@ -81,7 +86,9 @@ if TYPE_CHECKING:  # the same names as _SOURCES below, for type checkers and rea
         new_state,
         save_state,
         state_from_dict,
+        state_items,
         state_to_dict,
+        with_exchange,
     )
     from ._trace import (
         ActionEndEvent,
@@ -102,16 +109,19 @@ if TYPE_CHECKING:  # the same names as _SOURCES below, for type checkers and rea
         TraceError,
         TraceWriter,
         UnknownTraceEvent,
+        deck_warning,
         json_dict,
         read_trace,
         trace_event_from_dict,
         trace_event_view,
     )
+    from ._verify_run import deck_files_hash
 
 # module -> the public names it defines (tests/core/test_public_api.py checks that this and the
 # imports above agree)
 _SOURCES: dict[str, tuple[str, ...]] = {
-    "_compute": ("DeckDefinition", "define_deck"),
+    "_builtin_tools": ("call_builtin_tool",),
+    "_compute": ("DeckDefinition", "define_deck", "input_from_text"),
     "_deck": (
         "ActionDecl",
         "Deck",
@@ -125,10 +135,12 @@ _SOURCES: dict[str, tuple[str, ...]] = {
         "Permissions",
         "ToolDecl",
     ),
+    "_depth": ("MAX_VALUE_DEPTH", "too_deep"),
     "_errors": ("DeckError", "DeckLoadError", "Diagnostics", "GambitError", "Problem"),
     "_grading": ("Grade", "GradingRun", "grade_state", "grading_mode", "session_payload"),
     "_ids": ("is_valid_id", "new_id"),
     "_loader": (
+        "IMPORT_TIME_LIMIT",
         "DeckRunsCode",
         "ProjectRoot",
         "check_deck_tree",
@@ -152,6 +164,7 @@ _SOURCES: dict[str, tuple[str, ...]] = {
         "items_from_json",
         "message_item",
     ),
+    "_permissions": ("PermissionSet", "grants"),
     "_provider": (
         "ChatProvider",
         "ChatResult",
@@ -164,6 +177,7 @@ _SOURCES: dict[str, tuple[str, ...]] = {
         "ToolCallRequest",
     ),
     "_runtime": (
+        "MISSING",
         "ComputeContext",
         "DeckCodeError",
         "DeckFailure",
@@ -174,7 +188,7 @@ _SOURCES: dict[str, tuple[str, ...]] = {
         "run_deck_sync",
     ),
     "_scenario": ("ScenarioError", "ScenarioResult", "run_scenario"),
-    "_schema": ("Schema", "SchemaValidationError"),
+    "_schema": ("Schema", "SchemaValidationError", "schema_from_json"),
     "_state": (
         "SavedState",
         "StateError",
@@ -182,7 +196,9 @@ _SOURCES: dict[str, tuple[str, ...]] = {
         "new_state",
         "save_state",
         "state_from_dict",
+        "state_items",
         "state_to_dict",
+        "with_exchange",
     ),
     "_trace": (
         "ActionEndEvent",
@@ -203,11 +219,13 @@ _SOURCES: dict[str, tuple[str, ...]] = {
         "TraceError",
         "TraceWriter",
         "UnknownTraceEvent",
+        "deck_warning",
         "json_dict",
         "read_trace",
         "trace_event_from_dict",
         "trace_event_view",
     ),
+    "_verify_run": ("deck_files_hash",),
 }
 _MODULE_OF = {name: module for module, names in _SOURCES.items() for name in names}
 
@@ -226,6 +244,9 @@ def __dir__() -> list[str]:
 
 
 __all__ = [
+    "IMPORT_TIME_LIMIT",
+    "MAX_VALUE_DEPTH",
+    "MISSING",
     "ActionDecl",
     "ChatMessage",
     "ChatProvider",
@@ -256,6 +277,7 @@ __all__ = [
     "ModelParams",
     "ModelProvider",
     "ModelResolver",
+    "PermissionSet",
     "Permissions",
     "Problem",
     "ProviderError",
@@ -278,12 +300,17 @@ __all__ = [
     "TraceWriter",
     "DeckRunsCode",
     "ProjectRoot",
+    "call_builtin_tool",
     "check_deck_tree",
+    "deck_files_hash",
+    "deck_warning",
     "default_project_root",
     "define_deck",
     "find_workspace_decks",
     "grade_state",
     "grading_mode",
+    "grants",
+    "input_from_text",
     "is_end_signal",
     "is_valid_id",
     "item_to_dict",
@@ -322,7 +349,11 @@ __all__ = [
     "run_deck_sync",
     "run_scenario",
     "save_state",
+    "schema_from_json",
     "session_payload",
     "state_from_dict",
+    "state_items",
     "state_to_dict",
+    "too_deep",
+    "with_exchange",
 ]

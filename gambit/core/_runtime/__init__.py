@@ -30,7 +30,7 @@ deadline), `_validation` (input/output validation, result envelopes) and `_run` 
 run-wide settings and trace emission; `_RootState`, the published conversation).
 """
 
-from ._common import _MISSING, DeckCodeError, DeckFailure, RunError, is_end_signal
+from ._common import _MISSING, MISSING, DeckCodeError, DeckFailure, RunError, is_end_signal
 from ._compute_deck import ComputeContext
 from ._limits import Clock
 from ._run import RunResult
@@ -41,6 +41,7 @@ __all__ = [
     "ComputeContext",
     "DeckCodeError",
     "DeckFailure",
+    "MISSING",
     "RunError",
     "RunResult",
     "_MISSING",
