@@ -181,7 +181,7 @@ async def grade_session(
     if state is None:
         raise GradingError("this session has no conversation to grade")
     grader_file = Path(workspace_root) / grader_path
-    # As a grader: the seed's compatibility rule holds here as under [[graders]].
+    # As a grader: the compatibility rule holds here as under [[graders]].
     tree, diag = check_deck_tree(
         grader_file,
         role="grader",

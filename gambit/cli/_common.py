@@ -54,10 +54,9 @@ def parse_value(raw: str | None, option: str = "--context") -> Any:
 
 
 def select_mode(responses_flag: bool, env: Mapping[str, str]) -> str:
-    """Seed 000 flags: `--responses` wins, then GAMBIT_CHAT_FALLBACK=1, then GAMBIT_RESPONSES_MODE=1.
-
-    Responses mode is the default (the migration's phase 4).
-    """
+    """The mode of the model calls (docs/decisions.md, "Running"): `--responses` wins, then
+    GAMBIT_CHAT_FALLBACK=1 (chat); otherwise responses, the default (GAMBIT_RESPONSES_MODE=1
+    is accepted and means the default)."""
     if responses_flag:
         return "responses"
     if env.get("GAMBIT_CHAT_FALLBACK") == "1":

@@ -1,4 +1,4 @@
-"""Grading a saved conversation with a grader deck (seed 002 graders; reference §1.7).
+"""Grading a saved conversation with a grader deck (docs/decks.md, "Graders").
 
 A grader whose context schema has a `messageToGrade` field runs once per assistant message
 ("turns" mode); otherwise once for the whole conversation ("conversation" mode). Each grade
@@ -97,7 +97,7 @@ def grading_mode(grader: Deck) -> GradingMode:
 
 
 def session_payload(state: SavedState) -> dict[str, Any]:
-    """What graders see as `session` (reference §1.7), minus earlier grading runs."""
+    """What graders see as `session`, minus earlier grading runs."""
     meta = {
         k: v for k, v in (state.meta or {}).items() if k not in ("gradingRuns", "calibrationRuns")
     }
@@ -163,7 +163,7 @@ async def grade_state(
     refs = session.get("messageRefs", [])
     try:
         if mode == "turns":
-            # Each assistant turn is graded on its own, concurrently (reference §3.6).
+            # Each assistant turn is graded on its own, concurrently.
             slots = asyncio.Semaphore(max(1, turn_concurrency))
 
             async def grade_turn(index: int, message: dict[str, Any]) -> Grade:
