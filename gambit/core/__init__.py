@@ -3,7 +3,9 @@
 The curated public surface; implementation modules are private (`_loader`, `_schema`, ...).
 Names load on first use (PEP 562): `from gambit.core import run_deck` imports the runtime and
 what it needs, not the grading, scenario and Verify modules, so each command pays only for
-what it runs (docs/decisions.md, "Start-up").
+what it runs (docs/decisions.md, "Start-up"). Two public modules sit beside it:
+`gambit.core.provider` (what a model provider needs) and `gambit.core.verify` (Verify batches,
+their metrics and calibration); see docs/decisions.md, "The engine's public surface".
 """
 
 import importlib
