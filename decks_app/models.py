@@ -1,7 +1,8 @@
 """The simulator's data model.
 
 - `Workspace`: a deck folder on disk.
-- `Session`: one conversation with one root deck, holding its SavedState (docs/decks.md, "Saved state").
+- `Session`: one conversation with one root deck, holding its SavedState (docs/decks.md,
+  "Saved state").
 - `Run`: one execution inside a session, of a kind registered in decks_app.runs.registry (a
   chat turn, a replay, a scenario, a grade, a Verify batch, an API call, the Build
   assistant, or a third party's), with what it was asked (`params`) and what it produced

@@ -17,8 +17,9 @@ Items -> chat messages (`items_to_messages`):
   fold into one assistant message's `tool_calls`. By default the first of them starts a new
   assistant message with `content: None`, so an assistant text and the calls that follow it
   are separate messages: assistant "hello", a `gambit_context` call and its output are 3
-  messages, and the runtime stores a model's text before the message with its tool calls. With `fold_into_text=True` calls that directly follow an assistant message with
-  text fold into that message instead (the chat-completions habit of text plus `tool_calls`
+  messages, and the runtime stores a model's text before the message with its tool calls.
+  With `fold_into_text=True` calls that directly follow an assistant message with text fold
+  into that message instead (the chat-completions habit of text plus `tool_calls`
   in one message).
 - `function_call_output` -> a `tool` message `{tool_call_id, content: output}` whose `name` is
   the name of the matching earlier call, when there is one.

@@ -1,8 +1,9 @@
 """Open Responses types: the subset Gambit implements, as pydantic v2 models.
 
-The specification is https://www.openresponses.org/. Scope: text content parts (`input_text`, `output_text`), three item types
-(`message`, `function_call`, `function_call_output`), function tools, a minimal request and
-response, and the streaming events Gambit relies on.
+The specification is https://www.openresponses.org/. Scope: text content parts
+(`input_text`, `output_text`), three item types (`message`, `function_call`,
+`function_call_output`), function tools, a minimal request and response, and the streaming
+events Gambit relies on.
 
 Fidelity rules, because nothing a model produced may be silently dropped:
 

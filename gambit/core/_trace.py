@@ -372,7 +372,8 @@ class MonologEvent(_RunScoped):
 
 
 class GambitEventMeta(_JsonModel):
-    """`_gambit` on traced `response.*` events. Its keys are snake_case, as the TypeScript Gambit writes them."""
+    """`_gambit` on traced `response.*` events. Its keys are snake_case, as the TypeScript
+    Gambit writes them."""
 
     run_id: str | None = None
     action_call_id: str | None = None

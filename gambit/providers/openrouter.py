@@ -11,8 +11,8 @@ How the adapter learns the mode: the runtime calls `responses()` in responses mo
 Requests carry `HTTP-Referer` and `X-Title`. A replayed `gambit_context`/`gambit_init` call
 in the input gets a stub tool definition when the tools list lacks it (OpenRouter's
 upstreams reject calls to undeclared tools), and a `json_schema` text format is sent with
-`strict: false` on the Responses endpoint (docs/providers.md, "What every adapter does"). OpenRouter's own `usage.cost`
-is reported as `usage.costUsd`.
+`strict: false` on the Responses endpoint (docs/providers.md, "What every adapter does").
+OpenRouter's own `usage.cost` is reported as `usage.costUsd`.
 """
 
 from __future__ import annotations
