@@ -10,11 +10,21 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 SUFFIXES = {".py", ".html", ".js", ".toml", ".md", ".css", ".txt"}
 SKIPPED = {".venv", "node_modules", "vendor", ".git", "__pycache__", "build", "dist"}
-# "DESIGN §8", "DESIGN.md", "seed 002", "seeds 000/002", "reference §2.3", "shared/reference/...",
-# "(item 80)": each names a document a reader of this repository cannot open.
+# A design note and its sections, the seed specifications by number, a behaviour reference's
+# sections and numbered items: each names a document a reader of this repository cannot open.
+# (Written with character classes so that this file does not match itself.)
 CITATION = re.compile(
-    r"DESIGN ?§|DESIGN\.md|\bseeds? 0\d\d|seed-0\d\d|\breference §|\bref §|"
-    r"shared/(?:reference|seeds)|\bitems? \d+\b",
+    "|".join(
+        [
+            r"DESIGN ?[§]",
+            r"DESIGN[.]md",
+            r"\bseeds? 0\d\d",
+            r"\bseed-0\d\d",
+            r"\bref(?:erence)? [§]",
+            r"shared/(?:reference|seeds)",
+            r"\bitems? \d+\b",
+        ]
+    ),
     re.IGNORECASE,
 )
 
@@ -28,11 +38,9 @@ def _sources() -> list[Path]:
 
 
 def test_nothing_cites_a_document_outside_the_repository():
-    this_file = Path(__file__).resolve()
     hits = [
         f"{path.relative_to(ROOT)}:{number}: {line.strip()}"
         for path in _sources()
-        if path.resolve() != this_file
         for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
         if CITATION.search(line)
     ]
