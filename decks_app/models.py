@@ -1,7 +1,8 @@
 """The simulator's data model.
 
 - `Workspace`: a deck folder on disk.
-- `Session`: one conversation with one root deck, holding its SavedState (seed 000 fields).
+- `Session`: one conversation with one root deck, holding its SavedState (docs/decks.md,
+  "Saved state").
 - `Run`: one execution inside a session, of a kind registered in decks_app.runs.registry (a
   chat turn, a replay, a scenario, a grade, a Verify batch, an API call, the Build
   assistant, or a third party's), with what it was asked (`params`) and what it produced
@@ -63,7 +64,7 @@ class Session(models.Model):
     )
     created_at = models.DateTimeField(auto_now_add=True, db_index=True)
     updated_at = models.DateTimeField(auto_now=True)
-    # SavedState (seed 000), one field per key; `extra` keeps unknown keys.
+    # SavedState (docs/decks.md, "Saved state"), one field per key; `extra` keeps unknown keys.
     state_run_id = models.CharField(max_length=64, blank=True)
     format = models.CharField(max_length=16, blank=True)
     messages = models.JSONField(null=True, blank=True)

@@ -1,5 +1,5 @@
-"""Chat Completions wire schemas for the legacy `POST /v1/chat/completions` (seed 003: kept
-apart from the Open Responses schemas so it can be removed without touching them)."""
+"""Chat Completions wire schemas for the legacy `POST /v1/chat/completions` (docs/endpoint.md:
+kept apart from the Open Responses schemas so it can be removed without touching them)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""API keys for `/v1/*` (DESIGN §8): every request needs `Authorization: Bearer <key>`.
+"""API keys for `/v1/*` (docs/endpoint.md, "Keys"): every request needs `Authorization:
+Bearer <key>`.
 
 Keys are created with `gambit keys create NAME` (printed once; only a sha256 digest is
 stored) or given in the environment as `GAMBIT_API_KEYS` (comma-separated), which suits a

@@ -35,27 +35,28 @@ from endpoint.schemas import (
     MessageParam,
     last_user_text,
 )
+from gambit.core import MISSING as _MISSING
 from gambit.core import (
-    DeckError,
-    GambitError,
-    ProviderError,
-    check_deck_tree,
-    run_deck,
-    state_from_dict,
-)
-from gambit.core._deck import ModelParams, ToolDecl
-from gambit.core._openresponses import (
     CreateResponseRequest,
+    DeckError,
     FunctionCallItem,
     FunctionCallOutputItem,
+    GambitError,
     MessageItem,
+    ModelParams,
+    ProviderError,
     ResponseToolDefinition,
+    SavedState,
+    ToolDecl,
+    check_deck_tree,
     item_to_dict,
     message_item,
+    new_state,
+    run_deck,
+    schema_from_json,
+    state_from_dict,
+    state_items,
 )
-from gambit.core._runtime import _MISSING
-from gambit.core._schema import schema_from_json
-from gambit.core._state import SavedState, new_state, state_items
 
 log = logging.getLogger(__name__)
 

@@ -1,4 +1,5 @@
-"""Open Responses wire schemas for `POST /v1/responses` (seed 003, the supported subset).
+"""Open Responses wire schemas for `POST /v1/responses`: the subset docs/endpoint.md,
+"Requests", lists.
 
 Only this module defines the request shapes the endpoint accepts; it shares no types with the
 legacy Chat Completions module (`chat_schemas.py`). Unknown top-level fields are kept (the

@@ -1,4 +1,4 @@
-"""Runtime profiles (DESIGN §6), chosen by the environment alone.
+"""Runtime profiles (docs/simulator.md, "Profiles"), chosen by the environment alone.
 
 - **embedded** (default): SQLite in WAL mode, in-memory channel layer, workers running inside
   the `gambit serve` process.

@@ -78,7 +78,8 @@ STATIC_URL = "static/"
 STATICFILES_DIRS = [BASE_DIR / "static"]
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
-# Request bodies are size-limited (DESIGN §8): imports of states and traces up to 10 MB.
+# Request bodies are size-limited (docs/simulator.md, "Security defaults"): imports of states
+# and traces up to 10 MB.
 DATA_UPLOAD_MAX_MEMORY_SIZE = 10 * 1024 * 1024
 FILE_UPLOAD_MAX_MEMORY_SIZE = 10 * 1024 * 1024
 
@@ -113,5 +114,6 @@ LOGGING = {
     },
 }
 
-# Legacy /v1/chat/completions (seed 003): off unless enabled (`gambit serve --chat-completions`).
+# Legacy /v1/chat/completions (docs/endpoint.md): off unless enabled
+# (`gambit serve --chat-completions`).
 GAMBIT_CHAT_COMPLETIONS = os.environ.get("GAMBIT_CHAT_COMPLETIONS") == "1"

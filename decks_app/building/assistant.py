@@ -30,8 +30,7 @@ from decks_app.models import Run, Session, Workspace
 from decks_app.runs.registry import Payload, TurnParams
 from decks_app.sessions import actions as session_service
 from decks_app.workspaces.served import find_deck, jailed_path
-from gambit.core._builtin_tools import call_builtin_tool
-from gambit.core._permissions import PermissionSet, grants
+from gambit.core import PermissionSet, call_builtin_tool, grants
 
 ASSISTANT_DECK = Path(__file__).resolve().parent / "assistant_deck" / "PROMPT.md"
 MAX_SNAPSHOT_BYTES = 2_000_000

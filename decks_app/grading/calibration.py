@@ -19,9 +19,8 @@ from typing import Any
 
 from decks_app.models import Feedback, Session, Workspace
 from decks_app.workspaces.served import project_root
-from gambit.core import check_deck_tree
-from gambit.core._calibration import Calibration, CalibrationPair, calibrate
-from gambit.core._verify_run import deck_files_hash
+from gambit.core import check_deck_tree, deck_files_hash
+from gambit.core.verify import Calibration, CalibrationPair, calibrate
 
 UNKNOWN_HASH = "unknown"
 

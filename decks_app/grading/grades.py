@@ -20,19 +20,25 @@ from typing import Any
 from django.db import transaction
 from pydantic import ConfigDict
 
-from decks_app.models import Run, Session, Workspace
-from decks_app.runs import deck_trees, providers
-from decks_app.runs.registry import JSONObject, Payload, RunFailed
-from decks_app.sessions.conversation import content_text
-from decks_app.workspaces.served import PathOutsideWorkspace, find_deck, jailed_path, project_root
-from gambit.core import check_deck_tree, grade_state, grading_mode, is_valid_id, state_from_dict
-from gambit.core._grading import (
+from decks_app.grading.flags import (
     flag_ref_id,
     grading_flags,
     set_grading_flag_reason,
     toggle_grading_flag,
 )
-from gambit.core._verify_run import deck_files_hash
+from decks_app.models import Run, Session, Workspace
+from decks_app.runs import deck_trees, providers
+from decks_app.runs.registry import JSONObject, Payload, RunFailed
+from decks_app.sessions.conversation import content_text
+from decks_app.workspaces.served import PathOutsideWorkspace, find_deck, jailed_path, project_root
+from gambit.core import (
+    check_deck_tree,
+    deck_files_hash,
+    grade_state,
+    grading_mode,
+    is_valid_id,
+    state_from_dict,
+)
 
 CONVERSATION_KINDS = ("manual", "replay", "scenario")
 
@@ -175,7 +181,7 @@ async def grade_session(
     if state is None:
         raise GradingError("this session has no conversation to grade")
     grader_file = Path(workspace_root) / grader_path
-    # As a grader: the seed's compatibility rule holds here as under [[graders]].
+    # As a grader: the compatibility rule holds here as under [[graders]].
     tree, diag = check_deck_tree(
         grader_file,
         role="grader",

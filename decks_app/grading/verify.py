@@ -37,8 +37,15 @@ from decks_app.runs.state import with_message_refs
 from decks_app.sessions.kinds import ScenarioParams, ScenarioResult
 from decks_app.workspaces.served import PathOutsideWorkspace, find_deck, jailed_path, project_root
 from gambit.core import check_deck_tree, is_valid_id, state_to_dict
-from gambit.core._verify import GradeSample, compare, summarize
-from gambit.core._verify_run import GradeRecord, ScenarioRunRecord, VerifyProgress, run_verify
+from gambit.core.verify import (
+    GradeRecord,
+    GradeSample,
+    ScenarioRunRecord,
+    VerifyProgress,
+    compare,
+    run_verify,
+    summarize,
+)
 
 PROGRESS_SECONDS = 0.5
 LIMITS = {"runs": (1, 100), "repeats": (1, 20), "concurrency": (1, 32), "maxTurns": (1, 200)}

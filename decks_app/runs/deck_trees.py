@@ -17,8 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from decks_app.workspaces.served import project_root, stat_key
-from gambit.core import DeckTree, ProjectRoot, load_deck_tree
-from gambit.core._trace import deck_warning
+from gambit.core import DeckTree, ProjectRoot, deck_warning, load_deck_tree
 
 _trees: dict[str, tuple[tuple, list[str], DeckTree]] = {}
 _lock = threading.Lock()

@@ -30,8 +30,7 @@ from decks_app.runs.registry import JSONObject, Payload, Preparation, RunFailed,
 from decks_app.runs.state import save_turn_state, session_state_dict, turn_base, with_message_refs
 from decks_app.runs.writer import STATE_FIELDS, EventWriter, Unwritten
 from decks_app.workspaces.served import jailed_path, project_root
-from gambit.core import DeckLoadError, ProjectRoot, run_deck, state_from_dict
-from gambit.core._compute import input_from_text
+from gambit.core import DeckLoadError, ProjectRoot, input_from_text, run_deck, state_from_dict
 
 log = logging.getLogger(__name__)
 

@@ -108,8 +108,9 @@ def conversation(session: Session) -> list[Bubble]:
 
 
 # The synthetic calls the runtime makes for itself: shown only when an activity block is
-# opened further (seeds 000/002: context injection and the completion envelope after each
-# action). gambit_respond and gambit_end are the deck's own decisions and stay visible.
+# opened further (context injection and the completion envelope after each action;
+# docs/decks.md, "The conversation and the synthetic tools"). gambit_respond and gambit_end
+# are the deck's own decisions and stay visible.
 INTERNAL_TOOLS = frozenset({"gambit_context", "gambit_init", "gambit_complete"})
 
 

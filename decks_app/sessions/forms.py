@@ -238,7 +238,7 @@ def validate_context(
     if partial and isinstance(context, dict) and schema.is_object:
         # A scenario's persona fills in the missing fields (init-fill): what is given must
         # still be right, so check it against the schema without its top-level `required`.
-        from gambit.core._schema import schema_from_json
+        from gambit.core import schema_from_json
 
         relaxed = {k: v for k, v in schema.to_json_schema().items() if k != "required"}
         schema = schema_from_json(relaxed, source=f"{deck_path} contextSchema")

@@ -23,8 +23,8 @@ from decks_app.runs.registry import (
     register_origin,
     run_kind,
 )
+from gambit.core import MISSING as _MISSING
 from gambit.core import DeckLoadError, run_scenario
-from gambit.core._runtime import _MISSING
 from gambit.providers.offline import ReplayProvider
 
 REPLAY_CHUNK_DELAY = 0.01

@@ -1,7 +1,7 @@
 """Import and export: SavedState JSON and trace JSONL, the files the CLI reads and writes.
 
-- `export_state(session)`: the seed-000 SavedState, with `feedback`, `notes` and
-  `conversationScore`; `gambit run --state FILE` continues it.
+- `export_state(session)`: the SavedState (docs/decks.md, "Saved state"), with `feedback`,
+  `notes` and `conversationScore`; `gambit run --state FILE` continues it.
 - `export_trace(session)`: one JSON event per line, every run in order.
 - `import_session(...)`: a session from a state file and/or a trace file, with one
   completed run of kind `manual` holding the imported trace events, the usage of every run

@@ -1,5 +1,5 @@
-"""Exposure guards (DESIGN §8): an access token when the simulator listens beyond loopback,
-and the admin only once a user exists to log in with."""
+"""Exposure guards (docs/simulator.md, "Security defaults"): an access token when the
+simulator listens beyond loopback, and the admin only once a user exists to log in with."""
 
 from __future__ import annotations
 

@@ -22,8 +22,13 @@ from django.conf import settings
 
 from decks_app.models import Workspace
 from decks_app.workspaces.probe import served_project_root
-from gambit.core import DeckRunsCode, ProjectRoot, check_deck_tree, find_workspace_decks
-from gambit.core._loader import IMPORT_TIME_LIMIT
+from gambit.core import (
+    IMPORT_TIME_LIMIT,
+    DeckRunsCode,
+    ProjectRoot,
+    check_deck_tree,
+    find_workspace_decks,
+)
 
 MAX_PATH_CHARS = 1024
 

@@ -55,7 +55,7 @@ def read_files(paths: tuple[Path, ...] | list[Path]) -> list[tuple[str, dict[str
 
 def load(paths: list[Path]) -> Any:
     """The joined rows of these files (gambit.core._calibration_rows.CalibrationRows)."""
-    from gambit.core._calibration_rows import RowError, read_rows
+    from gambit.core.verify import RowError, read_rows
 
     try:
         return read_rows(read_files(paths))
@@ -200,14 +200,14 @@ def build_report(
     """Every figure, as JSON: per grader (newest version) its calibration with the pairs
     used, drift across versions, self-consistency and verbosity; then graders against each
     other and the human raters' alpha."""
-    from gambit.core._calibration import (
+    from gambit.core.verify import (
         calibrate,
         calibration_drift,
         grader_agreement,
+        krippendorff_alpha,
         length_bias,
+        self_consistency,
     )
-    from gambit.core._statistics import krippendorff_alpha
-    from gambit.core._verify import self_consistency
 
     graders = []
     newest_scores: dict[str, dict[str, float]] = {}

@@ -1,4 +1,5 @@
-"""`gambit check DECK [--json] [--strict] [--providers]` (DESIGN §9, a stable interface).
+"""`gambit check DECK [--json] [--strict] [--providers]`, a stable interface (docs/decks.md,
+"Checking decks").
 
 `--providers` adds, for every model the deck tree uses, which provider serves it and whether
 that provider is configured (no network access); the JSON object gains a `providers` key

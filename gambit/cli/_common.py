@@ -16,20 +16,18 @@ import click
 
 from gambit.cli._project import allow_path_option
 from gambit.core import (
+    MISSING,
     DeckError,
     GambitError,
     SavedState,
     TraceWriter,
+    deck_warning,
     is_end_signal,
     load_deck_tree,
     load_state,
     save_state,
 )
-from gambit.core._runtime import _MISSING
-from gambit.core._trace import deck_warning
 from gambit.providers import ProviderRouter  # with the command: start-up's freeze covers it
-
-MISSING = _MISSING
 
 
 def parse_value(raw: str | None, option: str = "--context") -> Any:
@@ -38,7 +36,7 @@ def parse_value(raw: str | None, option: str = "--context") -> Any:
     JSON nested past the engine's limit is refused here, naming `option` and the limit."""
     if raw is None:
         return MISSING
-    from gambit.core._depth import MAX_VALUE_DEPTH, too_deep
+    from gambit.core import MAX_VALUE_DEPTH, too_deep
 
     try:
         value = json.loads(raw)
@@ -56,10 +54,9 @@ def parse_value(raw: str | None, option: str = "--context") -> Any:
 
 
 def select_mode(responses_flag: bool, env: Mapping[str, str]) -> str:
-    """Seed 000 flags: `--responses` wins, then GAMBIT_CHAT_FALLBACK=1, then GAMBIT_RESPONSES_MODE=1.
-
-    Responses mode is the default (the migration's phase 4).
-    """
+    """The mode of the model calls (docs/decisions.md, "Running"): `--responses` wins, then
+    GAMBIT_CHAT_FALLBACK=1 (chat); otherwise responses, the default (GAMBIT_RESPONSES_MODE=1
+    is accepted and means the default)."""
     if responses_flag:
         return "responses"
     if env.get("GAMBIT_CHAT_FALLBACK") == "1":

@@ -6,7 +6,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any
 
-from gambit.core._verify_run import VerifyReport
+from gambit.core.verify import VerifyReport
 
 __all__ = ["grader_label", "junit_xml", "score_text"]
 

@@ -9,12 +9,9 @@ from typing import Any
 import click
 
 from gambit.cli import HELP_OPTIONS
-from gambit.core import is_end_signal, new_state, run_deck
-from gambit.core._compute import input_from_text
-from gambit.core._state import with_exchange
+from gambit.core import MISSING, input_from_text, is_end_signal, new_state, run_deck, with_exchange
 
 from ._common import (
-    MISSING,
     RunFlags,
     TraceSink,
     common_run_options,

@@ -11,12 +11,9 @@ from typing import Any
 import click
 
 from gambit.cli import HELP_OPTIONS
-from gambit.core import save_state
-from gambit.core._grading import GradingRun, grade_state
-from gambit.core._scenario import run_scenario
+from gambit.core import MISSING, GradingRun, grade_state, run_scenario, save_state
 
 from ._common import (
-    MISSING,
     VERBOSE_OPTION,
     RunFlags,
     TraceSink,

@@ -14,18 +14,10 @@ from typing import Any
 import click
 
 from gambit.cli import HELP_OPTIONS
-from gambit.core import save_state
-from gambit.core._verify import GraderSummary
-from gambit.core._verify_run import (
-    VerifyProgress,
-    VerifyReport,
-    declared_refs,
-    grade_rows,
-    run_verify,
-)
+from gambit.core import MISSING, save_state
+from gambit.core.verify import GraderSummary, VerifyProgress, VerifyReport, grade_rows, run_verify
 
 from ._common import (
-    MISSING,
     TraceSink,
     deck_argument_exists,
     fail,
@@ -199,9 +191,9 @@ def verify_command(
 
     async def main() -> VerifyReport:
         tree = load_tree(root, strict=strict)
-        if not scenarios and not declared_refs(tree, "scenarios"):
+        if not scenarios and not tree.root.scenarios:
             fail(f"{root}: no scenario to run; declare [[scenarios]] or pass --scenario")
-        if not graders and not declared_refs(tree, "graders"):
+        if not graders and not tree.root.graders:
             fail(f"{root}: no grader; declare [[graders]] or pass --grader")
         router = make_router(root)
         sink = TraceSink(trace_path, False) if trace_path is not None else None

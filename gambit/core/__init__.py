@@ -3,13 +3,16 @@
 The curated public surface; implementation modules are private (`_loader`, `_schema`, ...).
 Names load on first use (PEP 562): `from gambit.core import run_deck` imports the runtime and
 what it needs, not the grading, scenario and Verify modules, so each command pays only for
-what it runs (docs/decisions.md, "Start-up").
+what it runs (docs/decisions.md, "Start-up"). Two public modules sit beside it:
+`gambit.core.provider` (what a model provider needs) and `gambit.core.verify` (Verify batches,
+their metrics and calibration); see docs/decisions.md, "The engine's public surface".
 """
 
 import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # the same names as _SOURCES below, for type checkers and readers
+    from ._builtin_tools import call_builtin_tool
     from ._calibration import (
         BiasProbe,
         Calibration,
@@ -25,7 +28,7 @@ if TYPE_CHECKING:  # the same names as _SOURCES below, for type checkers and rea
         length_bias,
         position_bias,
     )
-    from ._compute import DeckDefinition, define_deck
+    from ._compute import DeckDefinition, define_deck, input_from_text
     from ._deck import (
         ActionDecl,
         Deck,
@@ -39,10 +42,12 @@ if TYPE_CHECKING:  # the same names as _SOURCES below, for type checkers and rea
         Permissions,
         ToolDecl,
     )
+    from ._depth import MAX_VALUE_DEPTH, too_deep
     from ._errors import DeckError, DeckLoadError, Diagnostics, GambitError, Problem
     from ._grading import Grade, GradingRun, grade_state, grading_mode, session_payload
     from ._ids import is_valid_id, new_id
     from ._loader import (
+        IMPORT_TIME_LIMIT,
         DeckRunsCode,
         ProjectRoot,
         check_deck_tree,
@@ -66,6 +71,7 @@ if TYPE_CHECKING:  # the same names as _SOURCES below, for type checkers and rea
         items_from_json,
         message_item,
     )
+    from ._permissions import PermissionSet, grants
     from ._provider import (
         ChatProvider,
         ChatResult,
@@ -78,6 +84,7 @@ if TYPE_CHECKING:  # the same names as _SOURCES below, for type checkers and rea
         ToolCallRequest,
     )
     from ._runtime import (
+        MISSING,
         ComputeContext,
         DeckCodeError,
         DeckFailure,
@@ -88,7 +95,7 @@ if TYPE_CHECKING:  # the same names as _SOURCES below, for type checkers and rea
         run_deck_sync,
     )
     from ._scenario import ScenarioError, ScenarioResult, run_scenario
-    from ._schema import Schema, SchemaValidationError
+    from ._schema import Schema, SchemaValidationError, schema_from_json
     from ._state import (
         SavedState,
         StateError,
@@ -96,7 +103,9 @@ if TYPE_CHECKING:  # the same names as _SOURCES below, for type checkers and rea
         new_state,
         save_state,
         state_from_dict,
+        state_items,
         state_to_dict,
+        with_exchange,
     )
     from ._statistics import (
         CorrectedPassRate,
@@ -127,11 +136,13 @@ if TYPE_CHECKING:  # the same names as _SOURCES below, for type checkers and rea
         TraceError,
         TraceWriter,
         UnknownTraceEvent,
+        deck_warning,
         json_dict,
         read_trace,
         trace_event_from_dict,
         trace_event_view,
     )
+    from ._verify_run import deck_files_hash
 
 # module -> the public names it defines (tests/core/test_public_api.py checks that this and the
 # imports above agree)
@@ -151,7 +162,8 @@ _SOURCES: dict[str, tuple[str, ...]] = {
         "length_bias",
         "position_bias",
     ),
-    "_compute": ("DeckDefinition", "define_deck"),
+    "_compute": ("DeckDefinition", "define_deck", "input_from_text"),
+    "_builtin_tools": ("call_builtin_tool",),
     "_deck": (
         "ActionDecl",
         "Deck",
@@ -165,10 +177,12 @@ _SOURCES: dict[str, tuple[str, ...]] = {
         "Permissions",
         "ToolDecl",
     ),
+    "_depth": ("MAX_VALUE_DEPTH", "too_deep"),
     "_errors": ("DeckError", "DeckLoadError", "Diagnostics", "GambitError", "Problem"),
     "_grading": ("Grade", "GradingRun", "grade_state", "grading_mode", "session_payload"),
     "_ids": ("is_valid_id", "new_id"),
     "_loader": (
+        "IMPORT_TIME_LIMIT",
         "DeckRunsCode",
         "ProjectRoot",
         "check_deck_tree",
@@ -192,6 +206,7 @@ _SOURCES: dict[str, tuple[str, ...]] = {
         "items_from_json",
         "message_item",
     ),
+    "_permissions": ("PermissionSet", "grants"),
     "_provider": (
         "ChatProvider",
         "ChatResult",
@@ -204,6 +219,7 @@ _SOURCES: dict[str, tuple[str, ...]] = {
         "ToolCallRequest",
     ),
     "_runtime": (
+        "MISSING",
         "ComputeContext",
         "DeckCodeError",
         "DeckFailure",
@@ -214,7 +230,7 @@ _SOURCES: dict[str, tuple[str, ...]] = {
         "run_deck_sync",
     ),
     "_scenario": ("ScenarioError", "ScenarioResult", "run_scenario"),
-    "_schema": ("Schema", "SchemaValidationError"),
+    "_schema": ("Schema", "SchemaValidationError", "schema_from_json"),
     "_statistics": (
         "CorrectedPassRate",
         "Estimate",
@@ -232,7 +248,9 @@ _SOURCES: dict[str, tuple[str, ...]] = {
         "new_state",
         "save_state",
         "state_from_dict",
+        "state_items",
         "state_to_dict",
+        "with_exchange",
     ),
     "_trace": (
         "ActionEndEvent",
@@ -253,11 +271,13 @@ _SOURCES: dict[str, tuple[str, ...]] = {
         "TraceError",
         "TraceWriter",
         "UnknownTraceEvent",
+        "deck_warning",
         "json_dict",
         "read_trace",
         "trace_event_from_dict",
         "trace_event_view",
     ),
+    "_verify_run": ("deck_files_hash",),
 }
 _MODULE_OF = {name: module for module, names in _SOURCES.items() for name in names}
 
@@ -276,6 +296,9 @@ def __dir__() -> list[str]:
 
 
 __all__ = [
+    "IMPORT_TIME_LIMIT",
+    "MAX_VALUE_DEPTH",
+    "MISSING",
     "ActionDecl",
     "ChatMessage",
     "ChatProvider",
@@ -306,6 +329,7 @@ __all__ = [
     "ModelParams",
     "ModelProvider",
     "ModelResolver",
+    "PermissionSet",
     "Permissions",
     "Problem",
     "ProviderError",
@@ -328,12 +352,17 @@ __all__ = [
     "TraceWriter",
     "DeckRunsCode",
     "ProjectRoot",
+    "call_builtin_tool",
     "check_deck_tree",
+    "deck_files_hash",
+    "deck_warning",
     "default_project_root",
     "define_deck",
     "find_workspace_decks",
     "grade_state",
     "grading_mode",
+    "grants",
+    "input_from_text",
     "is_end_signal",
     "is_valid_id",
     "item_to_dict",
@@ -371,8 +400,10 @@ __all__ = [
     "run_deck_sync",
     "run_scenario",
     "save_state",
+    "schema_from_json",
     "session_payload",
     "state_from_dict",
+    "state_items",
     "state_to_dict",
     "BiasProbe",
     "Calibration",
@@ -395,4 +426,6 @@ __all__ = [
     "krippendorff_alpha",
     "rogan_gladen",
     "wilson",
+    "too_deep",
+    "with_exchange",
 ]

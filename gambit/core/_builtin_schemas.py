@@ -1,4 +1,4 @@
-"""Built-in schemas: `gambit://schemas/...` (seed 002 "Schemas"; reference §1.6, §1.7).
+"""Built-in schemas: `gambit://schemas/...` (docs/decks.md, "Graders").
 
 The TypeScript Gambit ships these as Zod modules; here they are hand-written JSON Schema
 dicts with the same shapes and the same Zod behaviour: every object is a plain `z.object`, so
@@ -45,9 +45,8 @@ def _message(*, with_tools: bool) -> dict[str, Any]:
     # any other key of a message is stripped by validation. That includes `tool_call_id`, the
     # `tool_calls` of assistant messages when the schema is not a *_tools one, and the
     # `messageRefId` the simulator adds to `messageToGrade`. A grader that needs such keys
-    # must declare them (as optional fields) in its own context schema, which seed 002
-    # allows: "If graders want additional fields to be preserved by schema validation, they
-    # MUST include those fields in their contextSchema".
+    # must declare them (as optional fields) in its own context schema, as the grader
+    # compatibility rule allows (docs/decks.md, "Graders").
     properties: dict[str, Any] = {
         "role": {"type": "string"},
         "content": {},
@@ -164,7 +163,7 @@ _BUILTIN_JSON: dict[str, dict[str, Any]] = {
     "graders/contexts/turn.zod.ts": _turn(with_tools=False),
     "graders/contexts/conversation_tools.zod.ts": _conversation(with_tools=True),
     "graders/contexts/turn_tools.zod.ts": _turn(with_tools=True),
-    # Alias of turn_tools (a re-export in the TypeScript repo; not listed in seed 002).
+    # Alias of turn_tools (a re-export in the TypeScript repo, not part of the deck format).
     "graders/contexts/tools.zod.ts": _turn(with_tools=True),
     "scenarios/plain_chat_output.zod.ts": {"type": "string"},
     # `string | undefined` (repo addition): a scenario may start without any input.
@@ -175,7 +174,7 @@ BUILTIN_SCHEMA_PATHS: tuple[str, ...] = tuple(_BUILTIN_JSON)
 
 RESPOND_SCHEMA_URI = SCHEMA_URI_PREFIX + "graders/respond.zod.ts"
 GRADER_OUTPUT_SCHEMA_URI = SCHEMA_URI_PREFIX + "graders/grader_output.zod.ts"
-# In seed 002's order; `grader_compatibility_problems` prefers the earlier one on a tie.
+# In a fixed order; `grader_compatibility_problems` prefers the earlier one on a tie.
 GRADER_CONTEXT_SCHEMA_URIS: tuple[str, ...] = (
     SCHEMA_URI_PREFIX + "graders/contexts/turn.zod.ts",
     SCHEMA_URI_PREFIX + "graders/contexts/turn_tools.zod.ts",
@@ -246,12 +245,12 @@ def builtin_schema(uri: str) -> Schema:
 
 
 def grader_compatibility_problems(context: Schema, response: Schema) -> tuple[list[str], list[str]]:
-    """Check a grader deck's schemas against the built-in grader schemas (seed 002, deep rule).
+    """Check a grader deck's schemas against the built-in grader schemas (the deep rule).
 
     Returns `(context_problems, response_problems)`; both empty means compatible. The context
     schema is compared with each of the four built-in context schemas and the problems of the
     closest one (fewest problems; on a tie, the one with the fewest differences the other
-    way round, then seed order) are returned, each naming that URI.
+    way round, then the order above) are returned, each naming that URI.
     """
     ranked = []
     for order, uri in enumerate(GRADER_CONTEXT_SCHEMA_URIS):
@@ -260,7 +259,7 @@ def grader_compatibility_problems(context: Schema, response: Schema) -> tuple[li
         if not problems:
             return [], _response_problems(response)
         # Tie-break: the built-in that differs least the other way round (e.g. a grader that
-        # extends turn_tools is closer to turn_tools than to turn), then seed order.
+        # extends turn_tools is closer to turn_tools than to turn), then the order above.
         distance = len(deep_compatibility_problems(base, context))
         ranked.append((len(problems), distance, order, uri, problems))
     _, _, _, context_uri, context_found = min(ranked)

@@ -1,10 +1,11 @@
 """The built-in workspace tools: `read_file`, `list_dir`, `grep_files`, `apply_patch`, `exec`.
 
-Offered to a deck only when its effective permissions grant what they need (reference §2.5):
-read → `read_file`, `list_dir`, `grep_files`; write → `apply_patch`; run → `exec`. Every call
-is checked again against the same permissions; a denied call is a tool result with status
-403, code `permission_denied` and a message naming the permission that is missing, and the
-run goes on. Results are the envelope fields `{status, payload}` or `{status, code, message}`.
+Offered to a deck only when its effective permissions grant what they need (docs/decisions.md,
+"Permissions and built-in tools"): read → `read_file`, `list_dir`, `grep_files`; write →
+`apply_patch`; run → `exec`. Every call is checked again against the same permissions; a
+denied call is a tool result with status 403, code `permission_denied` and a message naming
+the permission that is missing, and the run goes on. Results are the envelope fields
+`{status, payload}` or `{status, code, message}`.
 
 Every bad argument is a 4xx result, never an exception (docs/decisions.md, "Permissions and
 built-in tools"): a path or command that is not a string, holds a NUL byte or an unpaired
@@ -135,7 +136,7 @@ TOOL_DEFINITIONS: dict[str, tuple[str, dict[str, Any]]] = {
 
 
 def offered_tools(permissions: PermissionSet) -> list[str]:
-    """The built-in tools these permissions allow, in the reference order."""
+    """The built-in tools these permissions allow: read, list and grep, then patch, then exec."""
     names: list[str] = []
     if not permissions.read.empty:
         names.extend(READ_TOOLS)

@@ -40,7 +40,7 @@ class ModelParams:
     additional_params: dict[str, Any] = field(default_factory=dict)
 
     def provider_params(self) -> dict[str, Any]:
-        """Parameters for the provider: `additionalParams` first, supported keys win (seed 002)."""
+        """Parameters for the provider: `additionalParams` first, supported keys win."""
         params: dict[str, Any] = dict(self.additional_params)
         for key in SUPPORTED_MODEL_PARAMS:
             value = getattr(self, key)
@@ -71,7 +71,7 @@ class Guardrails:
 
 @dataclass
 class Permissions:
-    """Normalised `[permissions]` (reference §1.9): `True` = all, `False` = none, else a sorted list."""
+    """Normalised `[permissions]`: `True` = all, `False` = none, else a sorted list."""
 
     read: bool | list[str] = False
     write: bool | list[str] = False

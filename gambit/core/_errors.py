@@ -135,7 +135,7 @@ class Diagnostics:
     def deprecated(
         self, message: str, *, file: str | None, key: str | None = None, hint: str | None = None
     ) -> None:
-        """A deprecated form: a warning below 1.0, an error under --strict (seed 002)."""
+        """A deprecated form: a warning below 1.0, an error under --strict (the 1.0 rules)."""
         self._add(Problem(message, file, key, hint, "error" if self.strict else "warning"))
 
     def _add(self, problem: Problem) -> None:

@@ -1,4 +1,4 @@
-"""Grading a saved conversation with a grader deck (seed 002 graders; reference §1.7).
+"""Grading a saved conversation with a grader deck (docs/decks.md, "Graders").
 
 A grader whose context schema has a `messageToGrade` field runs once per assistant message
 ("turns" mode); otherwise once for the whole conversation ("conversation" mode). Each grade
@@ -97,7 +97,7 @@ def grading_mode(grader: Deck) -> GradingMode:
 
 
 def session_payload(state: SavedState) -> dict[str, Any]:
-    """What graders see as `session` (reference §1.7), minus earlier grading runs."""
+    """What graders see as `session`, minus earlier grading runs."""
     meta = {
         k: v for k, v in (state.meta or {}).items() if k not in ("gradingRuns", "calibrationRuns")
     }
@@ -163,7 +163,7 @@ async def grade_state(
     refs = session.get("messageRefs", [])
     try:
         if mode == "turns":
-            # Each assistant turn is graded on its own, concurrently (reference §3.6).
+            # Each assistant turn is graded on its own, concurrently.
             slots = asyncio.Semaphore(max(1, turn_concurrency))
 
             async def grade_turn(index: int, message: dict[str, Any]) -> Grade:
@@ -228,55 +228,3 @@ async def grade_state(
     meta["gradingRuns"] = [run.to_json(), *(meta.get("gradingRuns") or [])]
     updated.meta = meta
     return run, updated
-
-
-# ---- grading flags (reference §3.6): a person marks a grade as doubtful, with a reason --------
-
-
-def flag_ref_id(run_id: str, turn_index: int | None, message_ref_id: str | None = None) -> str:
-    """The id a flag is kept under: the graded message's ref, else the run (and turn)."""
-    if message_ref_id:
-        return message_ref_id
-    return f"gradingRun:{run_id}" + (f"#turn:{turn_index}" if turn_index is not None else "")
-
-
-def grading_flags(meta: dict[str, Any] | None) -> list[dict[str, Any]]:
-    flags = (meta or {}).get("gradingFlags")
-    return [f for f in flags if isinstance(f, dict)] if isinstance(flags, list) else []
-
-
-def toggle_grading_flag(
-    meta: dict[str, Any] | None,
-    *,
-    ref_id: str,
-    run_id: str,
-    turn_index: int | None = None,
-    reason: str = "",
-    now: str | None = None,
-) -> tuple[dict[str, Any], dict[str, Any] | None]:
-    """Flag `ref_id`, or unflag it when it is flagged; returns (new meta, the flag or None)."""
-    flags = grading_flags(meta)
-    kept = [f for f in flags if f.get("refId") != ref_id]
-    flag = None
-    if len(kept) == len(flags):
-        flag = {
-            "id": new_id("gflag"),
-            "refId": ref_id,
-            "runId": run_id,
-            "turnIndex": turn_index,
-            "reason": reason,
-            "createdAt": now or _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
-        }
-        kept.append(flag)
-    return {**(meta or {}), "gradingFlags": kept}, flag
-
-
-def set_grading_flag_reason(
-    meta: dict[str, Any] | None, *, ref_id: str, reason: str
-) -> dict[str, Any]:
-    """Change the reason of an existing flag; a missing flag is an error (reference #51)."""
-    flags = grading_flags(meta)
-    if not any(f.get("refId") == ref_id for f in flags):
-        raise KeyError(f"Flag not found for refId: {ref_id}")
-    updated = [{**f, "reason": reason} if f.get("refId") == ref_id else f for f in flags]
-    return {**(meta or {}), "gradingFlags": updated}

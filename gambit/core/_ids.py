@@ -1,4 +1,4 @@
-"""Identifiers: `<prefix>-<24 hex>` (DESIGN §9)."""
+"""Identifiers: `<prefix>-<24 hex>`, the form ids take in states, traces and the API."""
 
 from __future__ import annotations
 

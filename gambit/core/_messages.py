@@ -1,4 +1,4 @@
-"""Chat messages and the chat <-> Open Responses mapping (seed 000 "Mapping rules").
+"""Chat messages and the chat <-> Open Responses mapping (docs/providers.md, "Chat mode").
 
 Chat message -> items (`messages_to_items`):
 
@@ -7,7 +7,7 @@ Chat message -> items (`messages_to_items`):
 - `assistant.tool_calls[]` -> one `function_call` item per call, after the text item.
 - `tool` -> `function_call_output` with `call_id = tool_call_id` and `output = content`.
 - Empty text produces no message item (an empty system prompt is simply absent); a `tool`
-  message without `tool_call_id` or with `content: null` produces nothing (reference §3.4).
+  message without `tool_call_id` or with `content: null` produces nothing.
 
 Items -> chat messages (`items_to_messages`):
 
@@ -16,13 +16,13 @@ Items -> chat messages (`items_to_messages`):
 - `function_call` -> a tool call on an assistant message. Consecutive `function_call` items
   fold into one assistant message's `tool_calls`. By default the first of them starts a new
   assistant message with `content: None`, so an assistant text and the calls that follow it
-  are separate messages: reference item 80 (assistant "hello", a `gambit_context` call, its
-  output -> 3 messages) and item 119 (the runtime stores the text before the tool-call
-  message). With `fold_into_text=True` calls that directly follow an assistant message with
-  text fold into that message instead (the chat-completions habit of text plus `tool_calls`
+  are separate messages: assistant "hello", a `gambit_context` call and its output are 3
+  messages, and the runtime stores a model's text before the message with its tool calls.
+  With `fold_into_text=True` calls that directly follow an assistant message with text fold
+  into that message instead (the chat-completions habit of text plus `tool_calls`
   in one message).
 - `function_call_output` -> a `tool` message `{tool_call_id, content: output}` whose `name` is
-  the name of the matching earlier call, when there is one (reference §3.4).
+  the name of the matching earlier call, when there is one.
 - Item types outside the subset (reasoning, extension items) have no chat form and are
   skipped; items stay the canonical record, chat is a compatibility view.
 
@@ -87,7 +87,7 @@ __all__ = [
 SYNTHETIC_TOOL_NAMES = frozenset(
     {"gambit_context", "gambit_init", "gambit_respond", "gambit_complete", "gambit_end"}
 )
-"""Gambit's synthetic tools (seed 000); `gambit_init` is the deprecated alias of `gambit_context`."""
+"""Gambit's synthetic tools; `gambit_init` is the deprecated alias of `gambit_context`."""
 
 ChatRole = Literal["system", "user", "assistant", "tool"]
 
@@ -163,7 +163,7 @@ def messages_to_json(messages: Iterable[ChatMessage]) -> list[dict[str, Any]]:
 
 
 def join_text_parts(parts: Iterable[str | None]) -> str:
-    """Concatenate the non-empty parts with no separator (reference §3.4 `joinTextParts`)."""
+    """Concatenate the non-empty parts with no separator (as the TypeScript Gambit joins them)."""
     return "".join(part for part in parts if part)
 
 

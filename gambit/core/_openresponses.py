@@ -1,8 +1,9 @@
-"""Open Responses types: the subset Gambit implements (seed 000), as pydantic v2 models.
+"""Open Responses types: the subset Gambit implements, as pydantic v2 models.
 
-Scope (seed 000): text content parts (`input_text`, `output_text`), three item types
-(`message`, `function_call`, `function_call_output`), function tools, a minimal request and
-response, and the streaming events Gambit relies on.
+The specification is https://www.openresponses.org/. Scope: text content parts
+(`input_text`, `output_text`), three item types (`message`, `function_call`,
+`function_call_output`), function tools, a minimal request and response, and the streaming
+events Gambit relies on.
 
 Fidelity rules, because nothing a model produced may be silently dropped:
 
@@ -22,7 +23,7 @@ touched.
 Lenient input, canonical output: a message item may omit `type` or give `content` as a plain
 string; a request may give `input` as a string; tools and tool choice may use the flat
 OpenAI Responses form (`{"type": "function", "name": ...}`). All are normalised to the
-seed's shapes.
+shapes below.
 """
 
 import copy
@@ -443,7 +444,7 @@ class ResponseFunctionDefinition(_JsonModel):
 
 
 class ResponseToolDefinition(_JsonModel):
-    """`{type: "function", function: {name, description?, parameters}}` (seed 000)."""
+    """`{type: "function", function: {name, description?, parameters}}`."""
 
     type: Literal["function"] = "function"
     function: ResponseFunctionDefinition

@@ -1,6 +1,6 @@
-"""Permissions: what the built-in file and exec tools may touch (seed 002 `[permissions]`).
+"""Permissions: what the built-in file and exec tools may touch (a deck's `[permissions]`).
 
-An effective permission set is layered (reference §2.14): a root deck starts from what the
+An effective permission set is layered: a root deck starts from what the
 host grants (the caller's `workspace` permissions, and the session's), then intersects its own
 `[permissions]` declaration; every deck below the root (an action, a deck spawned by compute
 code, a handler) starts from its parent's effective set and intersects its own declaration
@@ -237,7 +237,7 @@ class EffectivePermissions:
     layers: tuple[Layer, ...] = field(default_factory=tuple)
 
     def to_json(self) -> dict[str, Any]:
-        """The trace form (reference §2.14): `{baseDir, effective, layers}`."""
+        """The trace form: `{baseDir, effective, layers}`."""
         return {
             "baseDir": self.permissions.base_dir,
             "effective": self.permissions.to_json(),

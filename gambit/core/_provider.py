@@ -1,7 +1,8 @@
-"""The model provider contract (seed 000 "Provider interface"), and the errors providers raise.
+"""The model provider contract (docs/providers.md), and the errors providers raise.
 
 `responses` is canonical. `chat` is optional, for chat mode (`GAMBIT_CHAT_FALLBACK=1`); a
-provider without it is driven in chat mode through the mapping rules of seed 000.
+provider without it is driven in chat mode through the mapping of docs/providers.md,
+"Chat mode".
 Cancellation is asyncio cancellation: a provider must let `CancelledError` propagate and
 close what it opened.
 """
@@ -37,7 +38,7 @@ class ProviderResponse:
     """What `responses` returns: the aggregated response, and optionally a new state.
 
     `updated_state` lets a provider keep its own bookkeeping (a thread id in `meta`, say)
-    across passes (reference §3.3).
+    across passes.
     """
 
     response: CreateResponseResponse
@@ -84,7 +85,7 @@ class ModelProvider(Protocol):
 
 @runtime_checkable
 class ChatProvider(Protocol):
-    """Optional chat-mode method (seed 000 "keeps chat for compatibility")."""
+    """Optional chat-mode method, kept for compatibility with chat-only models."""
 
     async def chat(
         self,
@@ -262,7 +263,7 @@ def chat_request(
     stream: bool = False,
     params: dict[str, Any] | None = None,
 ) -> CreateResponseRequest:
-    """A chat-mode call as a Responses request (seed 000 "Chat message -> response items")."""
+    """A chat-mode call as a Responses request (its messages mapped to items)."""
     return CreateResponseRequest(
         model=model,
         input=messages_to_items(messages),
@@ -275,7 +276,7 @@ def chat_request(
 def chat_result_from_response(
     response: CreateResponseResponse, updated_state: SavedState | None = None
 ) -> ChatResult:
-    """The chat-mode view of a response (seed 000 "Responses -> chat")."""
+    """The chat-mode view of a response: its text and its tool calls."""
     texts: list[str] = []
     calls: list[ToolCallRequest] = []
     for item in response.output:

@@ -1,4 +1,5 @@
-"""The scenario loop: a persona deck (a synthetic user) talks to a root deck (reference §2.6.4).
+"""The scenario loop: a persona deck (a synthetic user) talks to a root deck (docs/decks.md,
+"Scenarios").
 
 The root honours its `startMode` (default "assistant": it speaks first). The persona keeps
 its own conversation, in which the root's replies are the user messages. The loop stops

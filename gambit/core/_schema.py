@@ -1,4 +1,4 @@
-"""The internal schema type: JSON Schema with Zod-like validation (DESIGN §3 "Schemas").
+"""The internal schema type: JSON Schema with Zod-like validation (docs/decks.md, "Schemas").
 
 Every schema a deck uses (built-in `gambit://schemas/...` URIs, `.json` files, pydantic models,
 translated `.zod.ts` files) becomes one `Schema`: a fully inlined JSON Schema dict (no `$ref`)
@@ -60,7 +60,7 @@ MAX_SCHEMA_VALUES = 20_000
 _INTERNAL_PREFIX = "x-gambit-"
 
 # Keys that do not change which values a schema accepts, or that the deep comparisons ignore
-# (seed 002 compares fields, types and requiredness; bounds and annotations may differ).
+# (the deck format compares fields, types and requiredness; bounds and annotations may differ).
 _IGNORED_FOR_COMPARISON = frozenset(
     {
         "title",
@@ -950,7 +950,7 @@ def schema_from_pydantic(model: Any, *, source: str) -> Schema:
 
 
 # ---------------------------------------------------------------------------------------------
-# Deep comparisons (seed 002)
+# Deep comparisons (docs/decks.md, "Graders" and "Actions and their results")
 
 
 def _as_json(schema: Schema | dict | bool) -> Any:
@@ -1216,7 +1216,7 @@ class _Comparer:
 def deep_compatibility_problems(
     candidate: Schema | dict, base: Schema | dict, *, base_label: str = "the base schema"
 ) -> list[str]:
-    """Why `candidate` is not deeply compatible with `base` (seed 002 grader rule); [] if it is.
+    """Why `candidate` is not deeply compatible with `base` (the graders' rule); [] if it is.
 
     Recursively, every base field must exist in the candidate with the same type, allowed
     values and required/optional status; array items, record values and union branches
@@ -1237,7 +1237,7 @@ def deep_match_problems(
     a_label: str = "the inline schema",
     b_label: str = "the target's schema",
 ) -> list[str]:
-    """Why two declarations of one action schema differ (seed 002 execute rule); [] if equal.
+    """Why two declarations of one action schema differ (inline and in its module); [] if equal.
 
     Object schemas must have the same fields, types and requiredness, recursively, with no
     extra field on either side. Non-object schemas only need the same top-level type.

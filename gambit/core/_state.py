@@ -1,4 +1,4 @@
-"""SavedState v2 (seed 000): a run's conversation, persisted as JSON.
+"""SavedState v2: a run's conversation, persisted as JSON (docs/decks.md, "Saved state").
 
 Shape: `{format?, runId, messages?, items?, messageRefs?, traces?, meta?, feedback?, notes?,
 conversationScore?}`, JSON keys camelCase (Python attributes snake_case). Unknown keys are
@@ -10,7 +10,7 @@ Rules:
   `messages` means `"chat"`; a missing `format` with only `items` means `"responses"`; with
   neither, `format` stays unset. The inferred value is set on the model, so it is written
   back on save.
-- A state holding only `items` loads with `messages` derived from them (reference item 80).
+- A state holding only `items` loads with `messages` derived from them.
   `messageRefs` are not invented on load; `derive_messages(state)` derives messages and
   aligned `messageRefs` (keeping existing refs by index) for a runtime about to save.
 - Responses mode persists `items` and `format: "responses"`: `state_to_dict` (and so

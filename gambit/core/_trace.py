@@ -1,4 +1,4 @@
-"""Trace events (reference §4.1 plus seed 000's `mode`) and JSON Lines trace files.
+"""Trace events (docs/decks.md, "Traces") and JSON Lines trace files.
 
 Every event is a pydantic model whose JSON keys are camelCase (`runId`, `actionCallId`, ...);
 Python attributes are snake_case. Each model allows and keeps extra fields. `TraceEvent` is a
@@ -18,9 +18,9 @@ union discriminated on `type`:
 | `response.*` | `ResponseTraceEvent` (provider event fields + `_gambit`) |
 | anything else | `UnknownTraceEvent` (kept verbatim) |
 
-`model.call` and `model.result` carry seed 000's `mode` (`"chat"` | `"responses"`) and the
-items: `items` (the request input) on `model.call` and `output` on `model.result`, as the
-seed names them, and `responseItems` as the reference names them on both. Writers should set
+`model.call` and `model.result` carry the run's `mode` (`"chat"` | `"responses"`) and the
+items: `items` (the request input) on `model.call` and `output` on `model.result`, and
+`responseItems` (the TypeScript Gambit's name) on both. Writers should set
 both spellings; readers use `ModelCallEvent.input_items` / `ModelResultEvent.output_items`,
 which accept either. `model.result.message` is the derived assistant chat message.
 
@@ -372,7 +372,8 @@ class MonologEvent(_RunScoped):
 
 
 class GambitEventMeta(_JsonModel):
-    """`_gambit` on traced `response.*` events. Its keys are snake_case, as in the reference."""
+    """`_gambit` on traced `response.*` events. Its keys are snake_case, as the TypeScript
+    Gambit writes them."""
 
     run_id: str | None = None
     action_call_id: str | None = None

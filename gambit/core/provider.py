@@ -18,7 +18,8 @@ What is here:
 - **Errors.** `ProviderError` (every failed call; `status`, `code`, `param`, `retryable`,
   `partial_text`), `ModelNotAvailableError` (no candidate of a model list can be served),
   and their base `GambitError`.
-- **Open Responses types** (seed 000, pydantic models that keep unknown fields): the request
+- **Open Responses types** (https://www.openresponses.org/; pydantic models that keep
+  unknown fields): the request
   (`CreateResponseRequest`, tools, tool choice, text format), the response
   (`CreateResponseResponse`, `ResponseUsage`, `ResponseError`, `ResponseStatus`), items
   (`MessageItem`, `FunctionCallItem`, `FunctionCallOutputItem`, `UnknownItem` for reasoning

@@ -1,7 +1,7 @@
 """Chat Completions wire mapping, and the conversion of chat streams into Open Responses events.
 
 The runtime sees one shape: a chat completion (streamed or not) becomes a
-`CreateResponseResponse`, and a chat stream is re-emitted as the seed-004 event sequence
+`CreateResponseResponse`, and a chat stream is re-emitted as the Open Responses event sequence
 (`response.created`, `response.in_progress`, `response.output_item.added`,
 `response.content_part.added`, `response.output_text.delta`*, ..., `response.completed`).
 """

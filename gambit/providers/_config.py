@@ -10,7 +10,7 @@ environment.
 ```toml
 [providers]
 default = "openrouter"            # provider for unprefixed models; "none" disables it
-                                  # (`fallback` is the reference's older name for it)
+                                  # (`fallback`, the TypeScript Gambit's name, is read too)
 [providers.openai-api]            # per-provider settings (all optional)
 prompt_cache_key = "my-project"
 prompt_cache_retention = "24h"
@@ -21,7 +21,7 @@ read_timeout = 120                # seconds; also connect_timeout, max_retries,
 fast = "openai-api/gpt-4.1-mini"
 smart = ["openai-api/gpt-4.1", "openrouter/openai/gpt-4.1"]   # ordered fallback
 
-[models.aliases.local]            # the reference's table form
+[models.aliases.local]            # the table form
 model = ["ollama/llama3", "openrouter/meta-llama/llama-3-8b-instruct"]
 description = "local first"
 params = { temperature = 0.2 }    # merged under the deck's own params

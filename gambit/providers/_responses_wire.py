@@ -62,7 +62,7 @@ class WireOptions:
 def context_stub_tools(
     items: Iterable[Any], tools: list[dict[str, Any]], *, flat: bool
 ) -> list[dict[str, Any]]:
-    """Stub definitions for synthetic context calls in `items` that `tools` lacks (ref §5.5)."""
+    """Stub definitions for synthetic context calls in `items` that `tools` lacks."""
     have = {tool.get("name") or (tool.get("function") or {}).get("name") for tool in tools}
     stubs: list[dict[str, Any]] = []
     for item in items:
@@ -97,7 +97,7 @@ def _normalise_parameters(parameters: Any) -> dict[str, Any]:
 
 
 def flat_tool(tool: ResponseToolDefinition) -> dict[str, Any]:
-    """Seed form `{type, function:{name, description, parameters}}` -> Responses flat form."""
+    """Nested form `{type, function:{name, description, parameters}}` -> Responses flat form."""
     fn = tool.function
     out: dict[str, Any] = {"type": "function", "name": fn.name}
     if fn.description is not None:
@@ -155,7 +155,7 @@ def responses_body(
 ) -> dict[str, Any]:
     """The JSON body for `POST /responses`.
 
-    `params` first (so explicit request fields win, reference §5.5), with `max_tokens` ->
+    `params` first (so explicit request fields win), with `max_tokens` ->
     `max_output_tokens`; then extra top-level request fields; then the declared fields.
     """
     params = dict(request.params or {})

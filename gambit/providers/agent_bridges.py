@@ -1,6 +1,7 @@
-"""`codex-cli/` and `claude-code-cli/`: coding agents run as subprocesses (seed 002 stdlib
+"""`codex-cli/` and `claude-code-cli/`: coding agents run as subprocesses (the stdlib
 bridge decks `gambit://decks/openai/codex-sdk/PROMPT.md` and
-`gambit://decks/anthropic/agent-sdk/PROMPT.md` use them as their models).
+`gambit://decks/anthropic/agent-sdk/PROMPT.md` use them as their models; docs/decisions.md,
+"Agent bridges (stdlib decks)").
 
 - **Codex**: `codex exec --json [--model M] [-c key=value ...] PROMPT` (or `codex exec resume
   THREAD_ID --json PROMPT` to continue), whose JSON Lines events (`thread.started`,

@@ -1,4 +1,5 @@
-"""`openai-api/`: the OpenAI Responses API (seed 001).
+"""`openai-api/`: the OpenAI Responses API
+(https://platform.openai.com/docs/api-reference/responses).
 
 - **Chaining.** Within a run the adapter sends only the items that are new since its last
   response, with `previous_response_id`. The runtime always passes the full conversation

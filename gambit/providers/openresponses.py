@@ -1,6 +1,7 @@
 """`openresponses/`: any Open Responses server (vLLM, LM Studio, LiteLLM, another Gambit).
 
-Consumer conformance (seed 004): items keep their `status`; structured errors
+What the Open Responses specification (https://www.openresponses.org/) asks of a client:
+items keep their `status`; structured errors
 (`type`/`code`/`param`/`message`) become `ProviderError` fields; reasoning and namespaced
 `ns:type` extension items are passed through untouched, in the input and in the output.
 

@@ -6,13 +6,13 @@ How the adapter learns the mode: the runtime calls `responses()` in responses mo
 - `responses()` always posts to `/responses`.
 - `chat()` posts to `/chat/completions`, unless the provider was built with
   `responses_api=True` (`from_env` sets it from `GAMBIT_OPENROUTER_RESPONSES=1`); then chat
-  messages are mapped to items and sent to `/responses` (seed 000, phase 2 flag).
+  messages are mapped to items and sent to `/responses` (docs/providers.md, "Chat mode").
 
 Requests carry `HTTP-Referer` and `X-Title`. A replayed `gambit_context`/`gambit_init` call
 in the input gets a stub tool definition when the tools list lacks it (OpenRouter's
 upstreams reject calls to undeclared tools), and a `json_schema` text format is sent with
-`strict: false` on the Responses endpoint (reference §5.5). OpenRouter's own `usage.cost`
-is reported as `usage.costUsd`.
+`strict: false` on the Responses endpoint (docs/providers.md, "What every adapter does").
+OpenRouter's own `usage.cost` is reported as `usage.costUsd`.
 """
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""`gambit check` (DESIGN §9): exit codes and the `--json` shape, through the real console script."""
+"""`gambit check`: exit codes and the stable `--json` shape (docs/decks.md, "Checking decks"),
+through the real console script."""
 
 from __future__ import annotations
 

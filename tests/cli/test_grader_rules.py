@@ -1,4 +1,4 @@
-"""Grader compatibility wherever a grader runs (seed 002 deep rule), and deck warnings at run
+"""Grader compatibility wherever a grader runs (docs/decks.md, "Graders"), and deck warnings at run
 time (deprecations on stderr once, in the trace, errors under --strict)."""
 
 from __future__ import annotations

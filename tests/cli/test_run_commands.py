@@ -1,6 +1,6 @@
 """`gambit run | repl | scenario | grade` through the console script, against the fake model
 server on 127.0.0.1, each in responses mode (`--responses`) and chat mode
-(`GAMBIT_CHAT_FALLBACK=1`), as seed 000's test checklist asks."""
+(`GAMBIT_CHAT_FALLBACK=1`): every command works in both modes."""
 
 from __future__ import annotations
 

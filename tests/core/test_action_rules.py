@@ -1,9 +1,10 @@
-"""Seed 002 action rules at run time, written from the seed's words:
+"""Action rules at run time (docs/decks.md, "Actions and their results"):
 
-- "[[actions]] ... may declare schemas inline, in the execute module, or both";
-- "Action result envelope": `payload` is validated against the action deck's
-  responseSchema, `status`, `message`, `code` and `meta` are preserved for the parent, and a
-  bare value becomes `payload`.
+- an `execute` action's schemas may be declared on its `[[actions]]` entry, in its module, or
+  both (then they must match);
+- the result envelope: `payload` is validated against the action's responseSchema, `status`,
+  `message`, `code` and `meta` reach the parent as they are, and a bare value becomes
+  `payload`.
 """
 
 from __future__ import annotations
@@ -370,3 +371,13 @@ def test_a_snippet_chain_500_deep_names_the_limit(decks: DeckFolder):
     path = decks.deck("d/PROMPT.md", MODEL, "![](./s0.md)")
     (error,) = _errors(path)
     assert "snippets are embedded more than 32 levels deep" in error
+
+
+def test_an_unknown_key_with_no_close_match_lists_the_deck_format_s_keys(decks: DeckFolder):
+    path = decks.deck("d/PROMPT.md", MODEL + "zzqqxx = 1\n")
+    (warning,) = [w for w in _warnings(path) if "zzqqxx" in w]
+    assert warning.endswith(
+        "zzqqxx: unknown key; it is ignored (fix: the deck format's keys are actions, allowEnd, "
+        "contextSchema, graders, guardrails, handlers, label, modelParams, permissions, "
+        "respond, responseSchema, scenarios, startMode, tools)"
+    ), warning

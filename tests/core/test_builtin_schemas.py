@@ -1,4 +1,5 @@
-"""Built-in `gambit://schemas/...` schemas (seed 002; reference §1.6, §1.7, §6 items 5-9)."""
+"""Built-in `gambit://schemas/...` schemas (docs/decks.md, "Graders"): their URIs, legacy forms,
+shapes, and the grader compatibility rule."""
 
 from __future__ import annotations
 
@@ -79,7 +80,6 @@ def test_canonical_uris_resolve_without_deprecation():
 
 
 def test_legacy_ts_suffix_is_rewritten_with_a_deprecation():
-    # Reference §6 item 9.
     ref = resolve_builtin_schema_uri("gambit://schemas/graders/respond.ts")
     assert ref.canonical_uri == "gambit://schemas/graders/respond.zod.ts"
     assert ref.deprecated_reason == (
@@ -142,11 +142,10 @@ def test_empty_specifier_message():
         resolve_builtin_schema_uri("gambit://schemas/")
 
 
-# ---- the samples of reference §6 ------------------------------------------------------------------
+# ---- what each built-in schema accepts -----------------------------------------------------------
 
 
 def test_respond_schema_parses_a_status_envelope():
-    # Item 5.
     schema = builtin_schema("gambit://schemas/graders/respond.zod.ts")
     assert schema.validate({"status": 200}) == {"status": 200}
 
@@ -171,14 +170,13 @@ def test_respond_envelope_shape():
 
 
 def test_legacy_conversation_context_parses_unchanged():
-    # Item 6.
+    # The legacy `contexts/` form resolves to the same schema.
     schema = builtin_schema("gambit://schemas/contexts/conversation.zod.ts")
     value = {"session": {"messages": [{"role": "user", "content": "hello"}]}}
     assert schema.validate(value) == value
 
 
 def test_turn_tools_accepts_tool_calls():
-    # Item 7.
     schema = builtin_schema("gambit://schemas/graders/contexts/turn_tools.zod.ts")
     value = {
         "session": {
@@ -214,7 +212,6 @@ def test_turn_tools_accepts_tool_calls():
 
 
 def test_conversation_tools_accepts_tool_calls():
-    # Item 8.
     schema = builtin_schema("gambit://schemas/graders/contexts/conversation_tools.zod.ts")
     value = {
         "session": {

@@ -1,4 +1,5 @@
-"""Deck loading: reference §6 items 1-36 as adapted by DESIGN §2, and the seed 002 rules."""
+"""Deck loading (docs/decks.md): front matter, snippets and cards, schemas, actions, tools,
+permissions and names, and the deprecated TypeScript-era forms with their warnings."""
 
 from __future__ import annotations
 
@@ -34,14 +35,14 @@ def test_it_loads_toml_front_matter_and_body(decks: DeckFolder):
     assert deck.path == str(path.resolve())
 
 
-def test_it_loads_a_file_without_front_matter(decks: DeckFolder):  # item 13
+def test_it_loads_a_file_without_front_matter(decks: DeckFolder):
     path = decks.write("d/PROMPT.md", "Just a prompt.\n\nWith two paragraphs.\n")
     deck = load_deck(path)
     assert deck.label is None
     assert deck.body == "Just a prompt.\n\nWith two paragraphs."
 
 
-def test_it_reports_unterminated_front_matter_with_the_file(decks: DeckFolder):  # item 14
+def test_it_reports_unterminated_front_matter_with_the_file(decks: DeckFolder):
     path = decks.write("d/PROMPT.md", '+++\nlabel = "x"\n\nbody\n')
     with pytest.raises(DeckLoadError) as info:
         load_deck(path)
@@ -84,7 +85,7 @@ def test_it_warns_about_unknown_keys_with_a_suggestion(decks: DeckFolder):
     assert any("respnd" in w and "respond" in w for w in warnings)
 
 
-def test_it_keeps_workloop_passthrough(decks: DeckFolder):  # item 2
+def test_it_keeps_workloop_passthrough(decks: DeckFolder):
     path = decks.deck(
         "d/PROMPT.md", "[workloop]\ndefaultTools = false\n[workloop.tools]\nbrowser = true"
     )
@@ -103,7 +104,7 @@ def test_it_rejects_a_bad_start_mode_naming_the_key(decks: DeckFolder):
 # ---- snippets and embeds ----------------------------------------------------------------------
 
 
-def test_respond_snippet_sets_respond(decks: DeckFolder):  # item 1
+def test_respond_snippet_sets_respond(decks: DeckFolder):
     path = decks.deck("d/PROMPT.md", "", "Work.\n\n![](gambit://snippets/respond.md)")
     deck = load_deck(path)
     assert deck.respond is True
@@ -117,7 +118,7 @@ def test_end_snippet_sets_allow_end(decks: DeckFolder):
     assert "gambit_end" in deck.body
 
 
-def test_scenario_participant_snippet(decks: DeckFolder):  # item 3
+def test_scenario_participant_snippet(decks: DeckFolder):
     deck = load_deck(
         decks.deck("d/PROMPT.md", "", "![](gambit://snippets/scenario-participant.md)")
     )
@@ -139,7 +140,7 @@ def test_generate_test_input_is_a_deprecated_alias_of_init(decks: DeckFolder):
     assert any("deprecated" in w.message for w in tree.warnings)
 
 
-def test_legacy_markers_set_flags_and_warn(decks: DeckFolder):  # item 4
+def test_legacy_markers_set_flags_and_warn(decks: DeckFolder):
     path = decks.deck(
         "d/PROMPT.md", "", "![](gambit://init) ![](gambit://respond) ![](gambit://end)"
     )
@@ -164,7 +165,7 @@ def test_unknown_builtin_snippet_lists_the_available_ones(decks: DeckFolder):
     assert "gambit://snippets/respond.md" in error
 
 
-def test_local_snippets_inline_relative_to_the_embedding_file(decks: DeckFolder):  # item 29
+def test_local_snippets_inline_relative_to_the_embedding_file(decks: DeckFolder):
     decks.write(
         "d/cards/persona.card.md", "+++\nlabel = 'p'\n+++\nPERSONA TEXT ![](./nested/inner.md)\n"
     )
@@ -179,7 +180,7 @@ def test_local_snippets_inline_relative_to_the_embedding_file(decks: DeckFolder)
     assert len(deck.embeds) == 2
 
 
-def test_embed_cycles_are_reported_with_the_chain(decks: DeckFolder):  # item 30
+def test_embed_cycles_are_reported_with_the_chain(decks: DeckFolder):
     decks.write("d/a.md", "A ![](./b.md)\n")
     decks.write("d/b.md", "B ![](./a.md)\n")
     (error,) = errors_of(decks.deck("d/PROMPT.md", "", "![](./a.md)"))
@@ -187,7 +188,7 @@ def test_embed_cycles_are_reported_with_the_chain(decks: DeckFolder):  # item 30
     assert "a.md -> " in error and "b.md -> " in error
 
 
-def test_an_ordinary_image_stays_an_image(decks: DeckFolder):  # item 36 (seed choice)
+def test_an_ordinary_image_stays_an_image(decks: DeckFolder):
     deck = load_deck(decks.deck("d/PROMPT.md", "", "Logo: ![logo](logo.png)"))
     assert deck.body == "Logo: ![logo](logo.png)"
 
@@ -197,7 +198,7 @@ def test_a_missing_local_snippet_names_the_target(decks: DeckFolder):
     assert "missing.md" in error and "does not exist" in error
 
 
-def test_card_actions_merge_with_deck_actions(decks: DeckFolder):  # item 28
+def test_card_actions_merge_with_deck_actions(decks: DeckFolder):
     decks.deck("d/actions/a/PROMPT.md", ACTION_SCHEMAS)
     decks.write(
         "d/cards/card.md",
@@ -217,7 +218,7 @@ def test_card_actions_merge_with_deck_actions(decks: DeckFolder):  # item 28
     assert len(deck.embeds) == 2
 
 
-def test_legacy_action_decks_on_a_card_warn(decks: DeckFolder):  # item 12
+def test_legacy_action_decks_on_a_card_warn(decks: DeckFolder):
     decks.deck("d/actions/a/PROMPT.md", ACTION_SCHEMAS)
     decks.write(
         "d/old.card.md",
@@ -232,7 +233,7 @@ def test_legacy_action_decks_on_a_card_warn(decks: DeckFolder):  # item 12
     )
 
 
-def test_card_schema_fragments_merge_with_deck_winning(decks: DeckFolder):  # item 31
+def test_card_schema_fragments_merge_with_deck_winning(decks: DeckFolder):
     decks.write(
         "d/in.json", json.dumps({"type": "object", "properties": {"text": {"type": "string"}}})
     )
@@ -260,7 +261,7 @@ def test_card_schema_fragments_merge_with_deck_winning(decks: DeckFolder):  # it
     assert sorted(deck.response_schema.field_names()) == ["note", "result"]
 
 
-def test_cards_cannot_declare_handlers(decks: DeckFolder):  # item 32
+def test_cards_cannot_declare_handlers(decks: DeckFolder):
     decks.write("d/card.md", '+++\n[handlers.onError]\npath = "./x/PROMPT.md"\n+++\ncard\n')
     (error,) = errors_of(decks.deck("d/PROMPT.md", "", "![](./card.md)"))
     assert "handlers" in error
@@ -269,14 +270,14 @@ def test_cards_cannot_declare_handlers(decks: DeckFolder):  # item 32
 # ---- schemas ----------------------------------------------------------------------------------
 
 
-def test_builtin_respond_schema_as_context(decks: DeckFolder):  # item 5
+def test_builtin_respond_schema_as_context(decks: DeckFolder):
     deck = load_deck(
         decks.deck("d/PROMPT.md", 'contextSchema = "gambit://schemas/graders/respond.zod.ts"')
     )
     assert deck.context_schema.validate({"status": 200}) == {"status": 200}
 
 
-def test_legacy_contexts_uri_resolves(decks: DeckFolder):  # item 6
+def test_legacy_contexts_uri_resolves(decks: DeckFolder):
     path = decks.deck(
         "d/PROMPT.md", 'contextSchema = "gambit://schemas/contexts/conversation.zod.ts"'
     )
@@ -286,7 +287,7 @@ def test_legacy_contexts_uri_resolves(decks: DeckFolder):  # item 6
     assert any("deprecated" in w.message for w in tree.warnings)
 
 
-def test_legacy_ts_schema_uri_warns(decks: DeckFolder):  # item 9
+def test_legacy_ts_schema_uri_warns(decks: DeckFolder):
     path = decks.deck("d/PROMPT.md", 'contextSchema = "gambit://schemas/graders/respond.ts"')
     tree = load_deck_tree(path)
     assert tree.root.context_schema is not None
@@ -294,7 +295,7 @@ def test_legacy_ts_schema_uri_warns(decks: DeckFolder):  # item 9
     assert errors_of(path, strict=True)
 
 
-def test_legacy_input_output_schema_keys_warn(decks: DeckFolder):  # item 10
+def test_legacy_input_output_schema_keys_warn(decks: DeckFolder):
     path = decks.deck(
         "d/PROMPT.md",
         'inputSchema = "gambit://schemas/graders/respond.zod.ts"\noutputSchema = "gambit://schemas/scenarios/plain_chat_output.zod.ts"',
@@ -420,7 +421,7 @@ def test_guardrails(decks: DeckFolder):
     assert "guardrails.maxPasses" in error
 
 
-def test_permissions_resolve_from_the_declaring_file(decks: DeckFolder):  # items 16, 37, 46
+def test_permissions_resolve_from_the_declaring_file(decks: DeckFolder):
     decks.deck("root/actions/a/PROMPT.md", ACTION_SCHEMAS)
     path = decks.deck(
         "root/PROMPT.md",
@@ -449,7 +450,7 @@ def test_permissions_resolve_from_the_declaring_file(decks: DeckFolder):  # item
     assert deck.actions[0].permissions.read == [str(base / "action-overrides")]
 
 
-def test_permission_shape_errors(decks: DeckFolder):  # item 45
+def test_permission_shape_errors(decks: DeckFolder):
     errors = errors_of(
         decks.deck("d/PROMPT.md", '[permissions]\nread = "yes"\nrun = { paths = true }')
     )
@@ -473,7 +474,7 @@ def test_handlers(decks: DeckFolder):
 # ---- actions ----------------------------------------------------------------------------------
 
 
-def test_actions_scenarios_graders_resolve_to_absolute_paths(decks: DeckFolder):  # item 11
+def test_actions_scenarios_graders_resolve_to_absolute_paths(decks: DeckFolder):
     decks.deck(
         "d/x/PROMPT.md",
         ACTION_SCHEMAS
@@ -503,7 +504,7 @@ def test_actions_scenarios_graders_resolve_to_absolute_paths(decks: DeckFolder):
     assert deck.actions[0].context_schema is not None
 
 
-def test_action_requires_description(decks: DeckFolder):  # item 15
+def test_action_requires_description(decks: DeckFolder):
     decks.deck("d/x/PROMPT.md", ACTION_SCHEMAS)
     (error,) = errors_of(
         decks.deck("d/PROMPT.md", '[[actions]]\nname = "x"\npath = "./x/PROMPT.md"')
@@ -511,7 +512,7 @@ def test_action_requires_description(decks: DeckFolder):  # item 15
     assert "description" in error and "actions[x]" in error
 
 
-def test_top_level_execute_is_rejected(decks: DeckFolder):  # item 17
+def test_top_level_execute_is_rejected(decks: DeckFolder):
     (error,) = errors_of(decks.deck("d/PROMPT.md", 'execute = "./compute.deck.ts"'))
     assert "Top-level execute" in error
 
@@ -521,7 +522,7 @@ def test_top_level_execute_is_rejected(decks: DeckFolder):  # item 17
     ['path = "./x/PROMPT.md"\nexecute = "./x.py"', ""],
     ids=["both", "neither"],
 )
-def test_action_needs_exactly_one_target(decks: DeckFolder, entry: str):  # items 18, 19
+def test_action_needs_exactly_one_target(decks: DeckFolder, entry: str):
     decks.deck("d/x/PROMPT.md", ACTION_SCHEMAS)
     decks.write("d/x.py", "import gambit\ndeck = gambit.define_deck(run=lambda ctx: 'ok')\n")
     errors = errors_of(
@@ -547,7 +548,7 @@ deck = gambit.define_deck(run=run, context_schema=In, response_schema=Out)
 """
 
 
-def test_execute_action_takes_schemas_from_the_module(decks: DeckFolder):  # item 20
+def test_execute_action_takes_schemas_from_the_module(decks: DeckFolder):
     module = decks.write("d/compute.py", COMPUTE_MODULE)
     deck = load_deck(
         decks.deck(
@@ -592,7 +593,7 @@ def test_execute_action_with_inline_schemas_only(decks: DeckFolder):
     assert deck.actions[0].response_schema.is_string
 
 
-def test_execute_action_needs_some_schema_declaration(decks: DeckFolder):  # item 21
+def test_execute_action_needs_some_schema_declaration(decks: DeckFolder):
     decks.write("d/compute.py", "import gambit\ndeck = gambit.define_deck(run=lambda ctx: 1)\n")
     errors = errors_of(
         decks.deck(
@@ -616,12 +617,12 @@ def test_typescript_execute_target_says_to_port_it(decks: DeckFolder):
     assert "compute.deck.ts" in error and "port it to Python" in error
 
 
-def test_mcp_servers_fail_fast(decks: DeckFolder):  # item 22
+def test_mcp_servers_fail_fast(decks: DeckFolder):
     (error,) = errors_of(decks.deck("d/PROMPT.md", '[[mcpServers]]\nname = "x"'))
     assert "[[mcpServers]]" in error
 
 
-def test_tools_and_shadowing(decks: DeckFolder):  # item 23
+def test_tools_and_shadowing(decks: DeckFolder):
     decks.deck("d/x/PROMPT.md", ACTION_SCHEMAS)
     decks.write(
         "d/q.json", json.dumps({"type": "object", "properties": {"query": {"type": "string"}}})
@@ -647,7 +648,7 @@ def test_tools_and_shadowing(decks: DeckFolder):  # item 23
     assert any("shadowed" in w.message and "search_docs" in w.message for w in tree.warnings)
 
 
-def test_names_are_validated(decks: DeckFolder):  # items 26, 27
+def test_names_are_validated(decks: DeckFolder):
     decks.deck("d/x/PROMPT.md", ACTION_SCHEMAS)
     path = decks.deck(
         "d/PROMPT.md",
@@ -680,7 +681,7 @@ def test_names_are_validated(decks: DeckFolder):  # items 26, 27
     assert any("duplicate tool name" in e for e in errors)
 
 
-def test_legacy_arrays_warn_and_dedupe(decks: DeckFolder):  # item 35
+def test_legacy_arrays_warn_and_dedupe(decks: DeckFolder):
     decks.deck("d/s/PROMPT.md", ACTION_SCHEMAS)
     path = decks.deck(
         "d/PROMPT.md",
@@ -787,7 +788,7 @@ def test_a_python_compute_deck_loads(decks: DeckFolder):
     assert deck.kind == "compute" and deck.label == "Hello" and deck.definition.run(None) == "hi"
 
 
-def test_module_level_run_without_deck_is_rejected(decks: DeckFolder):  # item 34
+def test_module_level_run_without_deck_is_rejected(decks: DeckFolder):
     path = decks.write("d/deck.py", "def run(ctx):\n    return 1\n")
     (error,) = errors_of(path)
     assert "module level" in error and "define_deck" in error

@@ -1,5 +1,5 @@
 """The specs of the four entry arrays: the keys each entry may have are derived from its spec,
-so they are pinned here against seed 002."""
+so they are pinned here against the deck format (docs/decks.md, "The canonical form")."""
 
 from __future__ import annotations
 

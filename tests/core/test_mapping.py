@@ -1,4 +1,4 @@
-"""Chat <-> Open Responses mapping (seed 000 "Mapping rules", reference §3.4)."""
+"""Chat <-> Open Responses mapping (docs/providers.md, "Chat mode")."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Open Responses models (seed 000): construction, round trips, extras kept, helpers."""
+"""Open Responses models (https://www.openresponses.org/): construction, round trips, extras
+kept, helpers."""
 
 from __future__ import annotations
 

@@ -1,7 +1,8 @@
 """The permission matrix: layering, path checks, every escape, and the built-in tools under them.
 
-Each test is one rule of seed 002 `[permissions]` / reference §2.14 and §2.7.1, run against a
-real folder (real symlinks, real subprocesses)."""
+Each test is one rule of a deck's `[permissions]` and how they layer (docs/decks.md,
+"Permissions hold for every deck a run starts"; docs/decisions.md, "Permissions and built-in
+tools"), run against a real folder (real symlinks, real subprocesses)."""
 
 from __future__ import annotations
 

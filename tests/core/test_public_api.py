@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import importlib
+import inspect
 import subprocess
 import sys
 from pathlib import Path
@@ -74,6 +75,7 @@ def test_importing_the_runtime_leaves_grading_scenarios_and_verify_unloaded():
         "numpy",
         "scipy",
         "krippendorff",
+        "gambit.core.verify",
         "gambit.core._zod",
         "statistics",
         "importlib.resources",  # only for gambit:// snippets and stdlib decks
@@ -84,3 +86,20 @@ def test_importing_the_runtime_leaves_grading_scenarios_and_verify_unloaded():
 def test_the_package_namespace_still_offers_everything():
     loaded = _modules_after("import gambit; gambit.run_scenario; gambit.grade_state")
     assert {"gambit.core._scenario", "gambit.core._grading"} <= loaded
+
+
+def test_the_verify_module_offers_what_gambit_verify_and_the_verify_pages_use():
+    import gambit.core.verify as verify
+
+    for name in verify.__all__:
+        value = getattr(verify, name)
+        assert value.__module__.startswith("gambit.core._"), name
+    loaded = _modules_after("import gambit.core.verify")
+    assert {"gambit.core._verify", "gambit.core._verify_run", "gambit.core._calibration"} <= loaded
+
+
+def test_missing_is_the_runtime_s_own_sentinel():
+    from gambit.core._runtime import _MISSING
+
+    assert gambit.core.MISSING is _MISSING
+    assert inspect.signature(gambit.core.run_deck).parameters["context"].default is _MISSING

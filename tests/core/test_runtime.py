@@ -1,4 +1,6 @@
-"""The run loop: reference §6 items 51-129 that apply under the seed contract (DESIGN §2)."""
+"""The run loop (docs/decks.md, "How a deck runs"): compute and LLM decks, context injection,
+streaming, actions and their envelopes, handlers, synthetic tools, guardrails, usage,
+cancellation and the trace."""
 
 from __future__ import annotations
 
@@ -53,7 +55,7 @@ def calls_named(items: list[Any], name: str) -> list[FunctionCallItem]:
 # ---- compute decks ----------------------------------------------------------------------------
 
 
-async def test_compute_deck_with_string_schemas(decks: DeckFolder):  # items 51, 62
+async def test_compute_deck_with_string_schemas(decks: DeckFolder):
     path = decks.write(
         "c/deck.py",
         """
@@ -69,7 +71,7 @@ async def test_compute_deck_with_string_schemas(decks: DeckFolder):  # items 51,
     assert result.output == "ok:hello"
 
 
-async def test_compute_deck_with_builtin_plain_chat_schemas(decks: DeckFolder):  # item 52
+async def test_compute_deck_with_builtin_plain_chat_schemas(decks: DeckFolder):
     path = decks.write(
         "c/deck.py",
         """
@@ -84,7 +86,7 @@ async def test_compute_deck_with_builtin_plain_chat_schemas(decks: DeckFolder): 
     assert (await run_deck(path, provider=ScriptedProvider())).output == "ok"
 
 
-async def test_compute_log_traces(decks: DeckFolder):  # items 54, 55
+async def test_compute_log_traces(decks: DeckFolder):
     path = decks.write(
         "c/deck.py",
         """
@@ -114,7 +116,7 @@ async def test_compute_log_traces(decks: DeckFolder):  # items 54, 55
     assert rec.types() == ["run.start", "log", "log", "run.end"]
 
 
-async def test_compute_root_object_without_schema_is_json(decks: DeckFolder):  # item 120
+async def test_compute_root_object_without_schema_is_json(decks: DeckFolder):
     path = decks.write(
         "c/deck.py", "import gambit\ndeck = gambit.define_deck(run=lambda ctx: {'a': 1})\n"
     )
@@ -170,7 +172,7 @@ async def test_timeouts(
         assert (await run_deck(tree, provider=provider)).output == "finished"
 
 
-async def test_session_meta_and_append_message_across_runs(decks: DeckFolder):  # item 102
+async def test_session_meta_and_append_message_across_runs(decks: DeckFolder):
     path = decks.write(
         "c/deck.py",
         """
@@ -192,7 +194,7 @@ async def test_session_meta_and_append_message_across_runs(decks: DeckFolder):  
     assert second.state.run_id == first.state.run_id
 
 
-async def test_spawn_and_wait_inherits_the_user_message(decks: DeckFolder):  # item 101
+async def test_spawn_and_wait_inherits_the_user_message(decks: DeckFolder):
     decks.deck("c/echo/PROMPT.md", MODEL + ACTION_SCHEMAS, "Echo the last user message.")
     path = decks.write(
         "c/deck.py",
@@ -220,7 +222,7 @@ async def test_sync_compute_can_spawn_and_wait(decks: DeckFolder):
 # ---- LLM decks: input, messages, state ---------------------------------------------------------
 
 
-async def test_context_injection_and_user_message(decks: DeckFolder):  # items 68, 84
+async def test_context_injection_and_user_message(decks: DeckFolder):
     path = decks.deck("d/PROMPT.md", MODEL, "Be brief.")
     provider = ScriptedProvider()
     provider.enqueue("ok", "ok")
@@ -237,7 +239,7 @@ async def test_context_injection_and_user_message(decks: DeckFolder):  # items 6
     assert call["args"] == {} and call["toolKind"] == "internal" and result["result"] == "hello"
 
 
-async def test_message_without_context_injects_nothing(decks: DeckFolder):  # items 69, 85
+async def test_message_without_context_injects_nothing(decks: DeckFolder):
     path = decks.deck("d/PROMPT.md", MODEL)
     provider = ScriptedProvider()
     provider.enqueue("hi")
@@ -246,7 +248,7 @@ async def test_message_without_context_injects_nothing(decks: DeckFolder):  # it
     assert calls_named(items, "gambit_context") == [] and user_texts(items) == ["hello"]
 
 
-async def test_optional_object_context_resolves_to_empty(decks: DeckFolder):  # item 61
+async def test_optional_object_context_resolves_to_empty(decks: DeckFolder):
     decks.write(
         "d/in.json", json.dumps({"type": "object", "properties": {"q": {"type": "string"}}})
     )
@@ -257,7 +259,7 @@ async def test_optional_object_context_resolves_to_empty(decks: DeckFolder):  # 
     assert input_items(provider)[2].output == "{}"
 
 
-async def test_resume_does_not_reinject(decks: DeckFolder):  # items 70, 71
+async def test_resume_does_not_reinject(decks: DeckFolder):
     path = decks.deck("d/PROMPT.md", MODEL)
     provider = ScriptedProvider()
     provider.enqueue("first answer", "second answer")
@@ -309,7 +311,7 @@ async def test_state_is_published_after_every_pass(decks: DeckFolder):
     assert counts == sorted(counts) and len(set(counts)) >= 3
 
 
-async def test_empty_output_with_one_pass(decks: DeckFolder):  # item 77
+async def test_empty_output_with_one_pass(decks: DeckFolder):
     path = decks.deck("d/PROMPT.md", MODEL + "[guardrails]\nmaxPasses = 1")
     provider = ScriptedProvider()
     provider.enqueue(Reply(text=None))
@@ -317,7 +319,7 @@ async def test_empty_output_with_one_pass(decks: DeckFolder):  # item 77
     assert len(provider.requests) == 1
 
 
-async def test_structured_output(decks: DeckFolder):  # items 78, 79
+async def test_structured_output(decks: DeckFolder):
     decks.write(
         "d/out.json",
         json.dumps(
@@ -357,7 +359,7 @@ async def test_invalid_output_fails_with_the_schema_message(decks: DeckFolder):
 # ---- streaming --------------------------------------------------------------------------------
 
 
-async def test_streaming_text_reaches_the_callback(decks: DeckFolder):  # item 66
+async def test_streaming_text_reaches_the_callback(decks: DeckFolder):
     path = decks.deck("d/PROMPT.md", MODEL)
     provider = ScriptedProvider()
     provider.enqueue(Stream(["a", "b"]))
@@ -374,7 +376,7 @@ async def test_streaming_text_reaches_the_callback(decks: DeckFolder):  # item 6
     )
 
 
-async def test_parent_and_child_both_stream(decks: DeckFolder):  # item 67
+async def test_parent_and_child_both_stream(decks: DeckFolder):
     decks.deck("d/child/PROMPT.md", MODEL + ACTION_SCHEMAS)
     path = decks.deck(
         "d/PROMPT.md",
@@ -391,7 +393,7 @@ async def test_parent_and_child_both_stream(decks: DeckFolder):  # item 67
     assert "".join(rec.text) == "child textparent done"
 
 
-async def test_events_after_a_terminal_event_are_dropped(decks: DeckFolder):  # item 76
+async def test_events_after_a_terminal_event_are_dropped(decks: DeckFolder):
     path = decks.deck("d/PROMPT.md", MODEL)
 
     class LateEvents(ScriptedProvider):
@@ -442,7 +444,7 @@ deck = gambit.define_deck(
 """
 
 
-async def test_execute_action_envelope(decks: DeckFolder):  # items 90, 129
+async def test_execute_action_envelope(decks: DeckFolder):
     decks.write("d/rollup.py", COMPUTE_ROLLUP)
     decks.write(
         "d/out.json", json.dumps({"type": "object", "properties": {"total": {"type": "number"}}})
@@ -472,7 +474,7 @@ async def test_execute_action_envelope(decks: DeckFolder):  # items 90, 129
     assert outputs[1].call_id == complete.call_id and json.loads(outputs[1].output) == envelope
 
 
-async def test_invalid_action_arguments_give_400(decks: DeckFolder):  # item 91
+async def test_invalid_action_arguments_give_400(decks: DeckFolder):
     decks.write("d/rollup.py", COMPUTE_ROLLUP)
     path = decks.deck(
         "d/PROMPT.md",
@@ -514,7 +516,7 @@ async def test_a_context_nested_past_the_limit_is_a_run_error_naming_it(decks: D
     assert provider.requests == []
 
 
-async def test_llm_action_runs_as_a_nested_deck(decks: DeckFolder):  # items 86, 88
+async def test_llm_action_runs_as_a_nested_deck(decks: DeckFolder):
     decks.deck("d/child/PROMPT.md", MODEL + ACTION_SCHEMAS)
     path = decks.deck(
         "d/PROMPT.md",
@@ -539,7 +541,7 @@ async def test_llm_action_runs_as_a_nested_deck(decks: DeckFolder):  # items 86,
     assert monolog["deckPath"].endswith("child/PROMPT.md")
 
 
-async def test_canonical_trace_order(decks: DeckFolder):  # reference §4.2
+async def test_canonical_trace_order(decks: DeckFolder):
     decks.deck("d/child/PROMPT.md", MODEL + ACTION_SCHEMAS)
     decks.write("d/calc.py", COMPUTE_ROLLUP)
     path = decks.deck(
@@ -574,7 +576,7 @@ async def test_canonical_trace_order(decks: DeckFolder):  # reference §4.2
     assert rec.of("run.end")[0]["status"] == "completed"
 
 
-async def test_child_failure_without_on_error_fails_the_parent(decks: DeckFolder):  # item 82
+async def test_child_failure_without_on_error_fails_the_parent(decks: DeckFolder):
     decks.write(
         "d/boom.py",
         "import gambit\ndef run(ctx):\n    raise ValueError('kaput')\ndeck = gambit.define_deck(run=run, context_schema={}, response_schema={})\n",
@@ -592,7 +594,7 @@ async def test_child_failure_without_on_error_fails_the_parent(decks: DeckFolder
 
 
 @pytest.mark.parametrize("handler_fails", [False, True])
-async def test_on_error_handler(decks: DeckFolder, handler_fails: bool):  # items 81, 83
+async def test_on_error_handler(decks: DeckFolder, handler_fails: bool):
     decks.write(
         "d/boom.py",
         "import gambit\ndef run(ctx):\n    raise ValueError('kaput')\ndeck = gambit.define_deck(run=run, context_schema={}, response_schema={})\n",
@@ -631,7 +633,7 @@ async def test_on_error_handler(decks: DeckFolder, handler_fails: bool):  # item
         )
 
 
-async def test_external_tools(decks: DeckFolder):  # items 92-95
+async def test_external_tools(decks: DeckFolder):
     decks.write(
         "d/lookup.py",
         "import gambit\ndeck = gambit.define_deck(run=lambda ctx: {'value': 'action'}, context_schema={}, response_schema={})\n",
@@ -681,7 +683,7 @@ async def test_external_tools(decks: DeckFolder):  # items 92-95
 @pytest.mark.parametrize(
     ("on_tool", "code"), [(None, "missing_on_tool"), ("raise", "tool_handler_error")]
 )
-async def test_external_tool_failures(decks: DeckFolder, on_tool, code):  # items 93, 94
+async def test_external_tool_failures(decks: DeckFolder, on_tool, code):
     path = decks.deck("d/PROMPT.md", MODEL + '[[tools]]\nname = "search"')
 
     def boom(request):
@@ -697,7 +699,7 @@ async def test_external_tool_failures(decks: DeckFolder, on_tool, code):  # item
         assert result["message"] == "boom"
 
 
-async def test_unknown_tool_gives_404_and_continues(decks: DeckFolder):  # item 118
+async def test_unknown_tool_gives_404_and_continues(decks: DeckFolder):
     path = decks.deck("d/PROMPT.md", MODEL)
     provider = ScriptedProvider()
     provider.enqueue(Call("nope", {}), "done")
@@ -708,7 +710,7 @@ async def test_unknown_tool_gives_404_and_continues(decks: DeckFolder):  # item 
     assert (output["status"], output["message"]) == (404, "unknown action") and "code" not in output
 
 
-async def test_text_with_tool_calls_is_kept_first(decks: DeckFolder):  # item 119
+async def test_text_with_tool_calls_is_kept_first(decks: DeckFolder):
     path = decks.deck("d/PROMPT.md", MODEL)
     provider = ScriptedProvider()
     provider.enqueue(Reply(text="Let me check.", calls=[Call("nope", {})]), "done")
@@ -718,10 +720,10 @@ async def test_text_with_tool_calls_is_kept_first(decks: DeckFolder):  # item 11
     assert kinds.index(("message", "assistant")) < kinds.index(("function_call", None))
 
 
-# ---- synthetic tools (seed mode, items 125-129) -----------------------------------------------
+# ---- synthetic tools: gambit_respond, gambit_end, gambit_complete ------------------------------
 
 
-async def test_respond_returns_the_envelope(decks: DeckFolder):  # items 125, 126
+async def test_respond_returns_the_envelope(decks: DeckFolder):
     path = decks.deck("d/PROMPT.md", MODEL + "respond = true")
     provider = ScriptedProvider()
     provider.enqueue(Call("gambit_respond", {"payload": "ok"}))
@@ -759,7 +761,7 @@ async def test_respond_payload_carries_the_response_schema(decks: DeckFolder):
     assert (retry["status"], retry["code"]) == (400, "invalid_payload")
 
 
-async def test_respond_deck_never_completes_with_text(decks: DeckFolder):  # item 128
+async def test_respond_deck_never_completes_with_text(decks: DeckFolder):
     path = decks.deck("d/PROMPT.md", MODEL + "respond = true\n[guardrails]\nmaxPasses = 3")
     provider = ScriptedProvider()
     provider.enqueue("a", "b", "c")
@@ -768,7 +770,7 @@ async def test_respond_deck_never_completes_with_text(decks: DeckFolder):  # ite
     assert len(provider.requests) == 3
 
 
-async def test_end_signal(decks: DeckFolder):  # item 127
+async def test_end_signal(decks: DeckFolder):
     path = decks.deck("d/PROMPT.md", MODEL + "respond = true\nallowEnd = true")
     provider = ScriptedProvider()
     provider.enqueue(Call("gambit_end", {"message": "bye"}))
@@ -797,7 +799,7 @@ async def test_end_from_a_child_ends_the_session(decks: DeckFolder):
 # ---- guardrails, models, usage ----------------------------------------------------------------
 
 
-async def test_max_depth(decks: DeckFolder):  # item 116
+async def test_max_depth(decks: DeckFolder):
     for name, child in (("a", "b"), ("b", "c")):
         decks.deck(
             f"d/{name}/PROMPT.md",
@@ -815,7 +817,7 @@ async def test_max_depth(decks: DeckFolder):  # item 116
         await run_deck(path, provider=provider)
 
 
-async def test_max_passes(decks: DeckFolder):  # item 117
+async def test_max_passes(decks: DeckFolder):
     path = decks.deck("d/PROMPT.md", MODEL + "[guardrails]\nmaxPasses = 2")
     provider = ScriptedProvider()
     provider.enqueue(Call("x", {}), Call("x", {}))
@@ -824,7 +826,7 @@ async def test_max_passes(decks: DeckFolder):  # item 117
     assert info.value.code == "max_passes" and len(provider.requests) == 2
 
 
-async def test_model_resolver_gets_the_fallback_list(decks: DeckFolder):  # items 96-98
+async def test_model_resolver_gets_the_fallback_list(decks: DeckFolder):
     path = decks.deck(
         "d/PROMPT.md",
         '[modelParams]\nmodel = ["ollama/llama3.1", "openrouter/openai/gpt-4o-mini"]\ntemperature = 0.2\n'
@@ -862,7 +864,7 @@ async def test_model_override_and_default(decks: DeckFolder):
     assert [r.model for r in provider.requests] == ["m-default", "m-forced"]
 
 
-async def test_usage_is_traced_and_summed(decks: DeckFolder):  # item 87
+async def test_usage_is_traced_and_summed(decks: DeckFolder):
     path = decks.deck("d/PROMPT.md", MODEL)
     provider = ScriptedProvider()
     usage = ResponseUsage(
@@ -914,7 +916,7 @@ async def test_costs_are_summed_into_the_run_usage(decks: DeckFolder):
     assert result.usage == ResponseUsage.model_validate(rec.of("run.end")[0]["usage"])
 
 
-async def test_non_root_deck_without_schemas_is_rejected(decks: DeckFolder):  # item 89
+async def test_non_root_deck_without_schemas_is_rejected(decks: DeckFolder):
     child = decks.deck("d/child/PROMPT.md", MODEL)
     path = decks.deck("d/PROMPT.md", MODEL)
     tree = load_deck_tree(path)
@@ -953,7 +955,7 @@ class FakeClock:
         await asyncio.sleep(0)
 
 
-async def test_busy_handler_fires_while_an_action_runs(decks: DeckFolder, monkeypatch):  # item 99
+async def test_busy_handler_fires_while_an_action_runs(decks: DeckFolder, monkeypatch):
     # The action runs until the busy handler's reply has reached the run (a gate the slow
     # deck's module imports, opened when the reply streams), so the test waits on no
     # wall-clock time. Deck code runs in a thread of its own, so the gate is a threading.Event.
@@ -997,7 +999,7 @@ async def test_busy_handler_fires_while_an_action_runs(decks: DeckFolder, monkey
     assert "alias busy fired (elapsed 250ms)" in texts
 
 
-async def test_idle_handler_fires_while_the_model_is_slow(decks: DeckFolder):  # item 100
+async def test_idle_handler_fires_while_the_model_is_slow(decks: DeckFolder):
     decks.write(
         "d/idle.py",
         "import gambit\ndeck = gambit.define_deck(run=lambda ctx: 'idle ping', context_schema={}, response_schema={})\n",
@@ -1013,7 +1015,7 @@ async def test_idle_handler_fires_while_the_model_is_slow(decks: DeckFolder):  #
 # ---- cancellation -----------------------------------------------------------------------------
 
 
-async def test_cancel_during_a_model_call(decks: DeckFolder):  # items 108, 109, 111
+async def test_cancel_during_a_model_call(decks: DeckFolder):
     path = decks.deck("d/PROMPT.md", MODEL)
     provider = ScriptedProvider()
     provider.enqueue(Stream(["a", "b", "c"], delay=0.2))
@@ -1032,7 +1034,7 @@ async def test_cancel_during_a_model_call(decks: DeckFolder):  # items 108, 109,
     assert user_texts(rec.states[-1].items) == ["hi"]
 
 
-async def test_cancel_inside_a_nested_deck(decks: DeckFolder):  # item 110
+async def test_cancel_inside_a_nested_deck(decks: DeckFolder):
     decks.deck("d/child/PROMPT.md", MODEL + ACTION_SCHEMAS)
     path = decks.deck(
         "d/PROMPT.md",

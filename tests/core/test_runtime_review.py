@@ -1,4 +1,4 @@
-"""Review of the run loop against seeds 000/002 and reference §2-§4 (see docs/decisions.md).
+"""Review of the run loop against docs/decks.md "How a deck runs" and docs/decisions.md "Running".
 
 Each test pins a behaviour a review of the run loop found wrong (and that was then fixed) or
 found subtle enough to deserve a guard.
@@ -246,7 +246,7 @@ async def test_intermediate_output_events_share_their_metadata(decks: DeckFolder
     assert {e["_gambit"].get("parent_action_call_id") for e in events} == {"call-emit"}
 
 
-async def test_intermediate_output_envelope_names_its_policy(decks: DeckFolder):  # item 112
+async def test_intermediate_output_envelope_names_its_policy(decks: DeckFolder):
     decks.write(
         "d/emit.py",
         "import gambit\ndef run(ctx):\n    ctx.emit_output_item({'type': 'ns:progress', 'data': {'step': 1}})\n"
@@ -343,7 +343,7 @@ async def test_response_sequence_numbers_restart_per_provider_call(decks: DeckFo
 # ---- chat mode ------------------------------------------------------------------------------------
 
 
-async def test_chat_mode_length_with_no_content_fails(decks: DeckFolder):  # reference §5.1
+async def test_chat_mode_length_with_no_content_fails(decks: DeckFolder):
     path = decks.deck("d/PROMPT.md", MODEL)
     provider = ScriptedProvider()
     provider.enqueue(Reply(text=None, finish_reason="length"))
@@ -351,7 +351,7 @@ async def test_chat_mode_length_with_no_content_fails(decks: DeckFolder):  # ref
         await run_deck(path, provider=provider, mode="chat", message="hi")
 
 
-async def test_chat_mode_tool_calls_without_calls_fails(decks: DeckFolder):  # reference §5.1
+async def test_chat_mode_tool_calls_without_calls_fails(decks: DeckFolder):
     from gambit.core._messages import ChatMessage
     from gambit.core._provider import ChatResult
 
@@ -369,7 +369,7 @@ async def test_chat_mode_tool_calls_without_calls_fails(decks: DeckFolder):  # r
 # ---- handlers -------------------------------------------------------------------------------------
 
 
-async def test_idle_timer_restarts_after_tool_results(decks: DeckFolder):  # reference §2.12
+async def test_idle_timer_restarts_after_tool_results(decks: DeckFolder):
     decks.write(
         "d/slow.py",
         "import asyncio, gambit\nasync def run(ctx):\n    await asyncio.sleep(0.4)\n    return 'ok'\n"
@@ -412,7 +412,7 @@ async def test_failed_response_status_is_not_a_silent_empty_answer(decks: DeckFo
 # ---- confirmed-correct subtle behaviour -------------------------------------------------------
 
 
-async def test_child_respond_envelope_fields_reach_the_parent(decks: DeckFolder):  # seed 002
+async def test_child_respond_envelope_fields_reach_the_parent(decks: DeckFolder):
     decks.deck("d/child/PROMPT.md", MODEL + ACTION_SCHEMAS + "respond = true")
     path = decks.deck(
         "d/PROMPT.md",

@@ -493,7 +493,7 @@ def test_schema_from_pydantic_rejects_what_pydantic_cannot_describe():
         schema_from_pydantic(object(), source="x")
 
 
-# ---- deep compatibility (seed 002 grader rule) ----------------------------------------------------
+# ---- deep compatibility (the graders' rule) ------------------------------------------------------
 
 MSG = obj({"role": STR, "content": {}, "name": STR}, ["role"])
 BASE = obj(

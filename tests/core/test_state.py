@@ -1,4 +1,4 @@
-"""SavedState v2 (seed 000, reference §3.1-3.2): load, save, format rules, errors."""
+"""SavedState v2 (docs/decks.md, "Saved state"): load, save, format rules, errors."""
 
 from __future__ import annotations
 
@@ -104,7 +104,8 @@ def write(path, data) -> None:
 
 
 def test_responses_only_file_loads_with_derived_messages(tmp_path):
-    """Reference item 80."""
+    """An items-only state loads with one message per item: the assistant's text, the
+    `gambit_context` call and its output are three messages."""
     path = tmp_path / "state.json"
     write(path, RESPONSES_ONLY)
     state = load_state(path)

@@ -1,4 +1,4 @@
-"""Trace events (reference §4.1, seed 000 `mode`), the JSONL writer and reader."""
+"""Trace events (docs/decks.md, "Traces"), the JSONL writer and reader."""
 
 from __future__ import annotations
 

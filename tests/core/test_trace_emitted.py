@@ -26,7 +26,7 @@ from gambit.providers.offline import Call, Reply, ScriptedProvider, Stream
 
 from .conftest import ACTION_SCHEMAS, MODEL, DeckFolder, Recorder
 
-CATALOGUE = set(_trace._TRACE_MODELS)  # every event type of reference §4.1
+CATALOGUE = set(_trace._TRACE_MODELS)  # every event type docs/decks.md "Traces" lists
 
 
 class StreamExtras(ScriptedProvider):

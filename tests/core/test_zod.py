@@ -1,4 +1,4 @@
-"""The static Zod → JSON Schema translator (`gambit/core/_zod/`, DESIGN §3 "Schemas")."""
+"""The static Zod → JSON Schema translator (`gambit/core/_zod/`; docs/decks.md, "Zod files")."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """`/v1/responses` against a real `gambit serve`, driven by the official `openai` SDK and by a
 raw HTTP client. Every object, error body and streamed event is validated against the Open
 Responses specification's schemas (tests/endpoint/conformance.py) and, as a second opinion,
-with the SDK's own Responses types; streams are checked event by event, in order (seed 004).
+with the SDK's own Responses types; streams are checked event by event, in order.
 """
 
 from __future__ import annotations

@@ -645,7 +645,7 @@ async def test_replay_streams_recorded_text_as_word_chunks(trace_file):
 async def test_replay_reads_every_item_spelling_and_old_chat_traces():
     msg = message_item("assistant", "from items").to_dict()
     events = [
-        # seed spelling on model.result would be `output`; an `items` key is also accepted
+        # the usual key on model.result is `output`; an `items` key is also accepted
         {"type": "model.result", "runId": RUN, "deckPath": ROOT, "items": [msg]},
         {
             "type": "model.result",

@@ -1,4 +1,5 @@
-"""`openai-api/`: Responses API chaining, prompt cache, reasoning, usage and cost (seed 001)."""
+"""`openai-api/`: Responses API chaining, prompt cache, reasoning, usage and cost
+(docs/providers.md, "OpenAI Responses API")."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""`openresponses/`: consumer conformance (seed 004) against the fake server."""
+"""`openresponses/`: what the Open Responses specification asks of a client, against the fake
+server."""
 
 from __future__ import annotations
 

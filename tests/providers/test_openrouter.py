@@ -1,4 +1,4 @@
-"""`openrouter/`: chat mode over Chat Completions, responses mode over /responses (seed 000)."""
+"""`openrouter/`: chat mode over Chat Completions, responses mode over /responses."""
 
 from __future__ import annotations
 

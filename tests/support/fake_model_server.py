@@ -2,7 +2,7 @@
 
 It serves, on a random port:
 
-- `POST .../responses`: Open Responses (seed 004 event sequence, SSE with `event:` equal to
+- `POST .../responses`: Open Responses (its streaming event sequence, SSE with `event:` equal to
   the JSON `type`, every event with `sequence_number`, terminal `data: [DONE]`), or a JSON
   `response` object when the request does not ask for a stream;
 - `POST .../chat/completions`: OpenAI Chat Completions (`data:` chunks with tool-call
@@ -565,7 +565,7 @@ def awkward_split(data: bytes) -> list[bytes]:
 
 class _Handler(http.server.BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
-    disable_nagle_algorithm = True  # TCP_NODELAY: see python-stack-notes §8
+    disable_nagle_algorithm = True  # TCP_NODELAY: each small SSE write leaves at once
     server: _HTTPServer
 
     def log_message(self, format: str, *args: Any) -> None:  # silence

@@ -1,4 +1,4 @@
-"""The deck loader (seed 002, with reference §1 where the seed is silent).
+"""The deck loader (docs/decks.md: the deck format v1.0, as the TypeScript Gambit reads it).
 
 `load_deck_tree` loads a root deck and every deck it reaches: actions (deck paths and
 Python `execute` modules), scenarios, graders and handlers. Problems are collected, not

@@ -73,8 +73,8 @@ def _load_markdown_deck(load: Load, file: str) -> Deck | None:
     deck = Deck(path=file, kind="markdown")
     check_keys(load, attrs, file)
     parse_top_level(load, deck, attrs, file)
-    # Reference §1.4.1 merge order: card actions in flattened embed order, then the deck's
-    # own; a later entry with the same name replaces the earlier one in place.
+    # Merge order (docs/decks.md, "Snippets"): card actions in flattened embed order, then
+    # the deck's own; a later entry with the same name replaces the earlier one in place.
     own_actions, deck.actions = deck.actions, []
     deck.body, embeds = expand_body(load, parsed.body, file, [file], deck)
     deck.embeds = embeds

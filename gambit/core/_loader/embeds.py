@@ -3,7 +3,8 @@
 An embed is replaced by the snippet's body; its front matter (a legacy card's) contributes
 actions, schema fragments, `respond`/`allowEnd` and scenario/grader refs to the deck. Chains
 are followed up to MAX_EMBED_DEPTH, a cycle is an error naming the chain, and the legacy
-`gambit://init|respond|end` markers and `gambit://cards/*` URIs resolve as seed 002 says.
+`gambit://init|respond|end` markers and `gambit://cards/*` URIs still resolve, with a
+deprecation warning (docs/decks.md, "Loading decks written for the TypeScript Gambit").
 
 Each snippet is expanded once per deck, and the prompt with its embeds is at most
 MAX_PROMPT_CHARS (docs/decks.md, "Bounds"); embeds are found by a linear scan.

@@ -107,7 +107,7 @@ class EntryArray:
         # True: an entry's fields are read, and their problems reported, before the entry
         # is kept or dropped (for its duplicate name or its failed target).
         self.fields_before_keeping = fields_before_keeping
-        # The keys an entry may have (seed 002); others warn.
+        # The keys an entry may have; others warn.
         keys = {k for k, _ in targets} | {k for k, _, _ in fields}
         if named:
             keys.add("name")

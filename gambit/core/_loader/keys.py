@@ -1,4 +1,4 @@
-"""Front-matter keys of a PROMPT.md: the canonical keys (seed 002), the ones passed through,
+"""Front-matter keys of a PROMPT.md: the canonical keys (docs/decks.md), the ones passed through,
 the deprecated ones, and unknown keys (a warning with the closest canonical key).
 
 `parse_top_level` reads every key into the Deck: scalars here, tables in `tables`, the
@@ -39,7 +39,9 @@ CANONICAL_KEYS = {
     "graders",
     "tools",
 }
-# Accepted and kept (reference §1.3) or tolerated without effect; not worth a warning.
+_CANONICAL_LIST = ", ".join(sorted(CANONICAL_KEYS))
+# Accepted and kept (as the TypeScript Gambit keeps them) or tolerated without effect; not
+# worth a warning.
 PASSTHROUGH_KEYS = {"workloop", "responseItemExtensions", "acceptsUserTurns", "description", "id"}
 LEGACY_KEYS = {"actionDecks", "testDecks", "graderDecks", "inputSchema", "outputSchema", "execute"}
 
@@ -57,7 +59,7 @@ def check_keys(load: Load, attrs: dict[str, Any], file: str) -> None:
             key=key,
             hint=f"did you mean {close!r}?"
             if close
-            else "see the deck format (seed 002) for the canonical keys",
+            else f"the deck format's keys are {_CANONICAL_LIST}",
         )
 
 

@@ -1,5 +1,5 @@
 """Schema references: a built-in `gambit://schemas/...` URI, or a local `.json`, `.py` or
-`.zod.ts` file (DESIGN §3), and the schema values a Python module hands over.
+`.zod.ts` file (docs/decks.md, "Schemas"), and the schema values a Python module hands over.
 
 A schema nested past MAX_SCHEMA_DEPTH is an error naming the file and the limit.
 """

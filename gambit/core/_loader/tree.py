@@ -59,7 +59,7 @@ def as_tree(
 ) -> DeckTree:
     """A deck tree from what the engine's callers may pass: a tree as it is, a lone deck
     as a tree of one, a path loaded as `role` (a persona as a scenario, a grader as a
-    grader: their seed rules and defaults apply as under `[[scenarios]]` / `[[graders]]`),
+    grader: their rules and defaults apply as under `[[scenarios]]` / `[[graders]]`),
     inside `project_root` (see `load_deck_tree`)."""
     if isinstance(deck, DeckTree | Deck):
         tree = (
@@ -259,7 +259,7 @@ def _apply_role_rules(load: Load, deck: Deck, role: DeckRole) -> None:
 
 
 def _resolve_action_schemas(load: Load, decks: dict[str, Deck]) -> None:
-    """Give every action its IO schemas (seed 002 "Action target consistency").
+    """Give every action its IO schemas (docs/decks.md, "Actions and their results").
 
     Path actions take them from the action deck; execute actions from the inline
     declaration, the module, or both, which must then match deeply.

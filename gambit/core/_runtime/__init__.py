@@ -1,14 +1,15 @@
-"""The run loop: `run_deck` executes a deck against a model provider (seeds 000 and 002).
+"""The run loop: `run_deck` executes a deck against a model provider (docs/decks.md, "How a
+deck runs").
 
-Seed behaviour for synthetic tools (DESIGN §2.1): `gambit_context` is injected at the start
-of a fresh run that has context input; `gambit_respond` (offered when the deck has
-`respond`) finishes the deck with an envelope; `gambit_end` (offered when `allowEnd`) ends
-the whole session with an end signal; after every action result a `gambit_complete`
-call/output pair carrying the envelope is appended.
+The synthetic tools: `gambit_context` is injected at the start of a fresh run that has
+context input; `gambit_respond` (offered when the deck has `respond`) finishes the deck with
+an envelope; `gambit_end` (offered when `allowEnd`) ends the whole session with an end
+signal; after every action result a `gambit_complete` call/output pair carrying the envelope
+is appended.
 
-The conversation is kept as Open Responses items (canonical); chat messages are derived
-for chat mode and for the saved state. Every step is traced (reference §4) through the
-caller's `on_trace`, and the root conversation is handed to `on_state` after every pass.
+The conversation is kept as Open Responses items (canonical); chat messages are derived for
+chat mode and for the saved state. Every step is traced (docs/decks.md, "Traces") through
+the caller's `on_trace`, and the root conversation is handed to `on_state` after every pass.
 Cancelling the task that awaits `run_deck` cancels the run at its next await point; the
 run then ends as canceled (`run.end` with `status: "canceled"`) and `CancelledError`
 propagates to the caller.
@@ -30,7 +31,7 @@ deadline), `_validation` (input/output validation, result envelopes) and `_run` 
 run-wide settings and trace emission; `_RootState`, the published conversation).
 """
 
-from ._common import _MISSING, DeckCodeError, DeckFailure, RunError, is_end_signal
+from ._common import _MISSING, MISSING, DeckCodeError, DeckFailure, RunError, is_end_signal
 from ._compute_deck import ComputeContext
 from ._limits import Clock
 from ._run import RunResult
@@ -41,6 +42,7 @@ __all__ = [
     "ComputeContext",
     "DeckCodeError",
     "DeckFailure",
+    "MISSING",
     "RunError",
     "RunResult",
     "_MISSING",

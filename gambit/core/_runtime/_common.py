@@ -22,8 +22,11 @@ TraceCallback = Callable[[dict[str, Any]], None]
 StateCallback = Callable[[SavedState], None]
 ToolHandler = Callable[[dict[str, Any]], Any]
 
-# "No value given", distinct from None (a deck's context may legitimately be null).
-_MISSING: Any = object()
+# "No value given", distinct from None (a deck's context may legitimately be null): the
+# default of `run_deck(context=...)`, `run_scenario(scenario_input=...)` and the like, public
+# as `gambit.core.MISSING` for callers that pass an argument on only when they have one.
+MISSING: Any = object()
+_MISSING = MISSING  # the name the runtime's modules use
 
 
 class RunError(GambitError):

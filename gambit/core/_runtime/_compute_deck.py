@@ -1,4 +1,5 @@
-"""Compute decks: Python modules whose `run(ctx)` produces the deck's output (DESIGN §3).
+"""Compute decks: Python modules whose `run(ctx)` produces the deck's output (docs/decks.md,
+"What runs").
 
 `_run_compute` builds the `ComputeContext`, calls `run(ctx)` under the run's deadline in a
 daemon thread (`_deck_thread`: an async `run` on an event loop of that thread), so deck code
@@ -41,7 +42,7 @@ from ._validation import _is_envelope, _validate_output, check_extension_item
 
 
 class ComputeContext:
-    """The `ctx` a compute deck's `run(ctx)` receives (DESIGN §3)."""
+    """The `ctx` a compute deck's `run(ctx)` receives."""
 
     def __init__(
         self,
@@ -283,7 +284,7 @@ class ComputeContext:
             parent_action_call_id=self.action_call_id,
             limits=self._limits,
             message=child_message,
-            root_state=state,  # the working state (reference §2.9)
+            root_state=state,  # the session state, shared with the child (its meta, its messages)
             resumed=bool(state is not None and state_items(state.state)),
             parent_permissions=self._permissions,
         )
@@ -340,7 +341,7 @@ async def _run_compute(
         if schema is None:  # checked before: a root's output without a schema becomes JSON text
             _check_json_output(result, deck.path)
         if depth > 0 and _is_envelope(result):
-            # Seed 002: the payload is validated; status, message, code and meta go to the parent.
+            # The payload is validated; status, message, code and meta go to the parent.
             output = {
                 **result,
                 "payload": _validate_output(

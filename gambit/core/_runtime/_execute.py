@@ -47,7 +47,7 @@ async def execute_deck(
     """Run one deck (root or child). `emitted` collects a compute child's intermediate items.
 
     `action` is the `[[actions]]` entry that called it: its resolved schemas (inline, from the
-    execute module, or both; seed 002) are the ones that apply to the call.
+    execute module, or both) are the ones that apply to the call.
     """
     if depth >= (limits.guardrails.max_depth or DEFAULT_MAX_DEPTH):
         raise RunError(

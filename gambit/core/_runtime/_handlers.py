@@ -1,4 +1,4 @@
-"""The deck's handlers (reference §2.12): onIdle, onBusy (alias onInterval) and onError.
+"""The deck's handlers (docs/decks.md, "Handlers"): onIdle, onBusy (alias onInterval), onError.
 
 Each handler is a deck run as a child with a payload describing what happened; its text
 answer is streamed to the user and kept in the conversation. A handler's failure never
@@ -162,7 +162,7 @@ class _Handlers:
 
 
 class _Busy:
-    """The onBusy timer for one action call (reference §2.12)."""
+    """The onBusy timer for one action call."""
 
     def __init__(
         self, execution: _Handlers, handler: HandlerDecl, action: ActionDecl, call: _ToolCall

@@ -174,7 +174,7 @@ class _LlmExecution(_ToolCalls, _RequestParts):
                     content=output.text,
                 )
             if deck.respond:
-                continue  # only gambit_respond completes a respond deck (seed 002)
+                continue  # only gambit_respond completes a respond deck
             result = _validate_output(
                 deck.response_schema, output.text, deck_path=deck.path, is_root=self.depth == 0
             )

@@ -126,7 +126,7 @@ class _Run:
         self.project_root = project_root
         self.root_deck_path = ""
         self.usage = _Usage()
-        # What the host grants the built-in tools (seed 002 [permissions]; see _permissions).
+        # What the host grants the built-in tools (see _permissions).
         self.workspace_permissions: PermissionSet | None = None
         self.session_permissions: PermissionSet | None = None
         # A scenario or grader run from a [[scenarios]]/[[graders]] entry: the entry's

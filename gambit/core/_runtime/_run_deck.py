@@ -77,7 +77,8 @@ async def run_deck(
     `context` is the deck's context input (omit it for none); `message` an initial user
     message appended after it. Passing `state` resumes a conversation: nothing is
     re-injected and the context is recovered from it. `mode` picks the provider method
-    (seed 000): "responses" (canonical) or "chat". `clock` replaces the system clock for
+    (docs/providers.md, "Chat mode"): "responses" (canonical) or "chat". `clock` replaces the
+    system clock for
     deadlines and handler timers (tests). `project_root` is where every deck file must lie
     (see `load_deck_tree`); a tree keeps the one it was loaded with. `entry_permissions`
     narrows a root that runs as a `[[scenarios]]`/`[[graders]]` entry (see `entry_permissions`). Raises `RunError`
@@ -240,7 +241,7 @@ def _resolve_root_input(deck: Deck, context: Any, message: Any) -> Any:
     if schema is None or schema.is_optional:
         return _MISSING
     if message is not None:
-        # A message-only run of a deck whose context is all optional (reference §2.3).
+        # A message-only run of a deck whose context is all optional: `{}` (or `""`).
         candidate: dict[str, Any] | str
         for candidate in ({}, ""):
             if schema.is_valid(candidate):

@@ -1,4 +1,4 @@
-"""Provider stream events to trace events and streamed text (reference §4.3).
+"""Provider stream events to trace events and streamed text (docs/decks.md, "Traces").
 
 A provider calls `on_event` for every event of its stream (`on_chat_text` for each text
 chunk in chat mode). For each event:
@@ -28,7 +28,7 @@ _TERMINAL_EVENTS = ("response.completed", "response.failed", "response.incomplet
 
 
 class _StreamTracer:
-    """Turns provider stream events into traces and text (reference §4.3)."""
+    """Turns provider stream events into traces and text."""
 
     _TOOL_EVENTS = {
         "tool.call": "tool.call",
@@ -71,7 +71,7 @@ class _StreamTracer:
         is_response = kind.startswith("response.")
         projected_kind = self._TOOL_EVENTS.get(kind)
         if self.terminated and (is_response or projected_kind):
-            return  # nothing after a terminal event (reference §4.3)
+            return  # nothing after a terminal event
         if is_response:
             self._response_event(kind, event)
             return

@@ -1,4 +1,4 @@
-"""The model's tool calls, dispatched in order (seeds 000/002, reference §2.6).
+"""The model's tool calls, dispatched in order (docs/decks.md, "Actions and their results").
 
 For each call the conversation gets the `function_call` item, then:
 
@@ -85,7 +85,7 @@ class _ToolCalls(_Handlers):
                 end_signal = self._end(call)
                 continue
             await self._dispatch(call)
-            # Tool results count as activity (ref §2.12).
+            # Tool results count as activity (the onIdle timer starts over).
             self.last_activity = self.limits.clock.monotonic()
             if is_end_signal(self.last_child_result):
                 end_signal = self.last_child_result
@@ -291,7 +291,7 @@ class _ToolCalls(_Handlers):
                 result = await _with_deadline(result, self.limits, self.deck.path)
         except _DeadlineExceeded:
             raise
-        except Exception as exc:  # seed 002: a throwing onTool gives an error envelope
+        except Exception as exc:  # a throwing on_tool gives an error envelope, not a failed run
             return {
                 "status": 500,
                 "code": "tool_handler_error",

@@ -1,9 +1,9 @@
 """Checking what goes into and comes out of a deck, and the action result envelope.
 
 - `_validate` checks a deck's context input against its contextSchema.
-- `_validate_output` applies the seed's output rule: validate against the responseSchema,
+- `_validate_output` applies the output rule: validate against the responseSchema,
   and try a string that fails once more as JSON.
-- An action's result reaches the calling model as an envelope (seed 002)
+- An action's result reaches the calling model as an envelope
   `{payload, status?, message?, code?, meta?}`; `_normalise_result` makes one of whatever a
   child returned.
 - `check_extension_item` enforces `[[responseItemExtensions]]` dataSchemas on items a deck
@@ -33,7 +33,7 @@ def _validate(schema: Schema | None, value: Any, *, what: str, deck_path: str, c
 
 
 def _validate_output(schema: Schema | None, value: Any, *, deck_path: str, is_root: bool) -> Any:
-    """Seed output rule: validate; a string that fails is tried again as JSON."""
+    """The output rule: validate; a string that fails is tried again as JSON."""
     if schema is None:
         if is_root and not isinstance(value, str) and value is not None:
             return json.dumps(value, ensure_ascii=False)
@@ -60,7 +60,7 @@ def _validate_output(schema: Schema | None, value: Any, *, deck_path: str, is_ro
 
 
 def _envelope_fields(source: dict[str, Any]) -> dict[str, Any]:
-    """The optional envelope fields of `source`, kept only when they have the seed's types."""
+    """The optional envelope fields of `source`, kept only when they have the envelope's types."""
     fields: dict[str, Any] = {}
     status = source.get("status")
     if isinstance(status, int | float) and not isinstance(status, bool):
@@ -102,7 +102,7 @@ def check_extension_item(deck: Deck, item: Any, source: str) -> None:
 
 
 def _is_envelope(value: Any) -> bool:
-    """`{payload, status?, message?, code?, meta?}`: an action result envelope (seed 002)."""
+    """`{payload, status?, message?, code?, meta?}`: an action result envelope."""
     return (
         isinstance(value, dict)
         and "payload" in value
@@ -112,7 +112,7 @@ def _is_envelope(value: Any) -> bool:
 
 
 def _normalise_result(result: Any) -> dict[str, Any]:
-    """A child's result as an envelope (seed 002 "Action result envelope")."""
+    """A child's result as an envelope (docs/decks.md, "Actions and their results")."""
     if isinstance(result, dict) and not is_end_signal(result):
         payload = result.get("payload", result)
         return {"payload": payload, **_envelope_fields(result)}

@@ -1,4 +1,4 @@
-"""Static translation of Zod schema files (`*.zod.ts`) to JSON Schema (DESIGN §3 "Schemas").
+"""Static translation of Zod schema files (`*.zod.ts`) to JSON Schema (docs/decks.md, "Zod files").
 
 Decks written for the TypeScript Gambit reference schemas written with Zod. We do not run
 TypeScript: a small tokenizer and recursive-descent parser read the file, evaluate the common
@@ -56,8 +56,8 @@ Decisions worth knowing:
 - Recursion and size are bounded: nesting deeper than `MAX_NESTING` or a schema larger than
   `MAX_SCHEMA_NODES` once inlined is an error, not a `RecursionError` or a hang.
 
-This package must stay free of Django, HTTP clients and environment reads (DESIGN §4); every
-module imports only the standard library (tests/core/test_zod.py checks).
+This package must stay free of Django, HTTP clients and environment reads, like all of
+gambit.core; every module imports only the standard library (tests/core/test_zod.py checks).
 """
 
 from __future__ import annotations

@@ -8,7 +8,7 @@ does the rest, identically for every offline provider:
 - records every call (`records`, `requests`, `last_request`) for tests to assert on;
 - `responses(...)`: aggregates the plan into a `CreateResponseResponse` (usage estimated
   from word counts when the plan has none) and, when `on_stream_event` is given, emits the
-  seed 000 event sequence with `sequence_number` 1..n:
+  Open Responses event sequence with `sequence_number` 1..n:
 
       response.created
       for each output item, in order:
