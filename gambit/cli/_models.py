@@ -2,9 +2,10 @@
 
 `--model-force` replaces the model of the deck under test and the decks it calls; the
 scenario persona and the graders keep their own unless `--scenario-model` / `--grader-model`
-replace theirs (docs/cli.md). A grader forced onto the deck's model would otherwise grade with
-whatever the deck was tested with: `--model-force offline/echo` made every grade the echo
-model's greeting, and a 100% pass rate of nothing.
+replace theirs (docs/decisions.md, "Which model each deck gets"). A grader forced onto the
+deck's model would otherwise grade with whatever the deck was tested with:
+`--model-force offline/echo` made every grade the echo model's greeting, and a 100% pass rate
+of nothing.
 
 `--model` is only a default, for decks that name no model; `note_default_model` says which
 decks keep their own. `GraderWatch` sees which model answered each grader and warns when that

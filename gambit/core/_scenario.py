@@ -126,7 +126,8 @@ async def run_scenario(
     their `project_root` also bounds the decks given by path (default: the root tree's).
     `persona_options` replace some of them for the persona's calls only: the persona is not
     the deck under test, so `{"model_override": None}` keeps its own model while the root's is
-    forced (`gambit scenario --model-force`, docs/cli.md).
+    forced (`gambit scenario --model-force`; docs/decisions.md, "Which model each deck
+    gets").
     """
     root_tree = as_tree(root, strict=strict, project_root=run_options.get("project_root"))
     # A persona given by path lies in the root deck's project unless told otherwise.

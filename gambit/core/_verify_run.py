@@ -290,9 +290,9 @@ async def run_verify(
     gives each scenario run and grade its own trace callback (beside `on_trace`, which sees
     everything). `persona_options` and `grader_options` replace some run options for the
     scenario personas' and the graders' calls (their own `model_override`: forcing the model
-    of the deck under test must not make the graders grade with it, docs/cli.md). Failures
-    are recorded on their records, never raised; cancelling the call cancels everything in
-    flight.
+    of the deck under test must not make the graders grade with it; docs/decisions.md,
+    "Which model each deck gets"). Failures are recorded on their records, never raised;
+    cancelling the call cancels everything in flight.
     """
     if runs < 1 or repeats < 1 or concurrency < 1:
         raise ValueError("runs, repeats and concurrency must be at least 1")
