@@ -103,6 +103,25 @@ def _new_token() -> str:
     return secrets.token_urlsafe(24)
 
 
+def served_workspace(target: str | None, command: str) -> Path:
+    """The folder `gambit serve [TARGET]` serves, and whose database `gambit keys` uses (so a
+    key made in a deck folder opens that folder's server): TARGET, or a deck's folder; with
+    none, the current folder when it holds decks (a deck of its own, or in its subfolders),
+    else the bundled examples."""
+    from gambit.core import find_workspace_decks
+    from simulator.profiles import default_workspace
+
+    if target is None:
+        here = Path.cwd()
+        return here.resolve() if find_workspace_decks(here) else default_workspace()
+    path = Path(target).resolve()
+    if path.is_file():
+        return path.parent
+    if path.is_dir():
+        return path
+    raise SystemExit(f"{command}: {target}: no such deck or folder")
+
+
 def serve(
     target: str | None,
     host: str,
@@ -110,8 +129,6 @@ def serve(
     workers: int | None,
     allowed_hosts: tuple[str, ...] = (),
 ) -> None:
-    from simulator.profiles import default_workspace
-
     busy = _port_free(host, port)
     if busy is not None:
         print(
@@ -121,16 +138,7 @@ def serve(
         )
         raise SystemExit(1)
 
-    if target is None:
-        workspace = default_workspace()
-    else:
-        path = Path(target).resolve()
-        if path.is_file():
-            workspace = path.parent
-        elif path.is_dir():
-            workspace = path
-        else:
-            raise SystemExit(f"gambit serve: {target}: no such deck or folder")
+    workspace = served_workspace(target, "gambit serve")
     os.environ["GAMBIT_WORKSPACE"] = str(workspace)
     extra = [h for h in os.environ.get("GAMBIT_ALLOWED_HOSTS", "").split(",") if h]
     extra += list(allowed_hosts)
@@ -306,10 +314,9 @@ def work(slots: int, burst: bool, max_runs: int | None) -> None:
 
 
 def keys(action: str, name: str | None, folder: str | None) -> None:
-    """`gambit keys`: create, list or revoke the API keys of /v1/* in the served database."""
-    from simulator.profiles import default_workspace
-
-    workspace = Path(folder).resolve() if folder else default_workspace()
+    """`gambit keys`: create, list or revoke the API keys of /v1/* in the database of the
+    workspace `gambit serve` would serve from here (`served_workspace`)."""
+    workspace = served_workspace(folder, f"gambit keys {action}")
     os.environ["GAMBIT_WORKSPACE"] = str(workspace)
     Path(os.environ.get("GAMBIT_SIM_DB") or workspace / ".gambit" / "x").parent.mkdir(
         parents=True, exist_ok=True
@@ -327,10 +334,12 @@ def keys(action: str, name: str | None, folder: str | None) -> None:
         _, key = create_key(name)
         _echo(key)
         print(
-            f"created API key {name!r}; it is shown only now. Use: Authorization: Bearer <key>",
+            f"created API key {name!r} for {_key_store(workspace)}; it is shown only now. "
+            "Use: Authorization: Bearer <key>",
             file=sys.stderr,
         )
     elif action == "list":
+        print(f"API keys of {_key_store(workspace)}:", file=sys.stderr)
         for record in ApiKey.objects.order_by("created_at"):
             state = "revoked" if record.revoked else "active"
             _echo(
@@ -342,4 +351,17 @@ def keys(action: str, name: str | None, folder: str | None) -> None:
         count = ApiKey.objects.filter(name=name, revoked=False).update(revoked=True)
         if not count:
             raise SystemExit(f"gambit keys revoke: no active key named {name!r}")
-        _echo(f"revoked {count} key(s) named {name!r}")
+        _echo(f"revoked {count} key(s) named {name!r} of {_key_store(workspace)}")
+
+
+def _key_store(workspace: Path) -> str:
+    """Whose keys these are: the workspace `gambit serve` serves them to, and its database
+    (shared by every workspace in the distributed profile)."""
+    from django.conf import settings
+
+    database = settings.DATABASES["default"]
+    if database["ENGINE"].endswith("sqlite3"):
+        where = f"database {database['NAME']}"
+    else:
+        where = f"the shared database {database['NAME']} on {database.get('HOST') or 'localhost'}"
+    return f"the workspace {workspace} (gambit serve {workspace}; {where})"

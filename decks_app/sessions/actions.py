@@ -90,7 +90,11 @@ def create_session(
     )
     session.meta = {"deckPath": deck.path, "simulatorSessionId": session.id}
     session.save(update_fields=["meta"])
-    if deck.start_mode == "assistant" and deck.kind != "compute" and origin == "manual":
+    if origin == "manual" and (
+        # a compute deck given a context answers it first, as `gambit repl --context` does;
+        # each message after that is its input (docs/decisions.md, "A compute root...")
+        context not in (None, "") if deck.kind == "compute" else deck.start_mode == "assistant"
+    ):
         enqueue_run(session, message=None)
     return session
 

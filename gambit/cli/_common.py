@@ -81,17 +81,22 @@ OFFLINE_FALLBACK_MODEL = "offline/demo"
 def make_router(deck_path: Path) -> Any:
     """The provider router for a command. A deck whose models have no configured provider is
     answered by the offline demo model, with a note on stderr, so every command works without
-    an API key; GAMBIT_REQUIRE_PROVIDER=1 makes that an error instead (for CI)."""
-    told: set[str | None] = set()
+    an API key; GAMBIT_REQUIRE_PROVIDER=1 makes that an error instead (for CI).
+
+    The note is printed once per command, for the first such deck: a scenario with a grader
+    reaches four decks that name the same model, and one missing key is one thing to fix."""
+    told: list[str] = []
 
     def note(deck: str | None, tried: str) -> None:
-        if deck in told:
+        if told:
             return
-        told.add(deck)
+        told.append(tried)
         click.echo(
-            f"note: no configured provider for {deck or 'this deck'} (tried {tried}); "
-            f"the offline demo model ({OFFLINE_FALLBACK_MODEL}) answers instead. Set the "
-            "provider's key or pass --model; GAMBIT_REQUIRE_PROVIDER=1 makes this an error.",
+            f"note: no configured provider for {shown_path(deck) if deck else 'this deck'} "
+            f"(tried {tried}); the offline demo model ({OFFLINE_FALLBACK_MODEL}) answers "
+            "instead, for it and any other deck whose provider is not configured. Set the "
+            "provider's key or pass --model-force MODEL; GAMBIT_REQUIRE_PROVIDER=1 makes this "
+            "an error.",
             err=True,
         )
 
@@ -102,6 +107,14 @@ def make_router(deck_path: Path) -> Any:
         offline_fallback=None if require else OFFLINE_FALLBACK_MODEL,
         on_offline_fallback=note,
     )
+
+
+def shown_path(path: str | Path) -> str:
+    """`path` as a person reads it here: relative to the current folder when inside it."""
+    try:
+        return str(Path(path).resolve().relative_to(Path.cwd().resolve()))
+    except (ValueError, OSError):
+        return str(path)
 
 
 _WARNED: set[str] = set()
@@ -300,7 +313,17 @@ VERBOSE_OPTION = click.option(
 )
 
 
-def model_options(model_help: str = "Model for decks that set none.") -> Decorator:
+MODEL_HELP = (
+    "Model for the decks that name none; a deck's own [modelParams] model wins over it "
+    "(--model-force replaces that)."
+)
+FORCE_HELP = (
+    "Model for the deck under test and the decks it calls, replacing their own; never a "
+    "scenario persona's or a grader's (see --scenario-model, --grader-model)."
+)
+
+
+def model_options(model_help: str = MODEL_HELP, force_help: str = FORCE_HELP) -> Decorator:
     """--responses, --model, --model-force and --strict: how the decks' models are called
     (every command that runs decks: run, repl, scenario, grade, verify)."""
     return _options(
@@ -310,7 +333,7 @@ def model_options(model_help: str = "Model for decks that set none.") -> Decorat
             help="Responses mode (the default; overrides GAMBIT_CHAT_FALLBACK=1).",
         ),
         click.option("--model", help=model_help),
-        click.option("--model-force", help="Model for every deck, overriding their own."),
+        click.option("--model-force", help=force_help),
         click.option(
             "--strict",
             is_flag=True,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 from typing import Any
@@ -9,7 +10,15 @@ from typing import Any
 import click
 
 from gambit.cli import HELP_OPTIONS
-from gambit.core import MISSING, input_from_text, is_end_signal, new_state, run_deck, with_exchange
+from gambit.core import (
+    MISSING,
+    SavedState,
+    input_from_text,
+    is_end_signal,
+    new_state,
+    run_deck,
+    with_exchange,
+)
 
 from ._common import (
     RunFlags,
@@ -22,9 +31,11 @@ from ._common import (
     read_state,
     render_output,
     run_async,
+    shown_path,
     state_saver,
     stdout_writer,
 )
+from ._models import UNDER_TEST, decks_of, note_default_model
 
 
 @click.command("run", context_settings=HELP_OPTIONS)
@@ -41,6 +52,8 @@ def run_command(deck: Path, **options: Any) -> None:
 
     async def main() -> None:
         tree = load_tree(deck, strict=flags.strict)
+        if not flags.model_force:
+            note_default_model(flags.model, decks_of(tree, UNDER_TEST))
         sink = TraceSink(flags.trace_path, flags.verbose)
         router = make_router(deck)
         streamed: list[str] = []
@@ -85,8 +98,12 @@ def repl_command(deck: Path, **options: Any) -> None:
     """Talk to DECK turn by turn on stdin; replies stream as they arrive.
 
     The deck speaks first when its startMode is "assistant" (the default) and no --message
-    is given. An empty line is skipped; end of input or /exit ends the session, and so does
-    the deck calling gambit_end. With --state the conversation is saved after every pass.
+    is given; a compute deck, when --context is given (it answers that input first). Each
+    line is a message, except the commands: /help lists them, /state shows the
+    conversation, /exit or /quit (or Ctrl-D, end of input) leaves; a line starting with //
+    is sent as a message starting with /. An empty line is skipped. The deck calling
+    gambit_end also ends the session. With --state the conversation is saved after every
+    pass.
     """
     deck_argument_exists(deck)
     flags = RunFlags.parse(options)
@@ -94,6 +111,14 @@ def repl_command(deck: Path, **options: Any) -> None:
 
     async def main() -> None:
         tree = load_tree(deck, strict=flags.strict)
+        if not flags.model_force:
+            note_default_model(flags.model, decks_of(tree, UNDER_TEST))
+        if interactive:
+            click.echo(
+                f"Talking to {tree.root.label or shown_path(deck)}. Type a message and press "
+                "Enter; /help lists the commands; /exit or Ctrl-D leaves.",
+                err=True,
+            )
         sink = TraceSink(flags.trace_path, flags.verbose)
         router = make_router(deck)
         write = stdout_writer()
@@ -154,10 +179,11 @@ def repl_command(deck: Path, **options: Any) -> None:
         try:
             if flags.message is not MISSING:
                 go_on = await turn(flags.message)
-            elif (
-                not compute
-                and state is None
-                and (tree.root.start_mode or "assistant") == "assistant"
+            elif state is None and (
+                # a compute deck given a context answers it first (docs/decisions.md)
+                flags.context is not MISSING
+                if compute
+                else (tree.root.start_mode or "assistant") == "assistant"
             ):
                 go_on = await turn(None)
             else:
@@ -166,13 +192,78 @@ def repl_command(deck: Path, **options: Any) -> None:
                 if interactive:
                     click.echo("you> ", nl=False, err=True)
                 line = sys.stdin.readline()
-                if not line or line.strip() == "/exit":
+                if not line:  # Ctrl-D / end of input
+                    if interactive:
+                        click.echo("", err=True)  # the shell's prompt on a line of its own
                     break
-                if not line.strip():
+                text = line.rstrip("\n")
+                if not text.strip():
                     continue
-                go_on = await turn(line.rstrip("\n"))
+                command = text.strip()
+                if command.startswith("/") and not command.startswith("//"):
+                    if command.split()[0] in ("/exit", "/quit"):
+                        break
+                    _repl_command(command, state, flags.state_path)
+                    continue
+                go_on = await turn(text[1:] if command.startswith("//") else text)
         finally:
             sink.close()
             await router.aclose()
 
     run_async(main(), verbose=flags.verbose)
+
+
+REPL_HELP = """commands:
+  /help          this list
+  /state         the conversation so far: its run id, where it is saved, the last messages
+  /exit, /quit   leave (so does Ctrl-D)
+Any other line is a message to the deck; start it with // to send a message starting with /."""
+
+
+def _repl_command(command: str, state: SavedState | None, state_path: Path | None) -> None:
+    """A repl command (a line starting with /): its answer goes to stderr, beside the prompt,
+    so stdout keeps only what the deck said."""
+    name = command.split()[0]
+    if name == "/help":
+        click.echo(REPL_HELP, err=True)
+    elif name == "/state":
+        click.echo(_describe_state(state, state_path), err=True)
+    else:
+        click.echo(
+            f"unknown command {name}; /help lists the commands (send //{name[1:]} to say it "
+            "to the deck)",
+            err=True,
+        )
+
+
+def _describe_state(state: SavedState | None, state_path: Path | None, last: int = 10) -> str:
+    saved = (
+        f"saved to {state_path}"
+        if state_path is not None
+        else "not saved (pass --state FILE to keep it)"
+    )
+    if state is None:
+        return f"state: no conversation yet; {saved}"
+    from gambit.core import session_payload  # loads the grading module: only when asked
+
+    messages = [m for m in session_payload(state)["messages"] if m.get("role") != "system"]
+    said = ", ".join(
+        f"{n} {role}"
+        for role in ("user", "assistant", "tool")
+        if (n := sum(m.get("role") == role for m in messages))
+    )
+    lines = [f"state: run {state.run_id}, {len(messages)} messages ({said or 'none'}); {saved}"]
+    if len(messages) > last:
+        lines.append(f"  ... {len(messages) - last} earlier messages")
+    for message in messages[-last:]:
+        content = message.get("content")
+        text = (
+            content
+            if isinstance(content, str) or content is None
+            else json.dumps(content, ensure_ascii=False)
+        )
+        if not text and message.get("tool_calls"):
+            text = "calls " + ", ".join(c["function"]["name"] for c in message["tool_calls"])
+        text = " ".join((text or "").split())
+        lines.append(f"  {message.get('role')}: {text[:200]}{'...' if len(text) > 200 else ''}")
+    return "\n".join(lines)

@@ -27,9 +27,19 @@ from ._common import (
     read_state,
     run_async,
     select_mode,
+    shown_path,
     stdout_writer,
     strict_mode,
     trace_option,
+)
+from ._models import (
+    ROLE_FIX,
+    UNDER_TEST,
+    GraderWatch,
+    decks_of,
+    note_default_model,
+    role_model_options,
+    role_run_options,
 )
 from ._project import allow_path_option
 
@@ -53,6 +63,12 @@ def _print_grading(run: GradingRun) -> None:
         where = f"message {grade.message_index}: " if grade.message_index is not None else ""
         value = "n/a" if grade.score is None else f"{grade.score:+g}"
         click.echo(f"  {where}{value} {grade.reason or grade.error or ''}".rstrip())
+
+
+def _warn_grader(watch: GraderWatch, run: GradingRun) -> None:
+    errors = [g.error for g in run.grades] + [run.error]
+    total = len(run.grades) + (1 if run.error else 0)
+    watch.warn(run.grader_label or shown_path(run.grader_path), run.grader_path, errors, total)
 
 
 @click.command("scenario", context_settings=HELP_OPTIONS)
@@ -103,6 +119,7 @@ def _print_grading(run: GradingRun) -> None:
     help="With --runs: write one JSON result per line to this file.",
 )
 @common_run_options
+@role_model_options()
 def scenario_command(
     root: Path,
     scenario_path: Path,
@@ -112,6 +129,8 @@ def scenario_command(
     concurrency: int,
     json_path: Path | None,
     scenario_input: str | None,
+    scenario_model: str | None,
+    grader_model: str | None,
     **options: Any,
 ) -> None:
     """Let a synthetic user (a scenario deck) talk to ROOT, then grade the conversation.
@@ -120,6 +139,10 @@ def scenario_command(
     --runs N the scenario runs N times at --concurrency (each conversation saved under
     .gambit/verify/), with a progress bar and a summary table; exit 1 on any failed run or
     grader.
+
+    Models: --model-force replaces the model of ROOT and the decks it calls; the persona and
+    the graders keep their own unless --scenario-model / --grader-model replace it. --model is
+    for decks that name no model.
     """
     for path in (root, scenario_path, *graders):
         deck_argument_exists(path)
@@ -137,8 +160,11 @@ def scenario_command(
             json_path,
             flags,
             parse_value(scenario_input, "--scenario-input"),
+            scenario_model=scenario_model,
+            grader_model=grader_model,
         )
         return
+    persona_options, grader_options = role_run_options(scenario_model, grader_model)
     state_file = flags.state_path or _default_state_path(root)
     write = stdout_writer()
 
@@ -147,9 +173,24 @@ def scenario_command(
         root_tree = load_tree(root, strict=strict)
         persona_tree = load_tree(scenario_path, strict=strict, role="scenario")
         grader_trees = [load_tree(g, strict=strict, role="grader") for g in graders]
+        note_default_model(
+            flags.model,
+            [
+                *([] if flags.model_force else decks_of(root_tree, UNDER_TEST)),
+                *([] if scenario_model else decks_of(persona_tree, ("scenario", "action"))),
+                *(
+                    d
+                    for t in grader_trees
+                    if not grader_model
+                    for d in decks_of(t, ("grader", "action"))
+                ),
+            ],
+            ROLE_FIX,
+        )
         sink = TraceSink(flags.trace_path, flags.verbose)
         router = make_router(root)
-        options = flags.run_options(router, sink)
+        watch = GraderWatch()
+        options = {**flags.run_options(router, sink), "on_trace": watch.chain(sink)}
         speaking: list[str] = []
 
         def on_stream(who: str, text: str) -> None:
@@ -175,6 +216,7 @@ def scenario_command(
                 on_turn=on_turn,
                 on_state=lambda s: save_state(state_file, s),
                 on_stream_text=on_stream if flags.stream else None,
+                persona_options=persona_options,
                 **options,
             )
             if flags.stream:
@@ -187,10 +229,11 @@ def scenario_command(
             failed = []
             for tree in grader_trees:
                 run, state = await grade_state(
-                    tree, state, provider=router, **{**options, "stream": False}
+                    tree, state, provider=router, **{**options, **grader_options, "stream": False}
                 )
                 save_state(state_file, state)
                 _print_grading(run)
+                _warn_grader(watch, run)
                 if run.status == "error":
                     failed.append(f"{run.grader_label or run.grader_path}: {run.error}")
             if failed:  # like gambit grade: a grader that fails fails the command
@@ -216,7 +259,10 @@ def scenario_command(
 )
 @trace_option("Append trace events to this file.")
 @VERBOSE_OPTION
-@model_options("Model for graders that set none.")
+@model_options(
+    "Model for the grader if it names none (its own [modelParams] model wins over it).",
+    "Model for the grader (and the decks it calls), replacing its own.",
+)
 @allow_path_option
 def grade_command(
     grader: Path,
@@ -257,18 +303,24 @@ def grade_command(
         assert state is not None
         sink = TraceSink(trace_path, verbose)
         router = make_router(grader)
+        if not model_force:
+            note_default_model(
+                model, decks_of(tree, ("grader", "action")), "--model-force replaces it"
+            )
+        watch = GraderWatch(fix="--model-force MODEL")
         try:
             run, updated = await grade_state(
                 tree,
                 state,
                 provider=router,
-                **flags.run_options(router, sink),
+                **{**flags.run_options(router, sink), "on_trace": watch.chain(sink)},
             )
         finally:
             sink.close()
             await router.aclose()
         save_state(state_path, updated)
         _print_grading(run)
+        _warn_grader(watch, run)
         if run.status == "error":
             fail(f"grader failed: {run.error}")
         if fail_under is not None and (run.score is None or run.score < fail_under):

@@ -62,9 +62,11 @@ def serve_command(
     allowed_hosts: tuple[str, ...],
     allow_paths: tuple[Path, ...],
 ) -> None:
-    """Serve the simulator for a deck or folder (default: the bundled examples).
+    """Serve the simulator for a deck or folder (default: this folder when it holds decks).
 
-    Applies migrations, starts Daphne and, in the embedded profile, the in-process workers.
+    Without DECK_OR_FOLDER it serves the current folder when that holds decks (a PROMPT.md or
+    deck.py of its own, or in its subfolders), else the bundled examples; `gambit keys`
+    chooses the same way. Applies migrations, starts Daphne and, in the embedded profile, the in-process workers.
     With DATABASE_URL and REDIS_URL set it uses PostgreSQL and Redis, and runs are executed
     by `gambit worker` processes. The workspace's decks are also served as an Open Responses
     endpoint at /v1/responses (API key required: `gambit keys create NAME`).
@@ -111,12 +113,18 @@ def worker_command(slots: int, burst: bool, max_runs: int | None) -> None:
 @click.argument("action", type=click.Choice(["create", "list", "revoke"]))
 @click.argument("name", required=False)
 @click.option(
-    "--workspace", "folder", default=None, help="the served folder (default: the examples)"
+    "--workspace",
+    "folder",
+    default=None,
+    help="The served folder whose keys these are (default: the one `gambit serve` serves "
+    "from here: this folder when it holds decks, else the bundled examples).",
 )
 def keys_command(action: str, name: str | None, folder: str | None) -> None:
     """Manage the API keys of /v1/* (create NAME, list, revoke NAME).
 
-    A key is printed once, when it is created; only its digest is stored. GAMBIT_API_KEYS
-    (comma-separated) also grants access, for containers and CI.
+    Keys live in the database of the workspace they are made for, and stderr names it: run
+    `gambit keys create` where you run `gambit serve`, or give the same folder with
+    --workspace. A key is printed once, when it is created; only its digest is stored.
+    GAMBIT_API_KEYS (comma-separated) also grants access, for containers and CI.
     """
     _simulator().keys(action, name, folder)

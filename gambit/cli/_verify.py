@@ -14,8 +14,8 @@ from typing import Any
 import click
 
 from gambit.cli import HELP_OPTIONS
-from gambit.core import MISSING, save_state
-from gambit.core.verify import GraderSummary, VerifyProgress, VerifyReport, grade_rows, run_verify
+from gambit.core import MISSING, DeckTree, save_state
+from gambit.core.verify import GraderSummary, VerifyReport, grade_rows, run_verify
 
 from ._common import (
     TraceSink,
@@ -30,6 +30,16 @@ from ._common import (
     trace_option,
 )
 from ._junit import grader_label, junit_xml, score_text
+from ._models import (
+    ROLE_FIX,
+    UNDER_TEST,
+    GraderWatch,
+    decks_of,
+    note_default_model,
+    role_model_options,
+    role_run_options,
+)
+from ._progress import ProgressDisplay, progress_mode
 from ._project import allow_path_option
 
 
@@ -142,8 +152,13 @@ def _pass_rate(value: str) -> float:
     help="Folder for each run's SavedState (default .gambit/verify/<deck>-<time>/).",
 )
 @trace_option("Append every trace event to this file.")
-@click.option("--quiet", is_flag=True, help="No progress bar.")
+@click.option(
+    "--quiet",
+    is_flag=True,
+    help="No progress (otherwise: a bar on a terminal, plain lines in CI or a pipe).",
+)
 @model_options()
+@role_model_options()
 @allow_path_option
 def verify_command(
     root: Path,
@@ -170,12 +185,19 @@ def verify_command(
     model: str | None,
     model_force: str | None,
     strict: bool,
+    scenario_model: str | None,
+    grader_model: str | None,
 ) -> None:
     """Run every scenario --runs times, grade each run --repeats times, and report the metrics.
 
     Prints, per grader: pass rate (score >= --threshold), mean, median, min/max, standard
     deviation, self-consistency of the repeats, and the outliers. Exits 1 when a scenario run
     or a grader failed, or when --fail-under / --min-pass-rate is missed.
+
+    Models: --model-force replaces the model of ROOT and the decks it calls, never the
+    graders' (--grader-model) nor the personas' (--scenario-model): graders forced onto the
+    model under test would grade with it. A grader answered by a model that cannot grade
+    (offline/echo), or whose replies are not grades, is warned about.
     """
     from gambit.cli._common import parse_value
 
@@ -195,20 +217,23 @@ def verify_command(
             fail(f"{root}: no scenario to run; declare [[scenarios]] or pass --scenario")
         if not graders and not tree.root.graders:
             fail(f"{root}: no grader; declare [[graders]] or pass --grader")
+        # decks named on the command line: each inside its own project root
+        scenario_trees = [load_tree(s, strict=strict, role="scenario") for s in scenarios]
+        grader_trees = [load_tree(g, strict=strict, role="grader") for g in graders]
+        _note_models(
+            tree, scenario_trees, grader_trees, model, model_force, scenario_model, grader_model
+        )
         router = make_router(root)
         sink = TraceSink(trace_path, False) if trace_path is not None else None
-        tracing: dict[str, Any] = {"on_trace": sink} if sink is not None else {}
-        bar = _Progress(enabled=not quiet)
+        bar = ProgressDisplay(progress_mode(quiet=quiet))
         writer = _SessionWriter(folder)
         try:
             with bar:
                 return await run_verify(
                     tree,
                     provider=router,
-                    # decks named on the command line: each inside its own project root
-                    scenarios=[load_tree(s, strict=strict, role="scenario") for s in scenarios]
-                    or None,
-                    graders=[load_tree(g, strict=strict, role="grader") for g in graders] or None,
+                    scenarios=scenario_trees or None,
+                    graders=grader_trees or None,
                     runs=runs,
                     repeats=repeats,
                     concurrency=concurrency,
@@ -223,8 +248,10 @@ def verify_command(
                     stream=False,
                     default_model=model,
                     model_override=model_force,
+                    persona_options=persona_options,
+                    grader_options=grader_options,
                     model_resolver=router,
-                    **tracing,
+                    on_trace=watch.chain(sink),
                 )
         finally:
             writer.close()
@@ -232,12 +259,15 @@ def verify_command(
                 sink.close()
             await router.aclose()
 
+    persona_options, grader_options = role_run_options(scenario_model, grader_model)
+    watch = GraderWatch()
     report: VerifyReport = run_async(main())
     notes = ratings_for_report(report, ratings_paths) if ratings_paths else []
     summaries = report.summaries()
     _print_summary(report, summaries)
     for note in notes:
         click.echo(f"note: {note}", err=True)
+    _warn_graders(watch, report)
     click.echo(f"sessions saved to {folder}/")
     if json_path is not None:
         _write(json_path, json.dumps(report.to_json(), ensure_ascii=False, indent=2) + "\n")
@@ -257,6 +287,55 @@ def verify_command(
         click.echo(f"error: {problem}", err=True)
     if problems:
         sys.exit(1)
+
+
+def _note_models(
+    tree: DeckTree,
+    scenario_trees: list[DeckTree],
+    grader_trees: list[DeckTree],
+    model: str | None,
+    model_force: str | None,
+    scenario_model: str | None,
+    grader_model: str | None,
+    *,
+    declared: bool = True,
+) -> None:
+    """Say which decks keep their own model despite --model (see `note_default_model`):
+    the scenarios and graders named on the command line, else (`declared`) the root's."""
+    personas = [d for t in scenario_trees for d in decks_of(t, ("scenario", "action"))]
+    judges = [d for t in grader_trees for d in decks_of(t, ("grader", "action"))]
+    if declared and not scenario_trees:
+        personas = decks_of(tree, ("scenario",))
+    if declared and not grader_trees:
+        judges = decks_of(tree, ("grader",))
+    note_default_model(
+        model,
+        [
+            *([] if model_force else decks_of(tree, UNDER_TEST)),
+            *([] if scenario_model else personas),
+            *([] if grader_model else judges),
+        ],
+        ROLE_FIX,
+    )
+
+
+def _warn_graders(watch: GraderWatch, report: VerifyReport) -> None:
+    """Warn about each grader that a model unable to grade answered (see `GraderWatch`):
+    one entry per reply (a graded turn, or the error that stopped a grading)."""
+    graded = {r.id for r in report.runs if r.status != "failed"}
+    replies: dict[str, list[str | None]] = {}
+    for record in report.grades:
+        if record.run_id not in graded:
+            continue  # never graded: the scenario run failed
+        entries = replies.setdefault(record.grader, [])
+        if record.grading is None:
+            entries.append(record.error)
+            continue
+        entries += [g.error for g in record.grading.grades]
+        if record.grading.error is not None:
+            entries.append(record.grading.error)
+    for grader, errors in replies.items():
+        watch.warn(grader_label(report, grader), grader, errors, len(errors))
 
 
 CSV_FIELDS = (
@@ -424,49 +503,6 @@ def _threshold_problems(
     return problems
 
 
-class _Progress:
-    """A rich progress bar on stderr for scenario runs and grades (silent when disabled)."""
-
-    def __init__(self, *, enabled: bool):
-        self.enabled = enabled
-        self.progress: Any = None
-        self.tasks: dict[str, Any] = {}
-
-    def __enter__(self) -> _Progress:
-        if self.enabled:
-            from rich.console import Console
-            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
-
-            self.progress = Progress(
-                TextColumn("{task.description}"),
-                BarColumn(),
-                MofNCompleteColumn(),
-                TextColumn("{task.fields[detail]}"),
-                console=Console(stderr=True),
-                transient=False,
-            )
-            self.progress.__enter__()
-            for phase, title in (("run", "scenario runs"), ("grade", "grades")):
-                self.tasks[phase] = self.progress.add_task(title, total=None, detail="")
-        return self
-
-    def update(self, state: VerifyProgress) -> None:
-        if self.progress is None:
-            return
-        for phase, task in self.tasks.items():
-            counts = state.counts[phase]  # type: ignore[index]
-            self.progress.update(
-                task,
-                total=state.totals[phase],  # type: ignore[index]
-                completed=counts["completed"] + counts["failed"],
-                detail=f"running {counts['running']}, failed {counts['failed']}",
-            )
-
-    def __exit__(self, *exc: Any) -> None:
-        if self.progress is not None:
-            self.progress.__exit__(*exc)
-
-
 class _SessionWriter:
     """Saves each finished run's conversation on a thread of its own: an atomic save (a
     temporary file, fsync, rename) takes about 2 ms, which the run loop would otherwise
@@ -500,25 +536,40 @@ def run_batch(
     json_path: Path | None,
     flags: Any,
     scenario_input: Any = MISSING,
+    *,
+    scenario_model: str | None = None,
+    grader_model: str | None = None,
 ) -> None:
     """`gambit scenario --runs N`: the same runner as `gambit verify`, graders optional."""
     folder = _default_sessions_dir(root)
-    import sys as _sys
+    persona_options, grader_options = role_run_options(scenario_model, grader_model)
+    watch = GraderWatch()
 
     async def main() -> VerifyReport:
         tree = load_tree(root, strict=flags.strict)
+        scenario_trees = [load_tree(scenario, strict=flags.strict, role="scenario")]
+        grader_trees = [load_tree(g, strict=flags.strict, role="grader") for g in graders]
+        _note_models(
+            tree,
+            scenario_trees,
+            grader_trees,
+            flags.model,
+            flags.model_force,
+            scenario_model,
+            grader_model,
+            declared=False,
+        )
         router = make_router(root)
         sink = TraceSink(flags.trace_path, False) if flags.trace_path is not None else None
-        tracing: dict[str, Any] = {"on_trace": sink} if sink is not None else {}
-        bar = _Progress(enabled=_sys.stderr.isatty())
+        bar = ProgressDisplay(progress_mode())
         writer = _SessionWriter(folder)
         try:
             with bar:
                 return await run_verify(
                     tree,
                     provider=router,
-                    scenarios=[load_tree(scenario, strict=flags.strict, role="scenario")],
-                    graders=[load_tree(g, strict=flags.strict, role="grader") for g in graders],
+                    scenarios=scenario_trees,
+                    graders=grader_trees,
                     runs=runs,
                     repeats=1,
                     concurrency=concurrency,
@@ -532,8 +583,10 @@ def run_batch(
                     stream=False,
                     default_model=flags.model,
                     model_override=flags.model_force,
+                    persona_options=persona_options,
+                    grader_options=grader_options,
                     model_resolver=router,
-                    **tracing,
+                    on_trace=watch.chain(sink),
                 )
         finally:
             writer.close()
@@ -545,6 +598,7 @@ def run_batch(
     _print_runs(report)
     if graders:
         _print_summary(report, report.summaries())
+        _warn_graders(watch, report)
     click.echo(f"sessions saved to {folder}/")
     if json_path is not None:
         lines = []

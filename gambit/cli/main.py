@@ -64,7 +64,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "serve": (
         "gambit.cli._serve",
         "serve_command",
-        "Serve the simulator for a deck or folder (default: the bundled examples).",
+        "Serve the simulator for a deck or folder (default: this folder when it holds decks).",
     ),
     "worker": (
         "gambit.cli._serve",

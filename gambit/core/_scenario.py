@@ -16,7 +16,7 @@ persona's message and the deck's answer, in the root's state, where graders read
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -114,6 +114,7 @@ async def run_scenario(
     on_state: Callable[[SavedState], None] | None = None,
     on_stream_text: Callable[[str, str], None] | None = None,
     strict: bool = False,
+    persona_options: Mapping[str, Any] | None = None,
     **run_options: Any,
 ) -> ScenarioResult:
     """Run the persona loop; `on_turn(role, text)` sees each message ("user" is the persona).
@@ -124,6 +125,10 @@ async def run_scenario(
 
     `run_options` go to every `run_deck` call (provider routing, mode, tracing, stream);
     their `project_root` also bounds the decks given by path (default: the root tree's).
+    `persona_options` replace some of them for the persona's calls only: the persona is not
+    the deck under test, so `{"model_override": None}` keeps its own model while the root's is
+    forced (`gambit scenario --model-force`; docs/decisions.md, "Which model each deck
+    gets").
     """
     root_tree = as_tree(root, strict=strict, project_root=run_options.get("project_root"))
     # A persona given by path lies in the root deck's project unless told otherwise.
@@ -165,7 +170,7 @@ async def run_scenario(
             state=persona_state,
             on_stream_text=stream_for("user"),
             strict=strict,
-            **{"entry_permissions": persona_entry, **run_options},
+            **{"entry_permissions": persona_entry, **run_options, **(persona_options or {})},
         )
         persona_state = result.state
         return result.output

@@ -15,7 +15,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -334,6 +334,8 @@ async def run_verify(
     trace_for: Callable[[ScenarioRunRecord | GradeRecord], Callable[[dict[str, Any]], None]]
     | None = None,
     strict: bool = False,
+    persona_options: Mapping[str, Any] | None = None,
+    grader_options: Mapping[str, Any] | None = None,
     **run_options: Any,
 ) -> VerifyReport:
     """Run every scenario `runs` times and grade each run `repeats` times with every grader.
@@ -344,8 +346,11 @@ async def run_verify(
     `run_options` go to every `run_deck` call (model routing, mode, tracing); their
     `project_root` also bounds the decks given by path (default: the root tree's). `trace_for`
     gives each scenario run and grade its own trace callback (beside `on_trace`, which sees
-    everything). Failures are recorded on their records, never raised; cancelling the call
-    cancels everything in flight.
+    everything). `persona_options` and `grader_options` replace some run options for the
+    scenario personas' and the graders' calls (their own `model_override`: forcing the model
+    of the deck under test must not make the graders grade with it; docs/decisions.md,
+    "Which model each deck gets"). Failures are recorded on their records, never raised;
+    cancelling the call cancels everything in flight.
     """
     if runs < 1 or repeats < 1 or concurrency < 1:
         raise ValueError("runs, repeats and concurrency must be at least 1")
@@ -434,6 +439,7 @@ async def run_verify(
                             root_tree.root.graders, tree.root.path, root_tree.root.path
                         ),
                         **run_options,
+                        **(grader_options or {}),
                         "stream": False,
                     },
                 )
@@ -470,6 +476,7 @@ async def run_verify(
                     on_state=partial.append,
                     on_trace=tracer(meter, record),
                     strict=strict,
+                    persona_options=persona_options,
                     **run_options,
                 )
                 record.state, record.turns, record.stopped = (

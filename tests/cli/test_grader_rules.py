@@ -195,7 +195,7 @@ def test_scenario_and_grade_strict_reach_decks_first_loaded_during_the_run(tmp_p
         """,
     )
     scenario = ["scenario", str(root), "--scenario", str(persona), "--max-turns", "1"]
-    scenario += ["--model-force", "offline/echo", "--state", str(tmp_path / "s.json")]
+    scenario += ["--scenario-model", "offline/echo", "--state", str(tmp_path / "s.json")]
     grade = ["grade", str(grader), "--state", str(tmp_path / "s.json")]
     lenient = gambit(*scenario, cwd=tmp_path)
     assert lenient.returncode == 0, lenient.stderr

@@ -223,7 +223,7 @@ def one_turn_scenario(root: Path, cwd: Path, *more: str) -> subprocess.Completed
     persona = ROOT / "examples/support/scenarios/late_delivery/PROMPT.md"
     return gambit(
         "scenario", str(root), "--scenario", str(persona), *more,
-        "--max-turns", "1", "--model-force", "offline/echo", "--state", "s.json", cwd=cwd,
+        "--max-turns", "1", "--scenario-model", "offline/echo", "--state", "s.json", cwd=cwd,
     )  # fmt: skip
 
 
