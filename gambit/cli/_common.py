@@ -107,6 +107,16 @@ def make_router(deck_path: Path) -> Any:
     )
 
 
+def compaction_settings(router: Any, no_compact: bool) -> Any:
+    """The runtime's compaction settings: gambit.toml's [context], off with --no-compact."""
+    config = getattr(router, "config", None)
+    if config is None:
+        from gambit.core import CompactionSettings
+
+        return CompactionSettings(enabled=not no_compact)
+    return config.compaction(enabled=not no_compact)
+
+
 _WARNED: set[str] = set()
 
 
@@ -304,8 +314,8 @@ VERBOSE_OPTION = click.option(
 
 
 def model_options(model_help: str = "Model for decks that set none.") -> Decorator:
-    """--responses, --model, --model-force and --strict: how the decks' models are called
-    (every command that runs decks: run, repl, scenario, grade, verify)."""
+    """--responses, --model, --model-force, --strict and --no-compact: how the decks' models
+    are called (every command that runs decks: run, repl, scenario, grade, verify)."""
     return _options(
         click.option(
             "--responses",
@@ -318,6 +328,12 @@ def model_options(model_help: str = "Model for decks that set none.") -> Decorat
             "--strict",
             is_flag=True,
             help="Deprecated keys and other deck warnings are errors (also GAMBIT_STRICT=1).",
+        ),
+        click.option(
+            "--no-compact",
+            is_flag=True,
+            help="Never compact a conversation near its model's context window "
+            "(decks' compact setting and gambit.toml [context] notwithstanding).",
         ),
     )
 
@@ -356,6 +372,7 @@ class RunFlags:
     model: str | None
     model_force: str | None
     strict: bool = False
+    no_compact: bool = False
 
     @classmethod
     def parse(cls, options: dict[str, Any]) -> RunFlags:
@@ -370,6 +387,7 @@ class RunFlags:
             model=options["model"],
             model_force=options["model_force"],
             strict=strict_mode(options.get("strict", False)),
+            no_compact=options.get("no_compact", False),
         )
 
     @property
@@ -391,6 +409,7 @@ class RunFlags:
             "strict": self.strict,
             # exec, a built-in tool, sees only the variables a deck's [permissions] env grants
             "host_env": dict(os.environ),
+            "compaction": compaction_settings(router, self.no_compact),
         }
 
 

@@ -27,6 +27,7 @@ from gambit.core._verify_run import (
 from ._common import (
     MISSING,
     TraceSink,
+    compaction_settings,
     deck_argument_exists,
     fail,
     load_tree,
@@ -168,6 +169,7 @@ def verify_command(
     model: str | None,
     model_force: str | None,
     strict: bool,
+    no_compact: bool,
 ) -> None:
     """Run every scenario --runs times, grade each run --repeats times, and report the metrics.
 
@@ -218,6 +220,7 @@ def verify_command(
                     default_model=model,
                     model_override=model_force,
                     model_resolver=router,
+                    compaction=compaction_settings(router, no_compact),
                     **tracing,
                 )
         finally:
@@ -487,6 +490,7 @@ def run_batch(
                     default_model=flags.model,
                     model_override=flags.model_force,
                     model_resolver=router,
+                    compaction=compaction_settings(router, flags.no_compact),
                     **tracing,
                 )
         finally:

@@ -63,6 +63,7 @@ if TYPE_CHECKING:  # the same names as _SOURCES below, for type checkers and rea
         ToolCallRequest,
     )
     from ._runtime import (
+        CompactionSettings,
         ComputeContext,
         DeckCodeError,
         DeckFailure,
@@ -86,6 +87,7 @@ if TYPE_CHECKING:  # the same names as _SOURCES below, for type checkers and rea
     from ._trace import (
         ActionEndEvent,
         ActionStartEvent,
+        ContextCompactedEvent,
         DeckEndEvent,
         DeckStartEvent,
         LogEvent,
@@ -164,6 +166,7 @@ _SOURCES: dict[str, tuple[str, ...]] = {
         "ToolCallRequest",
     ),
     "_runtime": (
+        "CompactionSettings",
         "ComputeContext",
         "DeckCodeError",
         "DeckFailure",
@@ -187,6 +190,7 @@ _SOURCES: dict[str, tuple[str, ...]] = {
     "_trace": (
         "ActionEndEvent",
         "ActionStartEvent",
+        "ContextCompactedEvent",
         "DeckEndEvent",
         "DeckStartEvent",
         "LogEvent",
@@ -230,6 +234,7 @@ __all__ = [
     "ChatMessage",
     "ChatProvider",
     "ChatResult",
+    "CompactionSettings",
     "ComputeContext",
     "CreateResponseRequest",
     "CreateResponseResponse",
@@ -304,6 +309,7 @@ __all__ = [
     # trace events: one model per type (read stored ones with trace_event_view)
     "ActionEndEvent",
     "ActionStartEvent",
+    "ContextCompactedEvent",
     "DeckEndEvent",
     "DeckStartEvent",
     "LogEvent",
