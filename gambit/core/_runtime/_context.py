@@ -281,7 +281,8 @@ class _ContextKeeper:
         self.count = None
         if self.budget is None:
             return request
-        if not self._restored:
+        if not self._restored and self.budget.compact:
+            # A compaction stored by an earlier turn; with compaction off, all is sent.
             self._restored = True
             root = self.execution.root_state
             if root is not None and root.state.meta and self.summary is None:
