@@ -99,6 +99,8 @@ class CompactionSettings:
 
 @dataclass(frozen=True)
 class _Budget:
+    """A pass's window, compaction ratio and whether it may compact."""
+
     window: int
     ratio: float
     compact: bool
