@@ -30,7 +30,14 @@ from decks_app.runs.registry import JSONObject, Payload, Preparation, RunFailed,
 from decks_app.runs.state import save_turn_state, session_state_dict, turn_base, with_message_refs
 from decks_app.runs.writer import STATE_FIELDS, EventWriter, Unwritten
 from decks_app.workspaces.served import jailed_path, project_root
-from gambit.core import DeckLoadError, ProjectRoot, input_from_text, run_deck, state_from_dict
+from gambit.core import (
+    CompactionSettings,
+    DeckLoadError,
+    ProjectRoot,
+    input_from_text,
+    run_deck,
+    state_from_dict,
+)
 
 log = logging.getLogger(__name__)
 
@@ -176,6 +183,12 @@ class RunContext[P: Payload]:
             options["model_resolver"] = self.resolver
         if self.override:
             options["model_override"] = self.override
+        # gambit.toml's [context] (context windows, compaction); a run that answers from a
+        # recording (a replay) never compacts: a summary request would take a recorded answer.
+        config = getattr(self.resolver, "config", None)
+        options["compaction"] = (
+            config.compaction() if config is not None else CompactionSettings(enabled=False)
+        )
         return options
 
     async def one_turn(self, message: str | None, state: Any, **extra: Any) -> Any:

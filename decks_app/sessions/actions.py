@@ -8,6 +8,7 @@ from typing import Any
 
 from django.db import IntegrityError, transaction
 from django.db.models import Avg, Count, Q, Sum
+from django.db.models.fields.json import KT
 from django.urls import reverse
 from django.utils import timezone
 
@@ -15,7 +16,7 @@ from decks_app.models import Feedback, Run, Session, TraceEvent, Workspace
 from decks_app.runs import events as event_log
 from decks_app.runs import providers
 from decks_app.runs.registry import NoParams, Payload, TurnParams
-from decks_app.sessions import fragments, trace_tree
+from decks_app.sessions import fragments, summaries, trace_tree
 from decks_app.sessions.conversation import conversation, conversation_blocks, shown_before
 from decks_app.workspaces.served import DeckInfo, find_deck, is_listed_deck
 from gambit.core import is_valid_id, new_id
@@ -273,6 +274,39 @@ def session_status(session: Session, last_run: Run | None = None) -> str:
 TREE_RUNS = 5  # runs whose trace the session page shows (the trace page shows all)
 
 
+def context_fill(session: Session) -> dict[str, Any] | None:
+    """How full the model's context window was at the session's latest root model call
+    (docs/decks.md, "Context window and compaction"): the input tokens the provider
+    reported, else those counted before the call, out of the window; None when no call had a
+    known window. Read from the trace (`model.result` `contextTokens`)."""
+    latest = (
+        TraceEvent.objects.filter(session=session, type="model.result")
+        .order_by("-id")
+        .values_list("payload", flat=True)[:20]
+    )
+    for payload in latest:
+        if payload.get("parentActionCallId"):
+            continue  # an action's own conversation
+        counts = payload.get("contextTokens")
+        if not isinstance(counts, dict) or not isinstance(counts.get("window"), int):
+            return None
+        reported = counts.get("reported")
+        tokens = reported if isinstance(reported, int) else counts.get("counted")
+        if not isinstance(tokens, int) or counts["window"] <= 0:
+            return None
+        return {
+            "tokens": tokens,
+            "window": counts["window"],
+            "percent": round(100 * tokens / counts["window"]),
+            # reported by the provider, or counted before the call (api, a tokenizer, estimate)
+            "source": "reported" if isinstance(reported, int) else counts.get("method"),
+            "compactions": TraceEvent.objects.filter(
+                session=session, type="context.compacted"
+            ).count(),
+        }
+    return None
+
+
 def session_detail(session: Session) -> dict[str, Any]:
     """Everything the session page shows, read at one cursor (see `live_events`)."""
     deck: DeckInfo | None = find_deck(session.workspace, session.deck_path)
@@ -332,6 +366,8 @@ def session_detail(session: Session) -> dict[str, Any]:
         "shown_model_offline": model_offline,
         "gradings": gradings,
         "imported_gradings": sum(1 for g in gradings if g["imported"]),
+        "context_fill": context_fill(session),
+        "summary": summaries.summary_of(session),
     }
 
 
@@ -347,6 +383,10 @@ def session_json(session: Session, detail: dict[str, Any] | None = None) -> dict
         "model": d["shown_model"] or None,
         "offline": d["shown_model_offline"],
         "modelOverride": session.model or None,
+        # the title written after the first exchange (docs/simulator.md, "Session titles")
+        "summary": d["summary"],
+        # how full the context window was at the latest model call (null: no known window)
+        "contextFill": d["context_fill"],
         "context": session.context,
         "origin": session.origin,
         "sourceSessionId": session.source_id,
@@ -402,13 +442,18 @@ def list_sessions(workspace: Workspace, flt: SessionFilter | None = None, limit:
         Session.objects.filter(workspace=workspace)
         .exclude(origin__in=("grade", "verify"))  # listed on the Grade tab and Verify
         .defer("items", "messages", "message_refs", "meta")
+        # the title a summary model wrote (decks_app.sessions.summaries), without the meta
+        .annotate(summary_text=KT("meta__summary__text"))
         .order_by("-created_at")
     )
     if flt.deck:
         qs = qs.filter(deck_path=flt.deck)
     if flt.q:
         qs = qs.filter(
-            Q(id__icontains=flt.q) | Q(deck_label__icontains=flt.q) | Q(model__icontains=flt.q)
+            Q(id__icontains=flt.q)
+            | Q(deck_label__icontains=flt.q)
+            | Q(model__icontains=flt.q)
+            | Q(summary_text__icontains=flt.q)
         )
     rows = []
     sessions = list(qs[: limit * 2 if flt.status else limit])
@@ -449,6 +494,7 @@ def list_sessions(workspace: Workspace, flt: SessionFilter | None = None, limit:
                 "ratings": fb["n"] if fb else 0,
                 "avg_rating": round(fb["avg"], 2) if fb else None,
                 "score": (s.conversation_score or {}).get("score"),
+                "summary": getattr(s, "summary_text", None) or None,
             }
         )
         if len(rows) >= limit:
@@ -472,5 +518,8 @@ def session_row_json(row: dict[str, Any]) -> dict[str, Any]:
         "ratings": row["ratings"],
         "averageRating": row["avg_rating"],
         "conversationScore": row["score"],
+        # a short title written after the first exchange (null until then, or without a
+        # summary model: docs/simulator.md, "Session titles")
+        "summary": row.get("summary"),
         "createdAt": s.created_at.isoformat(),
     }

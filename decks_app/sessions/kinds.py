@@ -23,8 +23,9 @@ from decks_app.runs.registry import (
     register_origin,
     run_kind,
 )
+from decks_app.sessions import summaries
 from gambit.core import MISSING as _MISSING
-from gambit.core import DeckLoadError, run_scenario
+from gambit.core import DeckLoadError, run_scenario, state_messages
 from gambit.providers.offline import ReplayProvider
 
 REPLAY_CHUNK_DELAY = 0.01
@@ -73,6 +74,8 @@ class ScenarioResult(Payload):
 )
 async def chat_turn(ctx: RunContext[TurnParams]) -> Outcome:
     result = await ctx.one_turn(ctx.params.message, ctx.state)
+    # A title for the sessions list, written in the background: the turn does not wait.
+    summaries.schedule(ctx.session, state_messages(result.state))
     return Outcome(ChatResult(output=result.output), result.state)
 
 

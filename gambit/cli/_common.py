@@ -117,6 +117,16 @@ def shown_path(path: str | Path) -> str:
         return str(path)
 
 
+def compaction_settings(router: Any, no_compact: bool) -> Any:
+    """The runtime's compaction settings: gambit.toml's [context], off with --no-compact."""
+    config = getattr(router, "config", None)
+    if config is None:
+        from gambit.core import CompactionSettings
+
+        return CompactionSettings(enabled=not no_compact)
+    return config.compaction(enabled=not no_compact)
+
+
 _WARNED: set[str] = set()
 
 
@@ -324,8 +334,8 @@ FORCE_HELP = (
 
 
 def model_options(model_help: str = MODEL_HELP, force_help: str = FORCE_HELP) -> Decorator:
-    """--responses, --model, --model-force and --strict: how the decks' models are called
-    (every command that runs decks: run, repl, scenario, grade, verify)."""
+    """--responses, --model, --model-force, --strict and --no-compact: how the decks' models
+    are called (every command that runs decks: run, repl, scenario, grade, verify)."""
     return _options(
         click.option(
             "--responses",
@@ -338,6 +348,12 @@ def model_options(model_help: str = MODEL_HELP, force_help: str = FORCE_HELP) ->
             "--strict",
             is_flag=True,
             help="Deprecated keys and other deck warnings are errors (also GAMBIT_STRICT=1).",
+        ),
+        click.option(
+            "--no-compact",
+            is_flag=True,
+            help="Never compact a conversation near its model's context window "
+            "(decks' compact setting and gambit.toml [context] notwithstanding).",
         ),
     )
 
@@ -376,6 +392,7 @@ class RunFlags:
     model: str | None
     model_force: str | None
     strict: bool = False
+    no_compact: bool = False
 
     @classmethod
     def parse(cls, options: dict[str, Any]) -> RunFlags:
@@ -390,6 +407,7 @@ class RunFlags:
             model=options["model"],
             model_force=options["model_force"],
             strict=strict_mode(options.get("strict", False)),
+            no_compact=options.get("no_compact", False),
         )
 
     @property
@@ -411,6 +429,7 @@ class RunFlags:
             "strict": self.strict,
             # exec, a built-in tool, sees only the variables a deck's [permissions] env grants
             "host_env": dict(os.environ),
+            "compaction": compaction_settings(router, self.no_compact),
         }
 
 

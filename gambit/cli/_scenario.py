@@ -274,6 +274,7 @@ def grade_command(
     model: str | None,
     model_force: str | None,
     strict: bool,
+    no_compact: bool,
 ) -> None:
     """Grade the conversation in --state with GRADER and record the result in the state.
 
@@ -295,6 +296,7 @@ def grade_command(
         model=model,
         model_force=model_force,
         strict=strict_mode(strict),
+        no_compact=no_compact,
     )
 
     async def main() -> None:

@@ -19,6 +19,7 @@ from gambit.core.verify import GraderSummary, VerifyReport, grade_rows, run_veri
 
 from ._common import (
     TraceSink,
+    compaction_settings,
     deck_argument_exists,
     fail,
     load_tree,
@@ -187,6 +188,7 @@ def verify_command(
     strict: bool,
     scenario_model: str | None,
     grader_model: str | None,
+    no_compact: bool,
 ) -> None:
     """Run every scenario --runs times, grade each run --repeats times, and report the metrics.
 
@@ -252,6 +254,7 @@ def verify_command(
                     grader_options=grader_options,
                     model_resolver=router,
                     on_trace=watch.chain(sink),
+                    compaction=compaction_settings(router, no_compact),
                 )
         finally:
             writer.close()
@@ -587,6 +590,7 @@ def run_batch(
                     grader_options=grader_options,
                     model_resolver=router,
                     on_trace=watch.chain(sink),
+                    compaction=compaction_settings(router, flags.no_compact),
                 )
         finally:
             writer.close()

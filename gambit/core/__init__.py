@@ -70,6 +70,7 @@ if TYPE_CHECKING:  # the same names as _SOURCES below, for type checkers and rea
         item_to_dict,
         items_from_json,
         message_item,
+        output_text,
     )
     from ._permissions import PermissionSet, grants
     from ._provider import (
@@ -85,6 +86,7 @@ if TYPE_CHECKING:  # the same names as _SOURCES below, for type checkers and rea
     )
     from ._runtime import (
         MISSING,
+        CompactionSettings,
         ComputeContext,
         DeckCodeError,
         DeckFailure,
@@ -104,6 +106,7 @@ if TYPE_CHECKING:  # the same names as _SOURCES below, for type checkers and rea
         save_state,
         state_from_dict,
         state_items,
+        state_messages,
         state_to_dict,
         with_exchange,
     )
@@ -120,6 +123,7 @@ if TYPE_CHECKING:  # the same names as _SOURCES below, for type checkers and rea
     from ._trace import (
         ActionEndEvent,
         ActionStartEvent,
+        ContextCompactedEvent,
         DeckEndEvent,
         DeckStartEvent,
         LogEvent,
@@ -205,6 +209,7 @@ _SOURCES: dict[str, tuple[str, ...]] = {
         "item_to_dict",
         "items_from_json",
         "message_item",
+        "output_text",
     ),
     "_permissions": ("PermissionSet", "grants"),
     "_provider": (
@@ -220,6 +225,7 @@ _SOURCES: dict[str, tuple[str, ...]] = {
     ),
     "_runtime": (
         "MISSING",
+        "CompactionSettings",
         "ComputeContext",
         "DeckCodeError",
         "DeckFailure",
@@ -249,12 +255,14 @@ _SOURCES: dict[str, tuple[str, ...]] = {
         "save_state",
         "state_from_dict",
         "state_items",
+        "state_messages",
         "state_to_dict",
         "with_exchange",
     ),
     "_trace": (
         "ActionEndEvent",
         "ActionStartEvent",
+        "ContextCompactedEvent",
         "DeckEndEvent",
         "DeckStartEvent",
         "LogEvent",
@@ -303,6 +311,7 @@ __all__ = [
     "ChatMessage",
     "ChatProvider",
     "ChatResult",
+    "CompactionSettings",
     "ComputeContext",
     "CreateResponseRequest",
     "CreateResponseResponse",
@@ -376,12 +385,14 @@ __all__ = [
     "messages_to_items",
     "new_id",
     "new_state",
+    "output_text",
     "read_trace",
     "trace_event_from_dict",
     "trace_event_view",
     "json_dict",
     "ActionEndEvent",
     "ActionStartEvent",
+    "ContextCompactedEvent",
     "DeckEndEvent",
     "DeckStartEvent",
     "LogEvent",
@@ -404,6 +415,7 @@ __all__ = [
     "session_payload",
     "state_from_dict",
     "state_items",
+    "state_messages",
     "state_to_dict",
     "BiasProbe",
     "Calibration",

@@ -38,6 +38,11 @@ class ModelParams:
     max_tokens: int | None = None
     reasoning: dict[str, str] | None = None
     additional_params: dict[str, Any] = field(default_factory=dict)
+    # The model's context window and when to compact (docs/decks.md, "Context window and
+    # compaction"): the runtime's, never sent to the provider.
+    context_window: int | None = None
+    compact_ratio: float | None = None
+    compact: bool | None = None
 
     def provider_params(self) -> dict[str, Any]:
         """Parameters for the provider: `additionalParams` first, supported keys win."""
@@ -57,6 +62,13 @@ class ModelParams:
                 data[key] = getattr(self, key)
         if self.additional_params:
             data["additionalParams"] = self.additional_params
+        for key, value in (
+            ("contextWindow", self.context_window),
+            ("compactRatio", self.compact_ratio),
+            ("compact", self.compact),
+        ):
+            if value is not None:
+                data[key] = value
         return data
 
 

@@ -14,6 +14,7 @@ union discriminated on `type`:
 | `action.start` / `action.end` | `ActionStartEvent` / `ActionEndEvent` |
 | `tool.call` / `tool.result` | `ToolCallEvent` / `ToolResultEvent` |
 | `log` | `LogEvent` |
+| `context.compacted` | `ContextCompactedEvent` |
 | `monolog` | `MonologEvent` |
 | `response.*` | `ResponseTraceEvent` (provider event fields + `_gambit`) |
 | anything else | `UnknownTraceEvent` (kept verbatim) |
@@ -73,6 +74,7 @@ from gambit.core._openresponses import (
 __all__ = [
     "ActionEndEvent",
     "ActionStartEvent",
+    "ContextCompactedEvent",
     "DeckEndEvent",
     "DeckStartEvent",
     "GambitEventMeta",
@@ -271,6 +273,9 @@ class ModelCallEvent(_RunScoped):
     # The request's model parameters (temperature, max_output_tokens, reasoning, ...): the
     # deck's [modelParams] as resolved for this call.
     params: dict[str, Any] | None = None
+    # When the model's context window is known: the input tokens counted before sending,
+    # `{counted, method ("api" | "o200k_base" | "estimate"), window, limit}`.
+    context_tokens: dict[str, Any] | None = None
 
     @property
     def input_items(self) -> list[Any] | None:
@@ -303,6 +308,9 @@ class ModelResultEvent(_RunScoped):
     response_items: list[ResponseItem] | None = None
     response_id: str | None = None
     duration_ms: int | None = None  # the provider call's wall-clock time
+    # The count made before the call beside what the provider reported (`usage`):
+    # `{counted, method, reported, window, limit}` (model.call's `contextTokens` + reported).
+    context_tokens: dict[str, Any] | None = None
 
     @property
     def output_items(self) -> list[Any] | None:
@@ -371,6 +379,27 @@ class MonologEvent(_RunScoped):
     content: Any = None
 
 
+class ContextCompactedEvent(_RunScoped):
+    """The conversation sent to the model was compacted into a summary (the conversation
+    kept is unchanged): the input tokens before and after, and the summary."""
+
+    type: Literal["context.compacted"] = "context.compacted"
+    action_call_id: str | None = None
+    deck_path: str | None = None
+    model: str | None = None
+    tokens_before: int | None = None
+    tokens_after: int | None = None
+    method: str | None = None  # how the tokens were counted: api, o200k_base, estimate
+    context_window: int | None = None
+    limit: int | None = None  # contextWindow * compactRatio
+    summarized_items: int | None = None  # conversation items the summary replaces
+    kept_items: int | None = None  # items after them, still sent verbatim
+    dropped_items: int | None = None  # oldest items left out of the summary request to fit
+    summary: str | None = None
+    usage: ResponseUsage | None = None  # the summary request's
+    duration_ms: int | None = None
+
+
 class GambitEventMeta(_JsonModel):
     """`_gambit` on traced `response.*` events. Its keys are snake_case, as the TypeScript
     Gambit writes them."""
@@ -424,6 +453,7 @@ _TRACE_MODELS: dict[str, type[_TraceBase]] = {
     "tool.result": ToolResultEvent,
     "log": LogEvent,
     "monolog": MonologEvent,
+    "context.compacted": ContextCompactedEvent,
 }
 
 
@@ -452,6 +482,7 @@ TraceEvent = Annotated[
     | Annotated[ToolResultEvent, Tag("tool.result")]
     | Annotated[LogEvent, Tag("log")]
     | Annotated[MonologEvent, Tag("monolog")]
+    | Annotated[ContextCompactedEvent, Tag("context.compacted")]
     | Annotated[ResponseTraceEvent, Tag("response.*")]
     | Annotated[UnknownTraceEvent, Tag("other")],
     Discriminator(_trace_tag),

@@ -30,6 +30,16 @@ params = { temperature = 0.2 }    # merged under the deck's own params
 input = 2.0
 cached_input = 0.5
 output = 8.0
+
+[context]                         # keeping conversations within the model's window
+window = 128000                   # tokens, for every model without its own below
+compact_ratio = 0.8               # compact past this share of the window
+compact = true                    # false: never compact (as --no-compact)
+[context.windows]
+"openai-api/gpt-4.1" = 1047576
+
+[simulator]
+summary_model = "openai-api/gpt-4.1-mini"   # short session titles; none: no titles
 ```
 """
 
@@ -39,7 +49,7 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import tomli
 
@@ -47,6 +57,9 @@ from gambit.core.provider import GambitError
 
 from ._pricing import ModelPricing
 from ._registry import all_providers, provider_spec
+
+if TYPE_CHECKING:
+    from gambit.core import CompactionSettings
 
 __all__ = [
     "CONFIG_FILENAME",
@@ -87,6 +100,25 @@ class GambitConfig:
     pricing: dict[str, ModelPricing] = field(default_factory=dict)
     provider_settings: dict[str, dict[str, Any]] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
+    # [context]: context windows and compaction (docs/decks.md, "Context window and compaction")
+    context_window: int | None = None
+    compact_ratio: float | None = None
+    compact: bool = True
+    context_windows: dict[str, int] = field(default_factory=dict)
+    # [simulator] summary_model: the weak model that titles sessions (None: no titles)
+    summary_model: str | None = None
+
+    def compaction(self, *, enabled: bool = True) -> CompactionSettings:
+        """The runtime's compaction settings from `[context]`; `enabled=False` is
+        `--no-compact`."""
+        from gambit.core import CompactionSettings  # the runtime's: loaded with it
+
+        return CompactionSettings(
+            context_window=self.context_window,
+            compact_ratio=self.compact_ratio,
+            enabled=enabled and self.compact,
+            model_windows=dict(self.context_windows),
+        )
 
 
 def find_config(start: str | os.PathLike[str] | None = None) -> Path | None:
@@ -162,6 +194,18 @@ def parse_config(data: bytes | str, *, path: Path | None = None) -> GambitConfig
     for name, value in aliases.items():
         config.aliases[name] = _alias(name, value, where)
 
+    _context_table(raw.get("context"), config, where)
+    simulator = raw.get("simulator", {})
+    if not isinstance(simulator, Mapping):
+        raise ConfigError(f"{where}: [simulator] must be a table")
+    summary_model = simulator.get("summary_model")
+    if summary_model is not None:
+        if not isinstance(summary_model, str):
+            raise ConfigError(
+                f'{where}: simulator.summary_model must be a model name (summary_model = "openai-api/gpt-4.1-mini")'
+            )
+        config.summary_model = summary_model.strip() or None
+
     pricing = raw.get("pricing", {})
     if not isinstance(pricing, Mapping):
         raise ConfigError(f"{where}: [pricing] must be a table")
@@ -173,6 +217,47 @@ def parse_config(data: bytes | str, *, path: Path | None = None) -> GambitConfig
         except ValueError as exc:
             raise ConfigError(f'{where}: [pricing."{model}"]: {exc}') from None
     return config
+
+
+def _window(value: Any, where: str, key: str) -> int:
+    if type(value) is not int or value < 256:
+        raise ConfigError(
+            f"{where}: {key} must be a context window in tokens, a whole number of at least 256 "
+            f"({key.rsplit('.', 1)[-1]} = 128000); got {value!r}"
+        )
+    return value
+
+
+def _context_table(table: Any, config: GambitConfig, where: str) -> None:
+    if table is None:
+        return
+    if not isinstance(table, Mapping):
+        raise ConfigError(f"{where}: [context] must be a table")
+    for key, value in table.items():
+        if key == "window":
+            config.context_window = _window(value, where, "context.window")
+        elif key == "compact_ratio":
+            if type(value) not in (int, float) or not 0 < value <= 1:
+                raise ConfigError(
+                    f"{where}: context.compact_ratio must be a number above 0 and at most 1 "
+                    f"(compact_ratio = 0.8); got {value!r}"
+                )
+            config.compact_ratio = float(value)
+        elif key == "compact":
+            if type(value) is not bool:
+                raise ConfigError(f"{where}: context.compact must be true or false; got {value!r}")
+            config.compact = value
+        elif key == "windows":
+            if not isinstance(value, Mapping):
+                raise ConfigError(
+                    f'{where}: [context.windows] must be a table of model = tokens ("openai-api/gpt-4.1" = 1047576)'
+                )
+            for model, tokens in value.items():
+                config.context_windows[model] = _window(tokens, where, f'context.windows."{model}"')
+        else:
+            config.warnings.append(
+                f"{where}: unknown key context.{key} (known: window, compact_ratio, compact, windows)"
+            )
 
 
 def _model_list(value: Any, where: str, name: str) -> list[str]:

@@ -28,6 +28,7 @@ from gambit.core.provider import (
     BaseChatProvider,
     ChatProvider,
     ChatResult,
+    CreateResponseRequest,
     GambitError,
     ModelNotAvailableError,
     ModelProvider,
@@ -252,6 +253,15 @@ class ProviderRouter(BaseChatProvider):
         return await provider.responses(
             call.request, state=call.state, deck_path=call.deck_path, on_stream_event=call.on_event
         )
+
+    async def count_input_tokens(self, request: CreateResponseRequest) -> int | None:
+        """The input tokens of `request` as its provider counts them; None when that
+        provider cannot count (the runtime then uses a tokenizer or an estimate)."""
+        counter = getattr(self.provider_for(request.model), "count_input_tokens", None)
+        if counter is None:
+            return None
+        tokens = await counter(request)
+        return tokens if isinstance(tokens, int) else None
 
     async def execute_chat(self, call: ProviderCall) -> ChatResult:
         """A chat-mode call goes to the provider's own `chat` when it has one."""

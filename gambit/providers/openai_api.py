@@ -21,6 +21,10 @@
   `usage.cachedTokens` come from the usage details.
 - **Cost.** `usage.costUsd` from the pricing table (defaults in `_pricing.py`, overridden by
   `[pricing."<model>"]`).
+- **Token counting.** `count_input_tokens(request)` asks the API's input-token endpoint
+  (`POST /responses/input_tokens`) how many tokens the request's input, instructions, tools
+  and output format make; the runtime calls it before a pass once a conversation nears its
+  compaction limit (docs/decks.md, "Context window and compaction").
 """
 
 from __future__ import annotations
@@ -59,6 +63,18 @@ __all__ = [
 OPENAI_DEFAULT_BASE_URL = "https://api.openai.com/v1"
 CHAIN_META_KEY = "openaiResponses"
 _ROOT_KEY = "(root)"
+# What `POST /responses/input_tokens` accepts of a Responses body.
+_COUNT_FIELDS = (
+    "model",
+    "input",
+    "instructions",
+    "tools",
+    "tool_choice",
+    "parallel_tool_calls",
+    "text",
+    "reasoning",
+    "truncation",
+)
 
 # Response ids issued to this process, most recent last (bounded).
 _LIVE_IDS: OrderedDict[str, None] = OrderedDict()
@@ -191,6 +207,18 @@ class OpenAIResponsesProvider(HttpProvider):
         self._apply_cost(response, request.model, model)
         updated = self._record(request, response, model, state, chain_key, full_body)
         return ProviderResponse(response=response, updated_state=updated)
+
+    async def count_input_tokens(self, request: CreateResponseRequest) -> int:
+        """The input tokens of `request`, as the API counts them (the whole input, never
+        chained: the count is of what the model will see)."""
+        self._check_configured()
+        body = self.responses_body(request, self.provider_model(request.model))
+        count_body = {key: body[key] for key in _COUNT_FIELDS if key in body}
+        data = await self.http.request_json("POST", "responses/input_tokens", count_body)
+        tokens = data.get("input_tokens") if isinstance(data, Mapping) else None
+        if type(tokens) is not int:
+            raise self._error(f"the input-token count answered without input_tokens: {data!r}")
+        return tokens
 
     # ------------------------------------------------------------------ chaining
 

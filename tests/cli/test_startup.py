@@ -126,3 +126,45 @@ def test_every_dataclass_has_a_docstring() -> None:
                 if isinstance(target, ast.Name) and target.id == "dataclass":
                     missing.append(f"{path.name}:{node.lineno} {node.name}")
     assert missing == []
+
+
+def _imports_of_a_run(tmp_path: Path, env: dict[str, str], *args: str) -> str:
+    """The modules `gambit run ...` imported (python -X importtime writes them to stderr)."""
+    done = subprocess.run(
+        [sys.executable, "-X", "importtime", GAMBIT, "run", *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+        cwd=tmp_path,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    return done.stderr
+
+
+def test_a_one_turn_run_does_not_import_the_tokenizer(tmp_path, fake_server):
+    """Counting starts from an estimate; the tokenizer (tiktoken) loads only for a
+    conversation near its compaction limit (docs/decisions.md, "Token counting")."""
+    import os
+
+    deck = tmp_path / "d" / "PROMPT.md"
+    deck.parent.mkdir()
+    deck.write_text(
+        '+++\n[modelParams]\nmodel = "openresponses/gpt-4o"\ncontextWindow = 4000\n+++\nHi.\n'
+    )
+    env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
+    env.update(fake_server.env())
+    imported = _imports_of_a_run(tmp_path, env, str(deck), "--message", "hello")
+    assert "gambit.core._tokens" in imported  # the estimate is there...
+    assert " tiktoken" not in imported  # ...the tokenizer is not
+    # A long conversation (past half of 80% of the window) is counted with the tokenizer:
+    # the check above can see it.
+    state = tmp_path / "state.json"
+    words = " ".join(f"word{i}" for i in range(900))
+    state.write_text(
+        json.dumps({"runId": "r", "messages": [{"role": "user", "content": words}]}),
+    )
+    imported = _imports_of_a_run(
+        tmp_path, env, str(deck), "--message", "hello", "--state", str(state)
+    )
+    assert " tiktoken" in imported

@@ -86,7 +86,18 @@ async def emitted_events(decks: DeckFolder) -> list[dict]:
         on_tool=lambda request: {"found": request["args"]},
         **rec.kwargs(),
     )
-    return rec.events
+    # A conversation past its deck's compaction limit (context.compacted), in a run before.
+    small = decks.deck(
+        "small/PROMPT.md",
+        MODEL + "modelParams.contextWindow = 256\nmodelParams.compactRatio = 0.25\n",
+    )
+    compacting = ScriptedProvider()
+    compacting.enqueue(Reply(text="the summary"), Reply(text="the answer"))
+    before = Recorder()
+    await run_deck(
+        load_deck_tree(small), provider=compacting, message="hi " * 200, **before.kwargs()
+    )
+    return before.events + rec.events
 
 
 async def test_every_emitted_event_reads_back_into_its_own_model(decks: DeckFolder):
@@ -123,7 +134,11 @@ async def test_read_back_fields_are_attributes(decks: DeckFolder):
     assert end.usage is not None and end.usage.total_tokens > 0
     assert isinstance(end.duration_ms, int)
     delta = trace_event_from_dict(
-        next(e for e in events if e["type"] == "response.output_text.delta")
+        next(
+            e
+            for e in events
+            if e["type"] == "response.output_text.delta" and e["runId"] == end.run_id
+        )
     )
     assert delta.run_id == end.run_id and delta.gambit.run_id == end.run_id
 

@@ -7,7 +7,14 @@ It serves, on a random port:
   `response` object when the request does not ask for a stream;
 - `POST .../chat/completions`: OpenAI Chat Completions (`data:` chunks with tool-call
   deltas, `[DONE]`), or a JSON `chat.completion`;
+- `POST .../responses/input_tokens`: OpenAI's input-token count (`count_request_tokens`);
 - `GET .../api/tags`, `POST .../api/pull` (Ollama) and `GET .../models` (OpenAI list).
+
+A context window: with `token_budget` set, a model request whose context counts more tokens
+(`count_request_tokens`, the fake's own tokenizer: words and punctuation marks; a request
+with `previous_response_id` adds the context of the response it continues, as a real server
+holds it) is refused with OpenAI's `context_length_exceeded` error, and the usage it reports
+counts the context so (also with `count_usage`).
 
 Paths are matched by their ending, so any base path works (`/v1`, `/api/v1`, `/ollama/v1`).
 
@@ -231,9 +238,37 @@ def _split_args(args: str, deltas: list[str] | None) -> list[str]:
     return [args[:mid], args[mid:]]
 
 
-def _usage(reply: Reply, pieces: list[str]) -> dict[str, int | float]:
+_WORD = re.compile(r"\w+|[^\w\s]")
+
+
+def _strings(value: Any) -> Iterable[str]:
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict):
+        for key, inner in value.items():
+            if key not in ("type", "id", "call_id", "status", "role"):
+                yield from _strings(inner)
+    elif isinstance(value, list):
+        for inner in value:
+            yield from _strings(inner)
+
+
+def count_request_tokens(body: dict[str, Any]) -> int:
+    """The fake model's count of a request's input tokens: every word and punctuation mark of
+    its input (or messages), instructions and tools, plus 3 per item and 3 per request. Its
+    own rule, unlike any real tokenizer's, so a client can only match it by asking."""
+    items = body.get("input", body.get("messages")) or []
+    if isinstance(items, str):
+        items = [items]
+    total = 3 + 3 * len(items)
+    for part in (items, body.get("instructions"), body.get("tools")):
+        total += sum(len(_WORD.findall(text)) for text in _strings(part))
+    return total
+
+
+def _usage(reply: Reply, pieces: list[str], counted: int | None = None) -> dict[str, int | float]:
     usage = dict(reply.usage or {})
-    usage.setdefault("input_tokens", 10)
+    usage.setdefault("input_tokens", counted if counted is not None else 10)
     usage.setdefault("output_tokens", max(1, len(pieces)))
     return usage
 
@@ -267,7 +302,7 @@ def chat_usage(usage: dict[str, Any]) -> dict[str, Any]:
 
 
 def render_responses(
-    reply: Reply, request: dict[str, Any], ids: _Ids
+    reply: Reply, request: dict[str, Any], ids: _Ids, counted: int | None = None
 ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """The final response object and the full stream event list for a reply."""
     rid = reply.response_id or ids.next("resp")
@@ -415,7 +450,7 @@ def render_responses(
         emit("response.output_item.done", output_index=idx, item=raw)
         output.append(raw)
 
-    usage = responses_usage(_usage(reply, pieces))
+    usage = responses_usage(_usage(reply, pieces, counted))
     failure = reply.failure or {"code": "server_error", "message": "The model failed."}
     terminal = reply.terminal
     if terminal == "failed":
@@ -446,7 +481,7 @@ def render_responses(
 
 
 def render_chat(
-    reply: Reply, request: dict[str, Any], ids: _Ids
+    reply: Reply, request: dict[str, Any], ids: _Ids, counted: int | None = None
 ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """The final chat.completion object and the stream chunk list for a reply."""
     cid = reply.response_id or ids.next("chatcmpl")
@@ -459,7 +494,7 @@ def render_chat(
         finish = "length"
     else:
         finish = "tool_calls" if calls else "stop"
-    usage = chat_usage(_usage(reply, pieces))
+    usage = chat_usage(_usage(reply, pieces, counted))
     base = {"id": cid, "created": created, "model": model}
 
     message: dict[str, Any] = {"role": "assistant", "content": "".join(pieces) if pieces else None}
@@ -648,6 +683,25 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             return
         recorded = owner._record(self, raw)
         body = recorded.body if isinstance(recorded.body, dict) else {}
+        if path.endswith("/responses/input_tokens"):
+            tokens = count_request_tokens(body)
+            self._send_json(200, {"object": "response.input_tokens", "input_tokens": tokens})
+            return
+        if (path.endswith(("/responses", "/chat/completions"))) and owner._over_budget(body):
+            self._send_json(
+                400,
+                {
+                    "error": {
+                        "message": "Your input exceeds the context window of this model "
+                        f"({owner.context_size(body)} tokens, the window is "
+                        f"{owner.token_budget}). Please adjust your input and try again.",
+                        "type": "invalid_request_error",
+                        "param": "input",
+                        "code": "context_length_exceeded",
+                    }
+                },
+            )
+            return
         if path.endswith("/responses"):
             if not owner.responses_enabled:
                 self._send_json(owner.responses_disabled_status, {"detail": "Not Found"})
@@ -698,6 +752,8 @@ class _Handler(http.server.BaseHTTPRequestHandler):
                 "reject_previous_response_id",
                 "validate_previous_response_id",
                 "models",
+                "token_budget",
+                "count_usage",
             ):
                 if key in data:
                     setattr(owner, key, data[key])
@@ -726,11 +782,19 @@ class _Handler(http.server.BaseHTTPRequestHandler):
                 reply.status, payload, "application/json", reply.headers, reply.cut_after_bytes
             )
             return
+        counted = (
+            owner.context_size(request)
+            if owner.count_usage or owner.token_budget is not None
+            else None
+        )
         if api == "responses":
-            final, events = render_responses(reply, request, owner._ids)
+            final, events = render_responses(reply, request, owner._ids, counted)
             owner.issued_ids.add(final["id"])
+            owner.chained_tokens[final["id"]] = owner.context_size(request) + sum(
+                len(_WORD.findall(text)) for text in _strings(final.get("output"))
+            )
         else:
-            final, events = render_chat(reply, request, owner._ids)
+            final, events = render_chat(reply, request, owner._ids, counted)
         stream = reply.stream if reply.stream is not None else bool(request.get("stream"))
         if reply.body is not None:
             ctype = "text/event-stream" if stream else "application/json"
@@ -842,6 +906,11 @@ class FakeModelServer:
         self.validate_previous_response_id = False
         self.issued_ids: set[str] = set()
         self.models: list[str] = ["llama3:latest", "qwen3:0.6b"]
+        # The context window (`count_request_tokens`), None for none; `count_usage` reports
+        # the counted input tokens in usage even without one.
+        self.token_budget: int | None = None
+        self.count_usage = False
+        self.chained_tokens: dict[str, int] = {}  # response id -> its context's tokens
         self._httpd = _HTTPServer((host, port), _Handler)
         self._httpd.owner = self
         self._thread: threading.Thread | None = None
@@ -925,12 +994,25 @@ class FakeModelServer:
             self._replies.clear()
             self.requests.clear()
             self.issued_ids.clear()
+            self.chained_tokens.clear()
         self._resume = threading.Semaphore(0)
         self.default_reply = Reply(text="ok")
         self.responses_enabled = True
         self.responses_disabled_status = 404
         self.reject_previous_response_id = False
         self.validate_previous_response_id = False
+        self.token_budget = None
+        self.count_usage = False
+
+    def context_size(self, body: dict[str, Any]) -> int:
+        """The tokens a request puts in the model's context: its own, plus those of the
+        response it continues (`previous_response_id`), whose context the server holds."""
+        return count_request_tokens(body) + self.chained_tokens.get(
+            str(body.get("previous_response_id")), 0
+        )
+
+    def _over_budget(self, body: dict[str, Any]) -> bool:
+        return self.token_budget is not None and self.context_size(body) > self.token_budget
 
     def _next_reply(self, request: RecordedRequest) -> Reply:
         with self._lock:

@@ -61,6 +61,7 @@ def parse_model_params(load: Load, value: Any, file: str) -> ModelParams:
     )
     if "reasoning" in params_table:
         params.reasoning = _parse_reasoning(load, params_table["reasoning"], file)
+    _parse_context_keys(load, params_table, params, file)
     if "additionalParams" in params_table:
         extra = table(load, params_table["additionalParams"], file, prefix + "additionalParams")
         if extra is not None:
@@ -83,7 +84,7 @@ def parse_model_params(load: Load, value: Any, file: str) -> ModelParams:
                         hint="remove one of them",
                     )
     for key in params_table:
-        if key not in (*SUPPORTED_MODEL_PARAMS, "model", "additionalParams"):
+        if key not in (*SUPPORTED_MODEL_PARAMS, *CONTEXT_KEYS, "model", "additionalParams"):
             load.diag.warn(
                 "is not a supported model parameter, so it is not passed to the provider",
                 file=file,
@@ -91,6 +92,49 @@ def parse_model_params(load: Load, value: Any, file: str) -> ModelParams:
                 hint=f"move it under [modelParams.additionalParams] ({key} = ...)",
             )
     return params
+
+
+# The runtime's own keys of [modelParams] (docs/decks.md, "Context window and compaction").
+CONTEXT_KEYS = ("contextWindow", "compactRatio", "compact")
+
+
+def _parse_context_keys(load: Load, table: dict[str, Any], params: ModelParams, file: str) -> None:
+    prefix = "modelParams."
+    window = table.get("contextWindow")
+    if window is not None:
+        if type(window) is int and window >= 256:
+            params.context_window = window
+        else:
+            load.diag.error(
+                f"must be the model's context window in tokens, a whole number of at least "
+                f"256; got {window!r}",
+                file=file,
+                key=prefix + "contextWindow",
+                hint="contextWindow = 128000",
+            )
+    ratio = table.get("compactRatio")
+    if ratio is not None:
+        if type(ratio) in (int, float) and 0 < ratio <= 1:
+            params.compact_ratio = float(ratio)
+        else:
+            load.diag.error(
+                f"must be a number above 0 and at most 1 (the share of contextWindow at which "
+                f"the conversation is compacted); got {ratio!r}",
+                file=file,
+                key=prefix + "compactRatio",
+                hint="compactRatio = 0.8",
+            )
+    compact = table.get("compact")
+    if compact is not None:
+        if type(compact) is bool:
+            params.compact = compact
+        else:
+            load.diag.error(
+                f"must be true or false; got {compact!r}",
+                file=file,
+                key=prefix + "compact",
+                hint="compact = false turns compaction off for this deck",
+            )
 
 
 def _parse_reasoning(load: Load, value: Any, file: str) -> dict[str, str] | None:

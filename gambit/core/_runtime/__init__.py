@@ -21,6 +21,7 @@ How a run flows through the modules of this package:
         _compute_deck             a compute deck: ComputeContext, run(ctx), output validation
         _llm._LlmExecution        an LLM deck: the model pass loop
           _request                  the tools offered, the output format, the model
+          _context                  counting the input, compacting it near the window
           _stream._StreamTracer     provider stream events -> traces and streamed text
           _tool_calls               the model's tool calls: respond, end, actions, tools
           _handlers                 onIdle, onBusy, onError
@@ -33,12 +34,14 @@ run-wide settings and trace emission; `_RootState`, the published conversation).
 
 from ._common import _MISSING, MISSING, DeckCodeError, DeckFailure, RunError, is_end_signal
 from ._compute_deck import ComputeContext
+from ._context import CompactionSettings
 from ._limits import Clock
 from ._run import RunResult
 from ._run_deck import run_deck, run_deck_sync
 
 __all__ = [
     "Clock",
+    "CompactionSettings",
     "ComputeContext",
     "DeckCodeError",
     "DeckFailure",

@@ -56,6 +56,7 @@ from .._trace import (
     ToolResultEvent,
 )
 from ._common import _MISSING, CONTEXT_TOOL, RunError, _json
+from ._context import _ContextKeeper
 from ._limits import DEFAULT_MAX_PASSES, _Limits, _with_deadline
 from ._request import _RequestParts
 from ._run import _RootState, _Run, _TracedItems
@@ -101,6 +102,7 @@ class _LlmExecution(_ToolCalls, _RequestParts):
         self._traced_tools: list[dict[str, Any]] | None = None
         self.last_activity = limits.clock.monotonic()
         self.last_child_result: Any = None
+        self.compaction = _ContextKeeper(self)
 
     def _publish(self) -> None:
         if self.root_state is not None:
@@ -238,12 +240,16 @@ class _LlmExecution(_ToolCalls, _RequestParts):
         request = construct(
             CreateResponseRequest,
             model=resolved.model,
-            input=list(self.items),
+            input=self.compaction.view(self.items),
             tools=tools or None,
             text=text,
             stream=run.stream or None,
             params=resolved.params,
         )
+        # Counted (and compacted) when the model's context window is known (`_context`).
+        request = await self.compaction.fit(request, resolved, provider)
+        counted = self.compaction.count
+        budget = self.compaction.budget
         self.run.trace(
             ModelCallEvent,
             action_call_id=self.action_call_id,
@@ -253,14 +259,15 @@ class _LlmExecution(_ToolCalls, _RequestParts):
             provider=getattr(provider, "name", None),
             offline=True if getattr(provider, "offline", False) else None,
             stream=run.stream,
-            message_count=len(self.items),
+            message_count=len(request.input),
             tool_count=len(tools),
             # Built only when a sink listens: serialising the whole conversation is the
             # costliest part of a pass at 50 turns.
             tools=self._tool_dicts(tools) if run.on_trace is not None else None,
             mode=run.mode,
-            items=self.traced.of(self.items) if run.on_trace is not None else None,
+            items=self.traced.of(request.input) if run.on_trace is not None else None,
             params=dict(resolved.params) if resolved.params else None,
+            context_tokens=budget.to_json(counted) if budget and counted else None,
         )
         started = time.monotonic()
         streamer = _StreamTracer(self, resolved.model)
@@ -340,6 +347,7 @@ class _LlmExecution(_ToolCalls, _RequestParts):
             output=[item_to_dict(i) for i in response.output],
             response_id=response.id,
             duration_ms=int((time.monotonic() - started) * 1000),
+            context_tokens=self.compaction.reported(response.usage),
         )
 
     async def _chat_call(

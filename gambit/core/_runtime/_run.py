@@ -19,7 +19,7 @@ import time
 import weakref
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .._deck import Deck
 from .._ids import new_id
@@ -32,6 +32,9 @@ from .._provider import ModelProvider, ModelResolver
 from .._state import MessageRef, SavedState
 from .._trace import DECK_WARNING, LogEvent, ResponseTraceEvent, _TraceBase
 from ._common import Mode, StateCallback, ToolHandler, TraceCallback
+
+if TYPE_CHECKING:
+    from ._context import CompactionSettings
 
 
 @dataclass
@@ -136,6 +139,8 @@ class _Run:
         # Where the root deck's built-in tools resolve relative paths (default: its folder);
         # a deck that works on another folder (the Build assistant) is given that folder.
         self.tools_base_dir: str | None = None
+        # The callers' context windows and compaction switch (`_context`); None: decks' own.
+        self.compaction: CompactionSettings | None = None
 
     def trace(self, event: type[_TraceBase], /, **fields: Any) -> None:
         """Emit one event of the `event` model: fields by their Python names, JSON values."""

@@ -39,6 +39,7 @@ from ._common import (
     TraceCallback,
     is_end_signal,
 )
+from ._context import CompactionSettings
 from ._execute import execute_deck
 from ._limits import SYSTEM_CLOCK, Clock, _root_limits
 from ._run import RunResult, _RootState, _Run, _TracedItems
@@ -71,6 +72,7 @@ async def run_deck(
     tools_base_dir: str | Path | None = None,
     clock: Clock | None = None,
     project_root: ProjectRootSpec = None,
+    compaction: CompactionSettings | None = None,
 ) -> RunResult:
     """Run a deck to completion and return its validated output.
 
@@ -81,7 +83,9 @@ async def run_deck(
     system clock for
     deadlines and handler timers (tests). `project_root` is where every deck file must lie
     (see `load_deck_tree`); a tree keeps the one it was loaded with. `entry_permissions`
-    narrows a root that runs as a `[[scenarios]]`/`[[graders]]` entry (see `entry_permissions`). Raises `RunError`
+    narrows a root that runs as a `[[scenarios]]`/`[[graders]]` entry (see `entry_permissions`).
+    `compaction` gives the context windows of the models and whether conversations may be
+    compacted (see `_context`; a deck's `[modelParams]` may set its own). Raises `RunError`
     (guardrails, validation), `ProviderError`, `DeckError`; cancellation raises
     `CancelledError`.
     """
@@ -113,6 +117,7 @@ async def run_deck(
         project_root=project_root,
     )
     run.root_deck_path = root.path
+    run.compaction = compaction
     run.workspace_permissions = workspace_permissions
     run.session_permissions = session_permissions
     run.entry_permissions = entry_permissions
