@@ -63,6 +63,7 @@ if TYPE_CHECKING:  # the same names as _SOURCES below, for type checkers and rea
         ToolCallRequest,
     )
     from ._runtime import (
+        TOOL_CALL_DEFERRED,
         ComputeContext,
         DeckCodeError,
         DeckFailure,
@@ -169,6 +170,7 @@ _SOURCES: dict[str, tuple[str, ...]] = {
         "DeckFailure",
         "RunError",
         "RunResult",
+        "TOOL_CALL_DEFERRED",
         "is_end_signal",
         "run_deck",
         "run_deck_sync",
@@ -272,6 +274,7 @@ __all__ = [
     "Schema",
     "SchemaValidationError",
     "StateError",
+    "TOOL_CALL_DEFERRED",
     "ToolCallRequest",
     "ToolDecl",
     "TraceError",

@@ -30,7 +30,14 @@ deadline), `_validation` (input/output validation, result envelopes) and `_run` 
 run-wide settings and trace emission; `_RootState`, the published conversation).
 """
 
-from ._common import _MISSING, DeckCodeError, DeckFailure, RunError, is_end_signal
+from ._common import (
+    _MISSING,
+    TOOL_CALL_DEFERRED,
+    DeckCodeError,
+    DeckFailure,
+    RunError,
+    is_end_signal,
+)
 from ._compute_deck import ComputeContext
 from ._limits import Clock
 from ._run import RunResult
@@ -43,6 +50,7 @@ __all__ = [
     "DeckFailure",
     "RunError",
     "RunResult",
+    "TOOL_CALL_DEFERRED",
     "_MISSING",
     "is_end_signal",
     "run_deck",
