@@ -149,7 +149,11 @@ class Runner:
                 item = _surfaced_item(event)
                 if item is not None:
                     deltas.put_nowait(item)
-            elif kind == "model.result" and not event.get("parentActionCallId"):
+            elif (
+                kind == "model.result"
+                and self.deck is not None
+                and not event.get("parentActionCallId")
+            ):
                 # Reasoning items of a pass that did not stream them (the encoder keeps each
                 # id once).
                 for item in event.get("output") or []:
