@@ -218,6 +218,8 @@ def _check_media(workspace: Workspace, target: Target, model: str, items: list[I
     else:
         used = model
     accepted = router.input_content(used) if used and run_mode() == "responses" else frozenset()
+    if target.deck is not None and target.deck.kind == "compute":
+        accepted, used = frozenset(), ""  # a compute deck's input is the message's text
     for index, item in enumerate(items):
         if not isinstance(item, MessageParam) or isinstance(item.content, str):
             continue

@@ -45,6 +45,7 @@ from gambit.core import (
     GambitError,
     ProviderError,
     check_deck_tree,
+    items_to_messages,
     run_deck,
     state_from_dict,
 )
@@ -55,13 +56,13 @@ from gambit.core._openresponses import (
     FunctionCallOutputItem,
     MessageItem,
     ResponseToolDefinition,
-    item_from_dict,
     item_to_dict,
     message_item,
 )
 from gambit.core._runtime import _MISSING
 from gambit.core._schema import schema_from_json
 from gambit.core._state import SavedState, new_state, state_items
+from gambit.core.provider import item_from_dict
 
 log = logging.getLogger(__name__)
 
@@ -444,8 +445,10 @@ class Runner:
             }
         )
         on_trace({"type": "run.end", "status": "completed", "usage": usage})
+        conversation = [*items, *response.output]
+        # Its chat messages too: the Test tab shows the conversation from them.
         self.outcome.latest.state = new_state("responses").model_copy(
-            update={"items": [*items, *response.output]}
+            update={"items": conversation, "messages": items_to_messages(conversation)}
         )
         texts = [
             part.text

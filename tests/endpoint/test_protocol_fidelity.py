@@ -371,7 +371,7 @@ def test_an_unknown_item_reference_is_a_400_before_any_model_call(server, client
 def test_images_and_files_reach_a_model_that_takes_them(server, client, fake, model):
     fake.queue(Reply(text="A heart."))
     document = "data:application/pdf;base64," + base64.b64encode(b"%PDF-1.4").decode()
-    response = client.responses.create(
+    raw = client.responses.with_raw_response.create(
         model=model,
         input=[
             {
@@ -390,6 +390,7 @@ def test_images_and_files_reach_a_model_that_takes_them(server, client, fake, mo
             }
         ],
     )
+    response = raw.parse()
     assert response.output_text == "A heart."
     (message,) = [i for i in _sent(fake)[0]["input"] if i.get("role") == "user"]
     assert message["content"] == [
@@ -400,6 +401,20 @@ def test_images_and_files_reach_a_model_that_takes_them(server, client, fake, mo
     ]
     listed = client.responses.input_items.list(response.id).data
     conformance.validate_item(listed[0].model_dump(mode="json", exclude_none=True))
+    session = httpx.get(server + f"/test/{raw.headers['Gambit-Session-Id']}.json", timeout=10)
+    assert session.status_code == 200  # the Test tab shows the conversation
+    texts = [b["text"] for b in session.json()["conversation"] if b["kind"] == "user"]
+    assert texts == ["What is this?"]
+
+
+def test_a_compute_deck_refuses_images(server):
+    body = {
+        "model": "deck/broken",
+        "input": [{"role": "user", "content": [{"type": "input_image", "image_url": IMAGE}]}],
+    }
+    response = _post(server, body)
+    assert response.status_code == 400
+    assert response.json()["error"]["code"] == "unsupported_content"
 
 
 @pytest.mark.parametrize(
