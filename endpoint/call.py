@@ -23,7 +23,7 @@ from endpoint import routing
 from endpoint.encoding import ResponseEncoder
 from endpoint.models import ApiKey
 from endpoint.recording import Recording
-from endpoint.running import Delta, Outcome, Runner
+from endpoint.running import Delta, Outcome, Runner, UpstreamEvent
 from endpoint.schemas import ApiError, CreateResponseBody, Item
 from gambit.core import new_id
 
@@ -71,12 +71,18 @@ class ResponseCall:
     def prepare_reads_tables(self) -> bool:
         """Whether `prepare` touches the database or deck files (then it runs in the request's
         sync thread)."""
-        return routing.reads_tables(self.body, self.route)
+        return routing.reads_tables(self.body, self.items, self.route)
 
     def prepare(self) -> None:
-        """Find the deck (or provider model), the previous response's run and the routed
-        session, if any; raises the API's error when there is none."""
-        self.target = routing.resolve(self.workspace, self.body, owner=self.owner, route=self.route)
+        """Find the deck (or provider model), the previous response's run, the routed
+        session and the referenced items, if any; raises the API's error when there is
+        none. A deck's own sampling parameters are known from here on, so the first event
+        reports the values the run uses."""
+        self.target = routing.resolve(
+            self.workspace, self.body, owner=self.owner, route=self.route, items=self.items
+        )
+        if self.target.deck is not None:
+            self.encoder.report_deck_sampling(self.target.deck.sampling)
 
     def record(self) -> None:
         """Create this call's session and run (synchronous, in a thread)."""
@@ -106,31 +112,37 @@ class ResponseCall:
         runner = asyncio.create_task(self._execute(queue))
         try:
             while (got := await queue.get()) is not None:
-                if isinstance(got, dict):  # an extension item, complete
-                    for event in encoder.extension(got):
-                        yield event
+                if isinstance(got, UpstreamEvent):  # a proxied model's stream, relayed
+                    events = encoder.relay(got.event)
+                elif isinstance(got, dict):  # an extension or reasoning item, complete
+                    events = encoder.extension(got)
                 else:
-                    for event in encoder.text_delta(got):
-                        yield event
+                    events = encoder.text_delta(got)
+                for event in events:
+                    yield event
             outcome = await runner
         except BaseException:
             runner.cancel()
             with contextlib.suppress(BaseException):
                 await runner
             raise
-        pause = outcome.pause
-        for event in encoder.answer(outcome.final_text, paused=pause is not None):
+        failed = outcome.status == "failed"
+        encoder.incomplete = None if failed else outcome.incomplete
+        if outcome.proxied_output is not None or encoder.relayed:
+            closing = encoder.relay_rest(outcome.proxied_output or [])
+        else:
+            closing = encoder.answer(outcome.final_text, paused=bool(outcome.pending))
+            for call in outcome.pending:
+                closing += encoder.function_call(call.call_id, call.name, call.arguments)
+        for event in closing:
             yield event
-        if pause is not None:
-            for event in encoder.function_call(pause.call_id, pause.name, pause.arguments):
-                yield event
-        if outcome.status == "failed":
+        if failed:
             assert outcome.error is not None
             error = dict(outcome.error)
             yield encoder.error(error.pop("type", "server_error"), error, None)
             final = encoder.resource("failed", error)
         else:
-            final = encoder.resource("completed")
+            final = encoder.resource("incomplete" if encoder.incomplete else "completed")
         # Stored before it is sent: a client that leaves on the terminal event, or asks for
         # the response the moment it has it, finds it as it was answered.
         await asyncio.to_thread(self.recording.store_resource, final)
@@ -151,6 +163,7 @@ class ResponseCall:
             session=recording.session,
             run_id=recording.run.id,
             sampling=self.encoder.sampling,
+            references=self.target.references,
         )
         try:
             outcome = await runner.execute(deltas, writer.add)

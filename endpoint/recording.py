@@ -20,7 +20,6 @@ from django.utils import timezone
 from decks_app.models import Run, Session, Workspace
 from decks_app.runs.database import db
 from decks_app.runs.executor import RunProgress, finish_run
-from decks_app.runs.state import session_state_dict
 from decks_app.runs.writer import EventWriter
 from decks_app.sessions import actions as session_service
 from decks_app.workspaces.served import current_workspace
@@ -106,10 +105,7 @@ class Recording:
                     raise busy(self.body, self.route)
             else:
                 self.session = Session.objects.create(pk=target.session_id, **fields)
-            conversation = session_state_dict(self.session) or {}
-            self.input_items = response_store.input_items(
-                self.items, [i for i in conversation.get("items") or [] if isinstance(i, dict)]
-            )
+            self.input_items = response_store.input_items(self.items, target.references)
             try:
                 self.run = self.run_record(resource("in_progress"))
             except session_service.SessionBusy:

@@ -6,7 +6,9 @@ or a provider model, proxied through the router. A call continues the session of
 `previous_response_id`, or the one a `Gambit-Session` header (or `user`) routes it into
 (`store.route_of`); otherwise it starts a new session. `resolve` finds all of it before the
 first byte, and answers the API's errors (404 for an unknown model or session, 409 while the
-conversation is still running).
+conversation is still running, 400 for an `item_reference` that names no stored item, for
+images or files the model's provider does not take, and for parameters a deck cannot
+honour).
 """
 
 from __future__ import annotations
@@ -21,7 +23,14 @@ from decks_app.models import Run, Session, Workspace
 from decks_app.runs import providers
 from decks_app.workspaces.served import DeckInfo, find_deck, list_decks
 from endpoint import store as response_store
-from endpoint.schemas import ApiError, CreateResponseBody
+from endpoint.schemas import (
+    ApiError,
+    CreateResponseBody,
+    Item,
+    ItemReferenceParam,
+    MessageParam,
+    has_media,
+)
 from gambit.core import new_id
 
 DECK_PREFIX = "deck/"
@@ -90,15 +99,28 @@ class Target:
     session_id: str = dataclasses.field(default_factory=lambda: new_id("session"))
     session_exists: bool = False
     previous: Run | None = None
+    # The stored items the request's `item_reference`s name, by id.
+    references: dict[str, dict[str, Any]] = dataclasses.field(default_factory=dict)
 
 
-def reads_tables(body: CreateResponseBody, route: tuple[str, str] | None) -> bool:
+def reads_tables(
+    body: CreateResponseBody, items: list[Item], route: tuple[str, str] | None
+) -> bool:
     """Whether `resolve` touches the database or deck files (then it runs in the request's
-    sync thread); for a provider model without `previous_response_id` or routing it reads
-    neither."""
+    sync thread); for a provider model without `previous_response_id`, routing or item
+    references it reads neither."""
     return (
-        bool(body.previous_response_id) or route is not None or body.model.startswith(DECK_PREFIX)
+        bool(body.previous_response_id)
+        or route is not None
+        or body.model.startswith(DECK_PREFIX)
+        or any(isinstance(item, ItemReferenceParam) for item in items)
     )
+
+
+def run_mode() -> str:
+    """`chat` when the server runs in chat mode (`GAMBIT_CHAT_FALLBACK=1`, as the CLI's
+    runs do), else `responses`."""
+    return "chat" if getattr(settings, "GAMBIT_CHAT_FALLBACK", False) else "responses"
 
 
 def busy(body: CreateResponseBody, route: tuple[str, str] | None) -> ApiError:
@@ -119,8 +141,11 @@ def resolve(
     *,
     owner: str | None,
     route: tuple[str, str] | None,
+    items: list[Item] | None = None,
 ) -> Target:
-    """The deck (or provider model), the previous response's run and the routed session."""
+    """The deck (or provider model), the previous response's run, the routed session and
+    the items the input references."""
+    items = items or []
     model = body.model
     target = Target()
     if body.previous_response_id:
@@ -148,6 +173,14 @@ def resolve(
                 code="model_not_found",
                 param="model",
             )
+        if body.max_tool_calls is not None:
+            raise ApiError(
+                400,
+                "max_tool_calls: a deck's own tools and actions run inside the deck and cannot "
+                "be held to a count; it is passed on for a provider model only",
+                code="unsupported_value",
+                param="max_tool_calls",
+            )
     else:
         router = providers.make_router(workspace.root)
         reason = router.unavailable_reason(model, probe=False)
@@ -158,7 +191,49 @@ def resolve(
                 code="model_not_found",
                 param="model",
             )
+    if has_media(items):
+        _check_media(workspace, target, model, items)
+    references = [item.id for item in items if isinstance(item, ItemReferenceParam)]
+    if references:
+        session = target.session_id if target.session_exists else None
+        target.references = response_store.referenced_items(references, owner, session)
+        for index, item in enumerate(items):
+            if isinstance(item, ItemReferenceParam) and item.id not in target.references:
+                raise ApiError(
+                    400,
+                    f"input[{index}]: item_reference {item.id[:100]!r} names no input or output "
+                    "item of a stored response of this key",
+                    code="item_not_found",
+                    param=f"input[{index}].id",
+                )
     return target
+
+
+def _check_media(workspace: Workspace, target: Target, model: str, items: list[Item]) -> None:
+    """Images and files reach the model when its provider passes them on (over the
+    Responses API); otherwise the request is refused, naming the first such part."""
+    router = providers.make_router(workspace.root)
+    if target.deck is not None:
+        _, used, _ = providers.effective_model("", target.deck.models, router)
+    else:
+        used = model
+    accepted = router.input_content(used) if used and run_mode() == "responses" else frozenset()
+    if target.deck is not None and target.deck.kind == "compute":
+        accepted, used = frozenset(), ""  # a compute deck's input is the message's text
+    for index, item in enumerate(items):
+        if not isinstance(item, MessageParam) or isinstance(item.content, str):
+            continue
+        for number, part in enumerate(item.content):
+            if part.type in ("input_image", "input_file") and part.type not in accepted:
+                whose = f"the deck's model {used!r}" if target.deck is not None else repr(model)
+                raise ApiError(
+                    400,
+                    f"input[{index}].content[{number}]: {part.type} is not supported by "
+                    f"{whose or 'the deck (it has no model)'}: its provider takes text only "
+                    'here (docs/endpoint.md, "Images and files")',
+                    code="unsupported_content",
+                    param=f"input[{index}].content[{number}].type",
+                )
 
 
 def _route(

@@ -2,11 +2,13 @@
 through the router.
 
 The client's function tools become external tools of the deck for that call: when the model
-calls one, the run stops there, its state is saved, and the call goes back to the client as
-a `function_call` item; the client's `function_call_output` (with `previous_response_id`)
-resumes the run. Text goes to the caller as it is produced. The request's sampling
-parameters (`temperature`, `top_p`, `max_output_tokens`, `tool_choice`) become the named
-deck's model parameters for this call, over its own `[modelParams]`.
+calls them, the pass's other calls run, then the run stops, its state is saved, and every
+client call of the pass goes back to the client as a `function_call` item; the client's
+`function_call_output`s (with `previous_response_id`) resume the run. Text goes to the
+caller as it is produced. The request's sampling parameters (`temperature`, `top_p`,
+`max_output_tokens`, `tool_choice`, `parallel_tool_calls`) become the named deck's model
+parameters for this call, over its own `[modelParams]`; its `instructions` reach this run's
+model calls only.
 """
 
 from __future__ import annotations
@@ -16,8 +18,10 @@ import contextlib
 import dataclasses
 import json
 import logging
+import os
 from collections.abc import Callable
-from typing import Any
+from pathlib import Path
+from typing import Any, Literal, NamedTuple
 
 from decks_app.models import Session, Workspace
 from decks_app.runs import deck_trees, providers
@@ -25,18 +29,19 @@ from decks_app.runs.executor import RunProgress
 from decks_app.runs.state import session_state_dict
 from decks_app.workspaces.served import DeckInfo, jailed_path, project_root
 from endpoint.encoding import SPEC_ITEM_TYPES, is_namespaced
+from endpoint.routing import run_mode
 from endpoint.schemas import (
     ApiError,
     CreateResponseBody,
     FunctionCallOutputParam,
     FunctionCallParam,
     Item,
-    ItemReferenceParam,
     MessageParam,
     last_user_text,
 )
 from gambit.core import MISSING as _MISSING
 from gambit.core import (
+    TOOL_CALL_DEFERRED,
     CreateResponseRequest,
     DeckError,
     FunctionCallItem,
@@ -50,6 +55,7 @@ from gambit.core import (
     ToolDecl,
     check_deck_tree,
     item_to_dict,
+    items_to_messages,
     message_item,
     new_state,
     run_deck,
@@ -57,17 +63,25 @@ from gambit.core import (
     state_from_dict,
     state_items,
 )
+from gambit.core.provider import item_from_dict
 
 log = logging.getLogger(__name__)
 
-# What the runner hands the stream as the run goes: text (a delta), an extension item
-# (complete), and None at the end.
-Delta = str | dict[str, Any] | None
+
+class UpstreamEvent(NamedTuple):
+    """An event of a proxied provider model's stream, relayed as it comes."""
+
+    event: dict[str, Any]
+
+
+# What the runner hands the stream as the run goes: text (a delta), an extension or reasoning
+# item (complete), a proxied model's stream event, and None at the end.
+Delta = str | dict[str, Any] | UpstreamEvent | None
 
 
 @dataclasses.dataclass
-class Pause(Exception):
-    """The deck called one of the client's tools: the run stops and hands it the call."""
+class PendingCall:
+    """A call of one of the client's tools: the run stopped on it, the client answers it."""
 
     call_id: str
     name: str
@@ -76,11 +90,15 @@ class Pause(Exception):
 
 @dataclasses.dataclass
 class Outcome:
-    """How a run ended: its final text, the client tool call it stopped at, the error (the
-    response's `error` plus its `type`), the status, and its last state and usage."""
+    """How a run ended: its final text, the client tool calls it stopped on (every call of
+    the pass), why it stopped short (`incomplete`), a proxied model's final output items,
+    the error (the response's `error` plus its `type`), the status, and its last state and
+    usage."""
 
     final_text: str = ""
-    pause: Pause | None = None
+    pending: list[PendingCall] = dataclasses.field(default_factory=list)
+    incomplete: dict[str, Any] | None = None
+    proxied_output: list[dict[str, Any]] | None = None
     error: dict[str, Any] | None = None
     status: str = "completed"
     error_text: str = ""
@@ -100,6 +118,7 @@ class Runner:
         session: Session,
         run_id: str,
         sampling: dict[str, Any],
+        references: dict[str, dict[str, Any]] | None = None,
     ) -> None:
         self.workspace = workspace
         self.body = body
@@ -109,6 +128,7 @@ class Runner:
         self.run_id = run_id
         # The response's reported sampling values, updated with the deck's effective ones.
         self.sampling = sampling
+        self.references = references or {}
         self.outcome = Outcome()
 
     async def execute(
@@ -116,12 +136,11 @@ class Runner:
         deltas: asyncio.Queue[Delta],
         on_trace_event: Callable[[dict[str, Any]], None],
     ) -> Outcome:
-        """Run to the end (or to a client tool call); `deltas` receives the text as it
+        """Run to the end (or to the client's tool calls); `deltas` receives the text as it
         streams and the extension items as they complete. A failure ends in the outcome;
         cancellation propagates, with `self.outcome` as far as the run got."""
         outcome = self.outcome
         latest = outcome.latest
-        paused = asyncio.Event()
         router = providers.make_router(self.workspace.root)
 
         def on_trace(event: dict[str, Any]) -> None:
@@ -132,79 +151,61 @@ class Runner:
                 item = _surfaced_item(event)
                 if item is not None:
                     deltas.put_nowait(item)
+            elif (
+                kind == "model.result"
+                and self.deck is not None
+                and not event.get("parentActionCallId")
+            ):
+                # Reasoning items of a pass that did not stream them (the encoder keeps each
+                # id once).
+                for item in event.get("output") or []:
+                    if isinstance(item, dict) and item.get("type") == "reasoning":
+                        deltas.put_nowait(item)
             elif kind == "log":
                 deck_trees.report_warning(event)
             on_trace_event(event)
 
-        async def on_tool(request: dict[str, Any]) -> Any:
-            outcome.pause = Pause(
-                request["actionCallId"], request["name"], json.dumps(request.get("args") or {})
-            )
-            paused.set()
-            await asyncio.Event().wait()  # the run is stopped here and resumed by the client
-
         try:
             if self.deck is not None:
-                work = self._run_deck(router, on_trace, on_tool, deltas)
+                outcome.final_text = await self._run_deck(router, on_trace, deltas)
             else:
-                work = self._proxy(router, on_trace, deltas)
-            task = asyncio.create_task(work)
-            waiter = asyncio.create_task(paused.wait())
-            try:
-                done, _ = await asyncio.wait({task, waiter}, return_when=asyncio.FIRST_COMPLETED)
-            except asyncio.CancelledError:  # the client left: the run stops with the call
-                waiter.cancel()
-                task.cancel()
-                with contextlib.suppress(BaseException):
-                    await task
-                raise
-            if task not in done:  # a client tool was called: stop the run, keep its state
-                task.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await task
-                state, pause = latest.state, outcome.pause
-                if state is not None and pause is not None:
-                    # The pass that made the call was not published yet: keep the call in the
-                    # conversation, so the client's function_call_output answers it.
-                    call = FunctionCallItem(
-                        call_id=pause.call_id, name=pause.name, arguments=pause.arguments
-                    )
-                    latest.state = state.model_copy(update={"items": [*state_items(state), call]})
-            else:
-                waiter.cancel()
-                outcome.final_text = task.result()
+                outcome.final_text = await self._proxy(router, on_trace, deltas)
         except asyncio.CancelledError:
             outcome.status, outcome.error_text = "canceled", "the client disconnected"
             raise
         except (ApiError, GambitError, DeckError, ProviderError) as exc:
-            outcome.status, outcome.error_text = "failed", str(exc).splitlines()[0]
+            message = self._relative(str(exc).splitlines()[0] if str(exc) else type(exc).__name__)
+            outcome.status, outcome.error_text = "failed", message
             code = getattr(exc, "code", None) or "run_failed"
             kind = "model_error" if isinstance(exc, ProviderError) else "server_error"
             if isinstance(exc, ApiError):
                 kind = exc.type
-            outcome.error = {"type": kind, "code": str(code), "message": outcome.error_text}
+            outcome.error = {"type": kind, "code": str(code), "message": message}
         except Exception as exc:  # a bug: the response fails with the cause, the stream ends
             log.exception("run %s failed", self.run_id)
-            outcome.status, outcome.error_text = "failed", f"{type(exc).__name__}: {exc}"
-            outcome.error = {
-                "type": "server_error",
-                "code": "server_error",
-                "message": outcome.error_text,
-            }
+            message = self._relative(f"{type(exc).__name__}: {exc}")
+            outcome.status, outcome.error_text = "failed", message
+            outcome.error = {"type": "server_error", "code": "server_error", "message": message}
         finally:
             with contextlib.suppress(Exception):
                 await router.aclose()
         return outcome
 
+    def _relative(self, message: str) -> str:
+        """A message for the API client: paths inside the workspace relative to it (the
+        server's own paths are none of the client's business)."""
+        root = str(Path(self.workspace.root).resolve())
+        return message.replace(root + os.sep, "").replace(root, ".")
+
     async def _run_deck(
         self,
         router: Any,
         on_trace: Callable[[dict[str, Any]], None],
-        on_tool: Callable[[dict[str, Any]], Any],
         deltas: asyncio.Queue[Delta],
     ) -> str:
         assert self.deck is not None
-        latest = self.outcome.latest
+        outcome = self.outcome
+        latest = outcome.latest
         file = jailed_path(self.workspace, self.deck.path)
         tree, diag = await asyncio.to_thread(
             check_deck_tree,
@@ -244,6 +245,11 @@ class Runner:
         def on_state(new_state: SavedState) -> None:
             latest.state = new_state
 
+        async def on_tool(request: dict[str, Any]) -> Any:
+            # The client's tools (and the deck's own external ones) are the client's to
+            # answer: every call of the pass goes back to it, the run stops there.
+            return TOOL_CALL_DEFERRED
+
         result = await run_deck(
             tree,
             provider=router,
@@ -251,16 +257,25 @@ class Runner:
             context=context,
             message=message,
             state=state,
+            mode="chat" if run_mode() == "chat" else "responses",
             stream=True,
             on_stream_text=lambda text: deltas.put_nowait(text),
             on_trace=on_trace,
             on_state=on_state,
             on_tool=on_tool,
             run_id=self.run_id,
+            instructions=self.body.instructions,
             **options,
         )
         latest.state = result.state or latest.state
+        outcome.pending = [
+            PendingCall(call.call_id, call.name, call.arguments)
+            for call in result.pending_tool_calls
+        ]
+        outcome.incomplete = result.incomplete_details
         output = result.output
+        if output is None and outcome.pending:
+            return ""
         if isinstance(output, dict) and "payload" in output:
             output = output["payload"]
         return output if isinstance(output, str) else json.dumps(output, ensure_ascii=False)
@@ -272,6 +287,8 @@ class Runner:
         extra = dict(own.additional_params)
         if body.tool_choice is not None:
             extra["tool_choice"] = body.tool_choice
+        if body.parallel_tool_calls is not None:
+            extra["parallel_tool_calls"] = body.parallel_tool_calls
         if body.max_output_tokens is not None:
             extra.pop("max_output_tokens", None)
         params = dataclasses.replace(
@@ -295,45 +312,45 @@ class Runner:
         data = session_state_dict(self.session)
         return state_from_dict(data) if data else None
 
-    def _item(self, item: Item, state: SavedState | None) -> Any:
-        """A request's input item as a conversation item (None: a message, the caller's)."""
+    def _item(self, item: Item) -> Any:
+        """A request's input item as a conversation item: a message (system and developer
+        ones as system messages, images and files kept), a function call or its output, or
+        the stored item an `item_reference` names."""
+        if isinstance(item, MessageParam):
+            role = _ROLES[item.role]
+            if not item.media():
+                return message_item(role, item.text())
+            assert not isinstance(item.content, str)
+            return MessageItem.model_validate(
+                {"role": role, "content": [p.to_item_part() for p in item.content]}
+            )
         if isinstance(item, FunctionCallParam):
             return FunctionCallItem(call_id=item.call_id, name=item.name, arguments=item.arguments)
         if isinstance(item, FunctionCallOutputParam):
             return FunctionCallOutputItem(call_id=item.call_id, output=item.text())
-        if isinstance(item, ItemReferenceParam):
-            return _reference(item.id, state)
-        return None
+        return _referenced(self.references[item.id])
 
     def _conversation(self, deck: Any) -> tuple[SavedState | None, Any, Any]:
-        """(state to resume, context, message) from the session and the input items."""
+        """(state to resume, context, message) from the session and the input items. The
+        request's `instructions` are not part of it: they reach this run's model calls only
+        (`run_deck(instructions=...)`)."""
         state = self._saved_state()
-        instructions = [self.body.instructions] if self.body.instructions else []
-        conversation: list[Any] = []
-        for item in self.items:
-            if isinstance(item, MessageParam):
-                if item.role == "system" or item.role == "developer":
-                    instructions.append(item.text())
-                else:
-                    conversation.append(message_item(item.role, item.text()))
-            elif (converted := self._item(item, state)) is not None:
-                conversation.append(converted)
+        conversation = [self._item(item) for item in self.items]
         if deck.kind == "compute":
             text = last_user_text(self.items)
             return None, text if text is not None else _MISSING, None
         message = None
+        last = conversation[-1] if conversation else None
         if (
-            conversation
-            and isinstance(conversation[-1], MessageItem)
-            and conversation[-1].role == "user"
+            isinstance(last, MessageItem)
+            and last.role == "user"
+            and all(part.type == "input_text" for part in last.content)
         ):
             message = _text_of(conversation.pop())
-        if state is None and (conversation or instructions):
-            system = "\n\n".join(p for p in [deck.system_prompt, *instructions] if p)
+        if state is None and conversation:
+            prompt = [message_item("system", deck.system_prompt)] if deck.system_prompt else []
             state = new_state("responses", run_id=self.session.state_run_id or None)
-            state = state.model_copy(update={"items": [message_item("system", system)]})
-        elif instructions and state is not None:
-            conversation.insert(0, message_item("system", "\n\n".join(instructions)))
+            state = state.model_copy(update={"items": prompt})
         if conversation:
             assert state is not None
             state = state.model_copy(update={"items": [*state_items(state), *conversation]})
@@ -345,30 +362,26 @@ class Runner:
         on_trace: Callable[[dict[str, Any]], None],
         deltas: asyncio.Queue[Delta],
     ) -> str:
-        """A provider model: forward the request through the router and record it."""
+        """A provider model: forward the request through the router and record it; its
+        stream is relayed event by event (`UpstreamEvent`), every item type."""
         body = self.body
-        instructions = "\n\n".join(
-            [body.instructions or ""]
-            + [
-                i.text()
-                for i in self.items
-                if isinstance(i, MessageParam) and i.role in ("system", "developer")
-            ]
-        ).strip()
         # A continued (or routed) conversation: the upstream gets what was said before, as
         # a deck's model does.
         state = self._saved_state()
         items: list[Any] = list(state_items(state)) if state is not None else []
-        for item in self.items:
-            if isinstance(item, MessageParam):
-                if item.role in ("user", "assistant"):
-                    items.append(message_item(item.role, item.text()))
-            elif (converted := self._item(item, state)) is not None:
-                items.append(converted)
+        items += [self._item(item) for item in self.items]
+        extras = {
+            key: value
+            for key, value in (
+                ("parallel_tool_calls", body.parallel_tool_calls),
+                ("max_tool_calls", body.max_tool_calls),
+            )
+            if value is not None
+        }
         request = CreateResponseRequest(
             model=body.model,
             input=items,
-            instructions=instructions or None,
+            instructions=body.instructions,
             tools=[
                 ResponseToolDefinition.model_validate(
                     {
@@ -393,6 +406,8 @@ class Runner:
             or None,
             stream=True,
         )
+        if extras:  # top-level fields of the wire body (request_extras)
+            request = request.model_copy(update=extras)
         resolved = router.resolve_model(body.model, params=None, deck_path=None)
         provider = resolved.provider or router
         on_trace(
@@ -403,72 +418,97 @@ class Runner:
             }
         )
 
-        streamed = 0
-
         def on_event(event: dict[str, Any]) -> None:
-            nonlocal streamed
-            kind = event.get("type")
-            if kind == "response.output_text.delta" and isinstance(event.get("delta"), str):
-                deltas.put_nowait(event["delta"])
-            elif kind == "response.output_item.done":
-                item = event.get("item")
-                if isinstance(item, dict) and is_namespaced(item.get("type")):
-                    streamed += 1
-                    deltas.put_nowait(item)
+            if isinstance(event, dict) and isinstance(event.get("type"), str):
+                deltas.put_nowait(UpstreamEvent(event))
 
         result = await provider.responses(
             request.model_copy(update={"model": resolved.model}), on_stream_event=on_event
         )
         response = result.response
-        if not streamed:  # namespaced items an upstream returned without streaming them
-            for output in response.output:
-                data = item_to_dict(output)
-                if is_namespaced(data.get("type")):
-                    deltas.put_nowait(data)
+        output = [item_to_dict(i) for i in response.output]
+        self.outcome.proxied_output = output
+        self.outcome.incomplete = _incomplete_details(response)
         usage = response.usage.to_dict() if response.usage is not None else None
+        calls = [i for i in response.output if isinstance(i, FunctionCallItem)]
+        finish = "tool_calls" if calls else "stop"
+        if self.outcome.incomplete is not None:
+            reason = self.outcome.incomplete["reason"]
+            finish = "length" if reason == "max_output_tokens" else reason
         on_trace(
             {
                 "type": "model.result",
                 "model": resolved.model,
-                "output": [item_to_dict(i) for i in response.output],
+                "output": output,
                 "usage": usage,
+                "finishReason": finish,
+                "incompleteDetails": self.outcome.incomplete,
             }
         )
         on_trace({"type": "run.end", "status": "completed", "usage": usage})
+        conversation = [*items, *response.output]
+        # Its chat messages too: the Test tab shows the conversation from them.
         self.outcome.latest.state = new_state("responses").model_copy(
-            update={"items": [*items, *response.output]}
+            update={"items": conversation, "messages": items_to_messages(conversation)}
         )
         texts = [
             part.text
-            for output in response.output
-            if isinstance(output, MessageItem)
-            for part in output.content
+            for output_item in response.output
+            if isinstance(output_item, MessageItem)
+            for part in output_item.content
             if part.text  # every content part has a text (optional on UnknownContent)
         ]
         return "".join(texts)
 
 
-def _reference(item_id: str, state: SavedState | None) -> Any:
-    for item in state_items(state) if state is not None else []:
-        if getattr(item, "id", None) == item_id:
-            return item
-    raise ApiError(
-        400,
-        f"item_reference {item_id!r} names no item of the previous response's conversation",
-        code="item_not_found",
-        param="input",
-    )
+# A conversation has no developer role: a developer message is a system message to the model.
+_ROLES: dict[str, Literal["system", "user", "assistant"]] = {
+    "system": "system",
+    "developer": "system",
+    "user": "user",
+    "assistant": "assistant",
+}
+
+
+def _incomplete_details(response: Any) -> dict[str, Any] | None:
+    """`{"reason": ...}` of a response that stopped short, else None."""
+    if response.status != "incomplete":
+        return None
+    details = (response.model_extra or {}).get("incomplete_details")
+    reason = details.get("reason") if isinstance(details, dict) else None
+    return {"reason": reason if isinstance(reason, str) and reason else "unknown"}
+
+
+def _referenced(stored: dict[str, Any]) -> Any:
+    """A stored input or output item, as a conversation item (what the model is sent)."""
+    data = {k: v for k, v in stored.items() if k != "status"}
+    kind = data.get("type")
+    if kind in ("message", "function_call", "function_call_output"):
+        data.pop("id", None)
+    if kind == "message":
+        if data.get("role") == "developer":
+            data["role"] = "system"
+        data["content"] = [
+            {k: v for k, v in part.items() if k not in ("annotations", "logprobs")}
+            for part in data.get("content") or []
+            if isinstance(part, dict)
+        ]
+    return item_from_dict(data)
 
 
 def _surfaced_item(event: dict[str, Any]) -> dict[str, Any] | None:
-    """The extension item a `response.output_item.done` trace event carries, when the
-    response should show it: anything a deck emitted (`ctx.emit_output_item`, any depth), and
-    the namespaced items the named deck's own model produced. Items of the specification's
+    """The item a `response.output_item.done` trace event carries, when the response should
+    show it: anything a deck emitted (`ctx.emit_output_item`, any depth), and the reasoning
+    and namespaced items the named deck's own model produced. Items of the specification's
     types are the endpoint's own business (text, client tool calls), and a provider's bare
     non-standard types (a hosted tool's call) are not ours to namespace."""
     item = event.get("item")
     meta = event.get("_gambit") or {}
-    if not isinstance(item, dict) or item.get("type") in SPEC_ITEM_TYPES:
+    if not isinstance(item, dict):
+        return None
+    if item.get("type") == "reasoning":  # the named deck's own model's reasoning, as received
+        return item if "model" in meta and not meta.get("parent_action_call_id") else None
+    if item.get("type") in SPEC_ITEM_TYPES:
         return None
     if not isinstance(item.get("type"), str) or not item["type"]:
         return None

@@ -3,18 +3,28 @@
 
 Only this module defines the request shapes the endpoint accepts; it shares no types with the
 legacy Chat Completions module (`chat_schemas.py`). Unknown top-level fields are kept (the
-spec grows) but never acted on; unsupported content parts (images, files, audio, video) are
-refused with a structured `invalid_request_error` naming the parameter.
+spec grows) but never acted on. Images and files (`input_image`, `input_file` in a user
+message) are checked here (a data URL or an https URL); whether the model takes them is the
+call's routing (`routing.resolve`). Other content parts (audio, video) are refused with a
+structured `invalid_request_error` naming the parameter.
 """
 
 from __future__ import annotations
 
+import base64
+import binascii
+import re
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 Role = Literal["system", "developer", "user", "assistant"]
 TEXT_PARTS = {"input_text", "output_text", "text", "summary_text", "reasoning_text"}
+# Parts a user message may carry besides text, passed to a model whose provider takes them.
+MEDIA_PARTS = {"input_image", "input_file"}
+IMAGE_TYPES = ("image/png", "image/jpeg", "image/gif", "image/webp")
+IMAGE_DETAILS = ("auto", "low", "high")
+_DATA_URL = re.compile(r"^data:([\w.+-]+/[\w.+-]+);base64,(.*)$", re.DOTALL)
 
 
 class ApiError(Exception):
@@ -55,6 +65,21 @@ class ContentPart(_Wire):
     type: str
     text: str | None = None
 
+    def to_item_part(self) -> dict[str, Any]:
+        """The part as a conversation item carries it: text as `input_text`, an image or a
+        file with the fields that reach the model."""
+        if self.type in MEDIA_PARTS:
+            fields = self.model_extra or {}
+            keys = ("image_url", "detail") if self.type == "input_image" else FILE_KEYS
+            part = {"type": self.type, **{k: fields[k] for k in keys if fields.get(k)}}
+            if self.type == "input_image":
+                part.setdefault("detail", "auto")
+            return part
+        return {"type": "input_text", "text": self.text or ""}
+
+
+FILE_KEYS = ("file_data", "file_url", "filename")
+
 
 class MessageParam(_Wire):
     type: Literal["message"] = "message"
@@ -66,6 +91,12 @@ class MessageParam(_Wire):
         if isinstance(self.content, str):
             return self.content
         return "".join(part.text or "" for part in self.content)
+
+    def media(self) -> list[ContentPart]:
+        """Its image and file parts."""
+        if isinstance(self.content, str):
+            return []
+        return [part for part in self.content if part.type in MEDIA_PARTS]
 
 
 class FunctionCallParam(_Wire):
@@ -125,6 +156,14 @@ class CreateResponseBody(_Wire):
     # routes the call into one simulator session per key, model and value, like the
     # `Gambit-Session` header (docs/endpoint.md, "Sessions").
     user: str | None = Field(default=None, min_length=1, max_length=256)
+    # Sent to the model (a deck's model calls get it as a model parameter); the response
+    # reports it (true unless false).
+    parallel_tool_calls: bool | None = None
+    # A proxied provider model gets it; a deck refuses it (routing.resolve).
+    max_tool_calls: int | None = Field(default=None, ge=1)
+    # Refused when set (parse_body): no background mode, no conversation objects.
+    background: bool | None = None
+    conversation: Any = None
 
     @field_validator("metadata")
     @classmethod
@@ -154,6 +193,22 @@ def parse_body(data: Any) -> tuple[CreateResponseBody, list[Item]]:
         param = ".".join(str(p) for p in first["loc"]) or None
         raise ApiError(400, f"{param}: {first['msg']}", code="invalid_value", param=param) from None
     body.tool_choice = parse_tool_choice(body.tool_choice, body.tools or [])
+    if body.background:
+        raise ApiError(
+            400,
+            "background: responses run while the request is open; background mode is not "
+            "supported (send the request without it, or stream the response)",
+            code="unsupported_value",
+            param="background",
+        )
+    if body.conversation is not None:
+        raise ApiError(
+            400,
+            "conversation: conversation objects are not supported; continue a conversation "
+            "with previous_response_id, or name it with the Gambit-Session header",
+            code="unsupported_value",
+            param="conversation",
+        )
     if isinstance(body.input, str):
         return body, [MessageParam(role="user", content=body.input)]
     items: list[Item] = []
@@ -177,19 +232,85 @@ def parse_body(data: Any) -> tuple[CreateResponseBody, list[Item]]:
             raise ApiError(
                 400, f"{where}: {first['msg']}", code="invalid_value", param=where
             ) from None
+        media_allowed = isinstance(item, MessageParam) and item.role == "user"
         for part_index, part in enumerate(_parts(item)):
-            if part.type not in TEXT_PARTS:
+            where = f"{param}.content[{part_index}]"
+            if part.type in MEDIA_PARTS and media_allowed:
+                check_media(part, where)
+            elif part.type not in TEXT_PARTS:
+                kinds = "text, input_image and input_file" if media_allowed else "text"
                 raise ApiError(
                     400,
-                    f"{param}.content[{part_index}]: content part {part.type!r} is not supported "
-                    "(only text parts are)",
+                    f"{where}: content part {part.type!r} is not supported here (only "
+                    f"{kinds} parts are)",
                     code="unsupported_content",
-                    param=f"{param}.content[{part_index}].type",
+                    param=f"{where}.type",
                 )
         items.append(item)  # type: ignore[arg-type]
     if not items:
         raise ApiError(400, "input must not be empty", code="invalid_value", param="input")
     return body, items
+
+
+def check_media(part: ContentPart, where: str) -> None:
+    """An image or file part: a data URL (base64) or an https URL; no uploaded-file ids
+    (there is no files API here). The body's size limit bounds what a data URL carries."""
+    fields = part.model_extra or {}
+
+    def refuse(message: str, key: str) -> ApiError:
+        return ApiError(
+            400, f"{where}.{key}: {message}", code="invalid_value", param=f"{where}.{key}"
+        )
+
+    if fields.get("file_id"):
+        raise ApiError(
+            400,
+            f"{where}.file_id: uploaded files are not supported here; send the content as a "
+            "data URL or an https URL",
+            code="unsupported_value",
+            param=f"{where}.file_id",
+        )
+    if part.type == "input_image":
+        url = fields.get("image_url")
+        if not isinstance(url, str) or not url:
+            raise refuse("an input_image needs image_url (a data URL or an https URL)", "image_url")
+        if fields.get("detail") is not None and fields["detail"] not in IMAGE_DETAILS:
+            raise refuse(f"detail is one of {', '.join(IMAGE_DETAILS)}", "detail")
+        _check_url(url, IMAGE_TYPES, refuse, "image_url")
+        return
+    data, url = fields.get("file_data"), fields.get("file_url")
+    if bool(data) == bool(url):
+        raise refuse("an input_file needs one of file_data (a data URL) or file_url", "file_data")
+    if data:
+        if not isinstance(data, str):
+            raise refuse("file_data is a data URL (data:<type>;base64,...)", "file_data")
+        _check_url(data, None, refuse, "file_data")
+    else:
+        _check_url(url, None, refuse, "file_url")
+        if not isinstance(url, str) or not url.startswith("https://"):
+            raise refuse("file_url is an https URL", "file_url")
+
+
+def _check_url(url: Any, media_types: tuple[str, ...] | None, refuse: Any, key: str) -> None:
+    if not isinstance(url, str):
+        raise refuse("must be a string", key)
+    if url.startswith("https://"):
+        return
+    match = _DATA_URL.match(url)
+    if match is None:
+        raise refuse("must be a data URL (data:<type>;base64,...) or an https URL", key)
+    if media_types is not None and match.group(1).lower() not in media_types:
+        raise refuse(
+            f"image type {match.group(1)!r} is not supported ({', '.join(media_types)})", key
+        )
+    try:
+        base64.b64decode(match.group(2), validate=True)
+    except (binascii.Error, ValueError):
+        raise refuse("the data URL's content is not valid base64", key) from None
+
+
+def has_media(items: list[Item]) -> bool:
+    return any(isinstance(item, MessageParam) and item.media() for item in items)
 
 
 TOOL_CHOICE_MODES = ("auto", "none", "required")

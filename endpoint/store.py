@@ -64,7 +64,9 @@ def _record(run: Run) -> ApiCallRecord:
     return run.read_result(ApiCallRecord) or ApiCallRecord(id="", store=False)
 
 
-def _message_item(role: str, text: str, item_id: str | None) -> dict[str, Any]:
+def _message_item(
+    role: str, text: str, item_id: str | None, media: list[dict[str, Any]] | None = None
+) -> dict[str, Any]:
     if role == "assistant":
         part: dict[str, Any] = {"type": "output_text", "text": text, "annotations": []}
     else:
@@ -74,18 +76,25 @@ def _message_item(role: str, text: str, item_id: str | None) -> dict[str, Any]:
         "id": item_id or new_id("msg"),
         "role": role,
         "status": "completed",
-        "content": [part],
+        "content": [part, *(media or [])],
     }
 
 
-def input_items(items: list[Item], conversation: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def _listed_media(part: dict[str, Any]) -> dict[str, Any]:
+    """An image or file part as an input item lists it: a file's data is not repeated."""
+    if part["type"] == "input_file":
+        return {k: v for k, v in part.items() if k in ("type", "filename", "file_url")}
+    return part
+
+
+def input_items(items: list[Item], references: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
     """The request's input as the items `GET .../input_items` lists, each with an id. An
-    `item_reference` becomes the item of `conversation` (the session's state items, as
-    dicts) it names; one that names none is left out (the call fails on it)."""
+    `item_reference` becomes the item it names (`references`, from `referenced_items`)."""
     out: list[dict[str, Any]] = []
     for item in items:
         if isinstance(item, MessageParam):
-            out.append(_message_item(item.role, item.text(), item.id))
+            media = [_listed_media(part.to_item_part()) for part in item.media()]
+            out.append(_message_item(item.role, item.text(), item.id, media))
         elif isinstance(item, FunctionCallParam):
             out.append(
                 {
@@ -107,26 +116,42 @@ def input_items(items: list[Item], conversation: list[dict[str, Any]]) -> list[d
                     "status": "completed",
                 }
             )
-        elif isinstance(item, ItemReferenceParam):
-            found = next((c for c in conversation if c.get("id") == item.id), None)
-            if found is not None:
-                out.append(_referenced(found))
+        elif isinstance(item, ItemReferenceParam) and item.id in references:
+            out.append(dict(references[item.id]))
     return out
 
 
-def _referenced(item: dict[str, Any]) -> dict[str, Any]:
-    """A state item in the shape of an input item."""
-    kind = item.get("type")
-    if kind == "message":
-        content = item.get("content")
-        if isinstance(content, list):
-            text = "".join(p.get("text") or "" for p in content if isinstance(p, dict))
-        else:
-            text = str(content or "")
-        return _message_item(str(item.get("role") or "user"), text, item.get("id"))
-    if kind in ("function_call", "function_call_output"):
-        return {**item, "status": item.get("status") or "completed"}
-    return dict(item)
+def referenced_items(
+    ids: list[str], owner: str | None, session_id: str | None
+) -> dict[str, dict[str, Any]]:
+    """The items `item_reference`s name, by id: an input or output item of a stored response
+    of this key, the session's own first (the one the call continues, if any). Ids that
+    name none are left out (the caller answers 400)."""
+    wanted = set(ids)
+    found: dict[str, dict[str, Any]] = {}
+
+    def take(run: Run) -> None:
+        record = _record(run)
+        if not record.store or record.deleted:
+            return
+        output = (record.response or {}).get("output") or []
+        for item in [*(record.input_items or []), *output]:
+            if isinstance(item, dict) and item.get("id") in wanted and item["id"] not in found:
+                found[item["id"]] = item
+
+    if session_id is not None:
+        for run in Run.objects.filter(kind="api", session_id=session_id).order_by("created_at"):
+            take(run)
+    for item_id in wanted - set(found):
+        if not item_id or len(item_id) > 200:
+            continue
+        candidates = Run.objects.select_related("session").filter(
+            kind="api", result__icontains=item_id
+        )
+        for run in candidates.order_by("created_at")[:20]:
+            if may_use(run.session, owner):
+                take(run)
+    return found
 
 
 # ---------------------------------------------------------------- looking a response up

@@ -117,3 +117,7 @@ LOGGING = {
 # Legacy /v1/chat/completions (docs/endpoint.md): off unless enabled
 # (`gambit serve --chat-completions`).
 GAMBIT_CHAT_COMPLETIONS = os.environ.get("GAMBIT_CHAT_COMPLETIONS") == "1"
+
+# Chat mode for every run of the server (the deck runs of the Test tab and of /v1), as the
+# CLI's `GAMBIT_CHAT_FALLBACK=1` gives its runs (docs/providers.md).
+GAMBIT_CHAT_FALLBACK = os.environ.get("GAMBIT_CHAT_FALLBACK") == "1"

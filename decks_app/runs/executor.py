@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from django.conf import settings
 from django.db import DatabaseError, transaction
 from django.db.models import Max
 from django.utils import timezone
@@ -201,6 +202,8 @@ class RunContext[P: Payload]:
             "on_trace": self.on_trace,
             "on_state": self.on_state,
             "stream": True,
+            # Chat mode when the server runs in it (GAMBIT_CHAT_FALLBACK=1, as the CLI does).
+            "mode": "chat" if getattr(settings, "GAMBIT_CHAT_FALLBACK", False) else "responses",
             "run_id": self.run.id,
             "strict": deck_trees.strict_mode(),  # a deck given by path is loaded as strictly
             "project_root": self.project_root,

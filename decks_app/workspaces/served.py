@@ -14,7 +14,7 @@ import subprocess
 import sys
 import threading
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -76,6 +76,9 @@ class DeckInfo:
     start_mode: str  # "user" | "assistant"
     models: list[str]
     error: str | None = None
+    # The deck's own sampling parameters ([modelParams] temperature, top_p, max_tokens,
+    # presence_penalty, frequency_penalty, reasoning), those set.
+    sampling: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -109,7 +112,16 @@ def deck_info(workspace: Workspace, entry: Path) -> DeckInfo:
         start_mode=deck.start_mode or "user",
         models=models,
         error="; ".join(p.message for p in diag.errors) or None,
+        sampling=_sampling(deck.model_params),
     )
+
+
+def _sampling(params: Any) -> dict[str, Any]:
+    if params is None:
+        return {}
+    keys = ("temperature", "top_p", "max_tokens", "presence_penalty", "frequency_penalty")
+    values = {key: getattr(params, key) for key in (*keys, "reasoning")}
+    return {key: value for key, value in values.items() if value is not None}
 
 
 # ---------------------------------------------------------------- decks that run Python

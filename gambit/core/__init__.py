@@ -86,6 +86,7 @@ if TYPE_CHECKING:  # the same names as _SOURCES below, for type checkers and rea
     )
     from ._runtime import (
         MISSING,
+        TOOL_CALL_DEFERRED,
         CompactionSettings,
         ComputeContext,
         DeckCodeError,
@@ -231,6 +232,7 @@ _SOURCES: dict[str, tuple[str, ...]] = {
         "DeckFailure",
         "RunError",
         "RunResult",
+        "TOOL_CALL_DEFERRED",
         "is_end_signal",
         "run_deck",
         "run_deck_sync",
@@ -355,6 +357,7 @@ __all__ = [
     "Schema",
     "SchemaValidationError",
     "StateError",
+    "TOOL_CALL_DEFERRED",
     "ToolCallRequest",
     "ToolDecl",
     "TraceError",

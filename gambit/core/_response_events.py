@@ -204,6 +204,13 @@ class ResponseEventEncoder:
         where = self._item_fields(index, output_index=index)
         return [self.event("response.function_call_arguments.delta", **where, delta=delta)]
 
+    def open_item(self, item: dict[str, Any]) -> tuple[int, list[Event]]:
+        """An item of another kind starts (an upstream's reasoning or extension item, relayed
+        as it streams), `in_progress`; `close(index, item=...)` gives its final form."""
+        current = {**item, "status": "in_progress"}
+        index, added = self._add("whole", current, _copy(current))
+        return index, [added]
+
     def close(
         self,
         index: int,

@@ -299,6 +299,8 @@ class ModelResultEvent(_RunScoped):
     provider: str | None = None
     offline: bool | None = None
     finish_reason: Literal["stop", "tool_calls", "length"] | str | None = None
+    # Why the pass stopped short (`{"reason": "max_output_tokens"}`), when it did.
+    incomplete_details: dict[str, Any] | None = None
     message: ChatMessage | None = None
     tool_calls: list[TraceToolCall] | None = None
     state_messages: int | None = None

@@ -89,6 +89,10 @@ class HttpProvider(BaseChatProvider):
     default_base_url: ClassVar[str | None] = None
     wire_options: ClassVar[WireOptions] = WireOptions()
     chat_reasoning_object: ClassVar[bool] = False
+    # Content parts besides text that the adapter passes to its server as they are (over
+    # the Responses API; Chat Completions carries text only, docs/endpoint.md "Images and
+    # files").
+    input_content: ClassVar[frozenset[str]] = frozenset({"input_image", "input_file"})
 
     def __init__(
         self,

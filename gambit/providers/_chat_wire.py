@@ -17,6 +17,7 @@ from typing import Any
 from gambit.core.provider import (
     CreateResponseRequest,
     CreateResponseResponse,
+    ProviderError,
     ResponseEventEncoder,
     chat_result_from_response,
     items_to_messages,
@@ -65,6 +66,7 @@ def chat_body(
             body["reasoning_effort"] = reasoning["effort"]
     body.update(request_extras(request))
     body["model"] = model
+    _refuse_media(request.input)
     messages = [m.to_api_dict() for m in items_to_messages(request.input, fold_into_text=True)]
     if request.instructions:
         messages.insert(0, {"role": "system", "content": request.instructions})
@@ -98,6 +100,21 @@ def chat_body(
     if request.metadata is not None and "metadata" not in body:
         body["metadata"] = request.metadata
     return {k: v for k, v in body.items() if v is not None}
+
+
+def _refuse_media(items: list[Any]) -> None:
+    """Chat messages here carry text only: an image or a file would be dropped, so the call
+    fails instead, saying so (docs/endpoint.md, "Images and files")."""
+    for item in items:
+        for part in getattr(item, "content", None) or []:
+            kind = getattr(part, "type", None)
+            if kind in ("input_image", "input_file"):
+                raise ProviderError(
+                    f"{kind} cannot be sent over Chat Completions here (text only); use a "
+                    "model reached over the Responses API",
+                    provider="chat",
+                    code="unsupported_content",
+                )
 
 
 def chat_tool_choice(choice: Any) -> Any:

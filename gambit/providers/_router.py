@@ -155,6 +155,17 @@ class ProviderRouter(BaseChatProvider):
             )
         return self.provider(route.provider)
 
+    def input_content(self, model: str) -> frozenset[str]:
+        """The content parts besides text (`input_image`, `input_file`) that `model`'s
+        provider passes to its server; none for a provider that does not say (offline
+        models, agent bridges, plugins) or that cannot be built."""
+        try:
+            provider = self.provider_for(self.expand(model)[0][0] if model else model)
+        except (GambitError, IndexError):
+            return frozenset()
+        accepted = getattr(provider, "input_content", None)
+        return frozenset(accepted) if accepted else frozenset()
+
     async def aclose(self) -> None:
         for provider in self._providers.values():
             close = getattr(provider, "aclose", None)

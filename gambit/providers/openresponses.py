@@ -80,6 +80,13 @@ class OpenResponsesProvider(HttpProvider):
     def uses_chat_completions(self) -> bool:
         return self.base_url in _CHAT_ONLY
 
+    @property
+    def input_content(self) -> frozenset[str]:  # type: ignore[override]
+        """Images and files pass over `/responses`; a chat-only server gets text only."""
+        if self.chat_fallback and self.uses_chat_completions:
+            return frozenset()
+        return frozenset({"input_image", "input_file"})
+
     async def execute(self, call: ProviderCall) -> ProviderResponse:
         self._check_configured()
         request = call.request

@@ -136,11 +136,22 @@ def validate_extension_item(item: Any, where: str) -> None:
         )
 
 
+def _reasoning_as_specified(item: Any, where: str) -> Any:
+    """A reasoning item without its `status`: the item state machine ("Items have status",
+    the specification's streaming rules) gives every item one, while the OpenAPI document's
+    ReasoningBody does not list it; the Responses API sends it. Checked here, then set aside."""
+    if not isinstance(item, dict) or item.get("type") != "reasoning" or "status" not in item:
+        return item
+    if item["status"] not in ITEM_STATES:
+        raise NonConformance(f"{where}: reasoning item status {item['status']!r}")
+    return {k: v for k, v in item.items() if k != "status"}
+
+
 def validate_item(item: Any, where: str = "item") -> None:
     if is_extension(item):
         validate_extension_item(item, where)
     else:
-        _strict(ITEM_MODELS[item["type"]], item, where)
+        _strict(ITEM_MODELS[item["type"]], _reasoning_as_specified(item, where), where)
 
 
 def validate_response(resource: Any, where: str = "response") -> Any:
@@ -152,7 +163,14 @@ def validate_response(resource: Any, where: str = "response") -> Any:
         for index, item in enumerate(output):
             if is_extension(item):
                 validate_extension_item(item, f"{where}.output[{index}]")
-        resource = {**resource, "output": [i for i in output if not is_extension(i)]}
+        resource = {
+            **resource,
+            "output": [
+                _reasoning_as_specified(item, f"{where}.output[{index}]")
+                for index, item in enumerate(output)
+                if not is_extension(item)
+            ],
+        }
     return _strict(spec.ResponseResource, resource, where)
 
 
@@ -204,6 +222,8 @@ def validate_event(event: Any, where: str = "event") -> None:
     if is_extension(event.get("item")):
         validate_extension_item(event["item"], f"{where}.item")
         event = {**event, "item": None}
+    elif "item" in event:
+        event = {**event, "item": _reasoning_as_specified(event["item"], f"{where}.item")}
     _strict(model, event, where)
 
 

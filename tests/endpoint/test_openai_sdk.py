@@ -187,7 +187,7 @@ def test_a_provider_model_is_proxied_and_recorded(client):
                 "input": [
                     {
                         "role": "user",
-                        "content": [{"type": "input_image", "image_url": "http://x/y.png"}],
+                        "content": [{"type": "input_image", "image_url": "https://x/y.png"}],
                     }
                 ],
             },

@@ -499,3 +499,27 @@ async def test_a_plain_http_server_gets_no_tls_and_https_stays_verified() -> Non
     assert secure._transport._pool._ssl_context.verify_mode.name == "CERT_REQUIRED"
     assert not plain.follow_redirects
     await p.aclose()
+
+
+def test_an_image_is_not_dropped_on_the_way_to_chat_completions() -> None:
+    """Chat messages carry text only here: a request with an image fails, naming it,
+    instead of reaching the model without it (docs/endpoint.md, "Images and files")."""
+    from gambit.core.provider import CreateResponseRequest, ProviderError
+    from gambit.providers._chat_wire import chat_body
+
+    request = CreateResponseRequest.model_validate(
+        {
+            "model": "m",
+            "input": [
+                {
+                    "role": "user",
+                    "content": [
+                        {"type": "input_text", "text": "What is it?"},
+                        {"type": "input_image", "image_url": "https://example.com/a.png"},
+                    ],
+                }
+            ],
+        }
+    )
+    with pytest.raises(ProviderError, match="input_image"):
+        chat_body(request, model="m")

@@ -88,6 +88,8 @@ class Reply:
       text / deltas        the assistant text; `deltas` gives the streamed pieces (joined = text)
       function_calls       `FunctionCall`s after the text
       reasoning / reasoning_deltas   a reasoning item (summary text) before the text
+      reasoning_encrypted  the reasoning item's `encrypted_content` (alone: a reasoning item
+                           with no summary)
       items                raw output items (e.g. `{"type": "acme:search", ...}`), added last
       usage                `{input_tokens, output_tokens, cached_tokens, reasoning_tokens, cost}`
       response_id, model   override the generated id / echoed model
@@ -114,6 +116,7 @@ class Reply:
     function_calls: list[FunctionCall] = field(default_factory=list)
     reasoning: str | None = None
     reasoning_deltas: list[str] | None = None
+    reasoning_encrypted: str | None = None
     items: list[dict[str, Any]] = field(default_factory=list)
     usage: dict[str, Any] | None = None
     response_id: str | None = None
@@ -175,7 +178,12 @@ class Reply:
             return list(self.deltas)
         if self.text is not None:
             return [self.text] if self.text else []
-        if self.function_calls or self.items or self.reasoning is not None:
+        if (
+            self.function_calls
+            or self.items
+            or self.reasoning is not None
+            or self.reasoning_encrypted is not None
+        ):
             return []
         return ["ok"]
 
@@ -326,10 +334,12 @@ def render_responses(
     emit("response.in_progress", response={**base, "status": "in_progress", "output": []})
 
     reasoning = reply.reasoning_pieces()
-    if reasoning:
+    if reasoning or reply.reasoning_encrypted is not None:
         idx, iid = len(output), ids.next("rs")
         text = "".join(reasoning)
         item = {"type": "reasoning", "id": iid, "summary": [], "status": "in_progress"}
+        if reply.reasoning_encrypted is not None:
+            item["encrypted_content"] = reply.reasoning_encrypted
         emit("response.output_item.added", output_index=idx, item=item)
         part = {"type": "summary_text", "text": ""}
         emit(
@@ -362,7 +372,7 @@ def render_responses(
             summary_index=0,
             part=done_part,
         )
-        final = {"type": "reasoning", "id": iid, "summary": [done_part], "status": "completed"}
+        final = {**item, "summary": [done_part], "status": "completed"}
         emit("response.output_item.done", output_index=idx, item=final)
         output.append(final)
 
@@ -410,7 +420,9 @@ def render_responses(
             content_index=0,
             part=done_part,
         )
-        final = {**item, "status": "completed", "content": [done_part]}
+        # A model cut at its token limit leaves its message incomplete (the last item).
+        cut = reply.terminal == "incomplete" and not (reply.function_calls or reply.items)
+        final = {**item, "status": "incomplete" if cut else "completed", "content": [done_part]}
         emit("response.output_item.done", output_index=idx, item=final)
         output.append(final)
 

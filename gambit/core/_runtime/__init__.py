@@ -32,7 +32,15 @@ deadline), `_validation` (input/output validation, result envelopes) and `_run` 
 run-wide settings and trace emission; `_RootState`, the published conversation).
 """
 
-from ._common import _MISSING, MISSING, DeckCodeError, DeckFailure, RunError, is_end_signal
+from ._common import (
+    _MISSING,
+    MISSING,
+    TOOL_CALL_DEFERRED,
+    DeckCodeError,
+    DeckFailure,
+    RunError,
+    is_end_signal,
+)
 from ._compute_deck import ComputeContext
 from ._context import CompactionSettings
 from ._limits import Clock
@@ -48,6 +56,7 @@ __all__ = [
     "MISSING",
     "RunError",
     "RunResult",
+    "TOOL_CALL_DEFERRED",
     "_MISSING",
     "is_end_signal",
     "run_deck",

@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any, Literal
 
 from .._errors import GambitError
+from .._openresponses import FunctionCallItem
 from .._state import SavedState
 
 CONTEXT_TOOL = "gambit_context"
@@ -27,6 +29,28 @@ ToolHandler = Callable[[dict[str, Any]], Any]
 # as `gambit.core.MISSING` for callers that pass an argument on only when they have one.
 MISSING: Any = object()
 _MISSING = MISSING  # the name the runtime's modules use
+
+
+class _Deferred:
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "TOOL_CALL_DEFERRED"
+
+
+TOOL_CALL_DEFERRED: Any = _Deferred()
+"""What an `on_tool` handler returns for a call its host answers later, from outside the run
+(a client of `/v1/responses`, docs/endpoint.md): the root deck's other calls of that pass are
+dispatched, then the run stops and `RunResult.pending_tool_calls` lists every call still
+waiting for its answer. The host resumes the saved state with their `function_call_output`
+items. Only the root deck can wait so; below it the call gets an error result."""
+
+
+@dataclass
+class _Paused:
+    """A root deck's execution stopped on tool calls its host answers (`TOOL_CALL_DEFERRED`)."""
+
+    calls: list[FunctionCallItem]
 
 
 class RunError(GambitError):

@@ -28,7 +28,7 @@ from typing import Any
 
 from .._deck import Deck
 from .._ids import new_id
-from .._messages import items_to_messages
+from .._messages import ChatMessage, items_to_messages
 from .._openresponses import (
     CreateResponseRequest,
     CreateResponseResponse,
@@ -55,7 +55,7 @@ from .._trace import (
     ToolCallEvent,
     ToolResultEvent,
 )
-from ._common import _MISSING, CONTEXT_TOOL, RunError, _json
+from ._common import _MISSING, CONTEXT_TOOL, RunError, _json, _Paused
 from ._context import _ContextKeeper
 from ._limits import DEFAULT_MAX_PASSES, _Limits, _with_deadline
 from ._request import _RequestParts
@@ -67,12 +67,15 @@ from ._validation import _validate_output, check_extension_item
 
 @dataclass
 class _PassOutput:
-    """What one model pass produced: its items, its text, its tool calls, its usage."""
+    """What one model pass produced: its items, its text, its tool calls, its usage, and why
+    it stopped short (`incomplete_details`, e.g. `{"reason": "max_output_tokens"}`) if it
+    did."""
 
     items: list[Any]
     text: str
     calls: list[_ToolCall]
     usage: ResponseUsage | None
+    incomplete: dict[str, Any] | None = None
 
 
 class _LlmExecution(_ToolCalls, _RequestParts):
@@ -147,6 +150,8 @@ class _LlmExecution(_ToolCalls, _RequestParts):
         for _ in range(max_passes):
             self.limits.check(deck.path)
             output = await self._model_pass(tools, text_config)
+            if self.depth == 0:  # the root's last pass says whether the run's answer is whole
+                self.run.incomplete = output.incomplete
             self.limits.check(deck.path)
             if output.calls:
                 if output.text:
@@ -154,6 +159,8 @@ class _LlmExecution(_ToolCalls, _RequestParts):
                 self._append_supplemental(output.items)
                 finished = await self._tool_batch(output.calls)
                 self._publish()
+                if isinstance(finished, _Paused):  # the host answers the calls later
+                    return finished
                 if finished is not _MISSING:
                     self.run.trace(
                         DeckEndEvent,
@@ -245,6 +252,7 @@ class _LlmExecution(_ToolCalls, _RequestParts):
             text=text,
             stream=run.stream or None,
             params=resolved.params,
+            instructions=run.instructions if self.depth == 0 else None,
         )
         # Counted (and compacted) when the model's context window is known (`_context`).
         request = await self.compaction.fit(request, resolved, provider)
@@ -316,10 +324,11 @@ class _LlmExecution(_ToolCalls, _RequestParts):
             if isinstance(item, FunctionCallItem)
         ]
         run.usage.add(result.response.usage)
+        incomplete = _incomplete_details(result.response)
         if run.on_trace is not None:  # the dicts below are built for a sink only
-            self._trace_result(provider, resolved.model, calls, reply, result, started)
+            self._trace_result(provider, resolved.model, calls, reply, result, started, incomplete)
         self.last_activity = self.limits.clock.monotonic()
-        return _PassOutput(output_items, reply, calls, result.response.usage)
+        return _PassOutput(output_items, reply, calls, result.response.usage, incomplete)
 
     def _trace_result(
         self,
@@ -329,6 +338,7 @@ class _LlmExecution(_ToolCalls, _RequestParts):
         text: str,
         result: ProviderResponse,
         started: float,
+        incomplete: dict[str, Any] | None,
     ) -> None:
         response = result.response
         self.run.trace(
@@ -339,7 +349,8 @@ class _LlmExecution(_ToolCalls, _RequestParts):
             model=model,
             provider=getattr(provider, "name", None),
             offline=True if getattr(provider, "offline", False) else None,
-            finish_reason="tool_calls" if calls else "stop",
+            finish_reason=_finish_reason(calls, incomplete),
+            incomplete_details=incomplete,
             message={"role": "assistant", "content": text or None},
             tool_calls=[{"id": c.call_id, "name": c.name, "args": c.args} for c in calls] or None,
             usage=response.usage.to_dict() if response.usage else None,
@@ -358,6 +369,8 @@ class _LlmExecution(_ToolCalls, _RequestParts):
         streamer: _StreamTracer,
     ) -> ProviderResponse:
         messages = items_to_messages(request.input, fold_into_text=True)
+        if request.instructions:  # this request's only (the Responses API's `instructions`)
+            messages.insert(0, ChatMessage(role="system", content=request.instructions))
         result = await provider.chat(
             model=request.model,
             messages=messages,
@@ -392,10 +405,35 @@ class _LlmExecution(_ToolCalls, _RequestParts):
                 call.arguments if call.arguments not in (None, "", "{}") else _json(call.args)
             )
             items.append(FunctionCallItem(call_id=call.id, name=call.name, arguments=arguments))
+        # A completion cut short by its token limit is an incomplete response, as the
+        # Responses API reports one.
+        incomplete = {"reason": "max_output_tokens"} if result.finish_reason == "length" else None
         response = CreateResponseResponse(
-            id=new_id("resp"), status="completed", output=items, usage=result.usage
+            id=new_id("resp"),
+            status="incomplete" if incomplete else "completed",
+            output=items,
+            usage=result.usage,
+            incomplete_details=incomplete,
         )
         return ProviderResponse(response=response, updated_state=result.updated_state)
+
+
+def _incomplete_details(response: CreateResponseResponse) -> dict[str, Any] | None:
+    """`{"reason": ...}` of a response that stopped short (status `incomplete`), else None."""
+    if response.status != "incomplete":
+        return None
+    details = (response.model_extra or {}).get("incomplete_details")
+    reason = details.get("reason") if isinstance(details, dict) else None
+    return {"reason": reason if isinstance(reason, str) and reason else "unknown"}
+
+
+def _finish_reason(calls: list[_ToolCall], incomplete: dict[str, Any] | None) -> str:
+    """The trace's `finishReason`: `length` for a pass cut at its token limit (another reason
+    as the provider gave it), else `tool_calls` or `stop`."""
+    if incomplete is not None:
+        reason = incomplete["reason"]
+        return "length" if reason == "max_output_tokens" else reason
+    return "tool_calls" if calls else "stop"
 
 
 def _error_fields(error: Any) -> tuple[str | None, str | None]:

@@ -26,7 +26,7 @@ from .._ids import new_id
 from .._loader import load_deck_tree
 from .._loader.paths import ProjectRoot, default_project_root
 from .._messages import ChatMessage, IncrementalMessages
-from .._openresponses import ResponseUsage, construct, item_to_dict
+from .._openresponses import FunctionCallItem, ResponseUsage, construct, item_to_dict
 from .._permissions import EntryPermissions, PermissionSet
 from .._provider import ModelProvider, ModelResolver
 from .._state import MessageRef, SavedState
@@ -46,6 +46,12 @@ class RunResult:
     state: SavedState  # the root conversation after the run (always set)
     usage: ResponseUsage
     ended: bool = False  # the model called gambit_end
+    # The root deck's calls that the host answers later (its `on_tool` deferred them): the
+    # run stopped there, `output` is None, and `state` ends with these calls unanswered.
+    pending_tool_calls: list[FunctionCallItem] = field(default_factory=list)
+    # Why the root deck's last model pass stopped short (`{"reason": "max_output_tokens"}`):
+    # the output is what the model wrote before it was cut.
+    incomplete_details: dict[str, Any] | None = None
 
     @property
     def end_signal(self) -> dict[str, Any] | None:
@@ -129,6 +135,10 @@ class _Run:
         self.project_root = project_root
         self.root_deck_path = ""
         self.usage = _Usage()
+        # The root deck's request `instructions` (for this run only; never in its state), and
+        # why its last model pass stopped short, if it did.
+        self.instructions: str | None = None
+        self.incomplete: dict[str, Any] | None = None
         # What the host grants the built-in tools (see _permissions).
         self.workspace_permissions: PermissionSet | None = None
         self.session_permissions: PermissionSet | None = None

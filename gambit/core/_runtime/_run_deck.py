@@ -37,6 +37,7 @@ from ._common import (
     StateCallback,
     ToolHandler,
     TraceCallback,
+    _Paused,
     is_end_signal,
 )
 from ._context import CompactionSettings
@@ -73,6 +74,7 @@ async def run_deck(
     clock: Clock | None = None,
     project_root: ProjectRootSpec = None,
     compaction: CompactionSettings | None = None,
+    instructions: str | None = None,
 ) -> RunResult:
     """Run a deck to completion and return its validated output.
 
@@ -85,7 +87,11 @@ async def run_deck(
     (see `load_deck_tree`); a tree keeps the one it was loaded with. `entry_permissions`
     narrows a root that runs as a `[[scenarios]]`/`[[graders]]` entry (see `entry_permissions`).
     `compaction` gives the context windows of the models and whether conversations may be
-    compacted (see `_context`; a deck's `[modelParams]` may set its own). Raises `RunError`
+    compacted (see `_context`; a deck's `[modelParams]` may set its own).
+    `instructions` reach the root deck's model requests of this run only (the Responses
+    API's field; kept out of the saved state). An `on_tool` that returns
+    `TOOL_CALL_DEFERRED` stops the run after that pass (`RunResult.pending_tool_calls`).
+    Raises `RunError`
     (guardrails, validation), `ProviderError`, `DeckError`; cancellation raises
     `CancelledError`.
     """
@@ -118,6 +124,7 @@ async def run_deck(
     )
     run.root_deck_path = root.path
     run.compaction = compaction
+    run.instructions = instructions or None
     run.workspace_permissions = workspace_permissions
     run.session_permissions = session_permissions
     run.entry_permissions = entry_permissions
@@ -190,11 +197,22 @@ async def run_deck(
             resumed=resumed,
             context_validated=True,
         )
+        usage = run.usage.to_model()
+        if isinstance(output, _Paused):
+            return RunResult(
+                run.run_id,
+                None,
+                root_state.state,
+                usage,
+                pending_tool_calls=output.calls,
+                incomplete_details=run.incomplete,
+            )
         ended = is_end_signal(output)
         if ended:
             status = "ended"
-        usage = run.usage.to_model()
-        return RunResult(run.run_id, output, root_state.state, usage, ended)
+        return RunResult(
+            run.run_id, output, root_state.state, usage, ended, incomplete_details=run.incomplete
+        )
     except asyncio.CancelledError:
         status, error = "canceled", "Run canceled"
         raise

@@ -13,6 +13,10 @@ For each call the conversation gets the `function_call` item, then:
   `function_call_output`; after an action's result a `gambit_complete` call/output pair
   carrying the same envelope follows.
 
+An external call the host defers (`on_tool` returns `TOOL_CALL_DEFERRED`) gets no output:
+the batch goes on with the other calls, then the root deck's execution stops with every
+deferred call of the pass (`_Paused`), and the host answers them all at once.
+
 Mixed into `_LlmExecution` (see `_llm`).
 """
 
@@ -40,8 +44,10 @@ from ._common import (
     END_SIGNAL_KEY,
     END_TOOL,
     RESPOND_TOOL,
+    TOOL_CALL_DEFERRED,
     RunError,
     _json,
+    _Paused,
     is_end_signal,
 )
 from ._handlers import _Handlers, _stop_busy
@@ -68,14 +74,15 @@ class _ToolCalls(_Handlers):
     _builtin_tools: Callable[[], list[str]]
 
     async def _tool_batch(self, calls: list[_ToolCall]) -> Any:
-        """Dispatch the model's tool calls in order; return a finishing value or _MISSING."""
+        """Dispatch the model's tool calls in order; return a finishing value, `_Paused` (the
+        host answers some of them later) or _MISSING."""
         finished: Any = _MISSING
         end_signal: Any = _MISSING
+        deferred: list[FunctionCallItem] = []
         for call in calls:
             self.limits.check(self.deck.path)
-            self.items.append(
-                FunctionCallItem(call_id=call.call_id, name=call.name, arguments=call.arguments)
-            )
+            item = FunctionCallItem(call_id=call.call_id, name=call.name, arguments=call.arguments)
+            self.items.append(item)
             if call.name == RESPOND_TOOL and self.deck.respond:
                 envelope, ok = self._respond(call)
                 if ok:
@@ -84,11 +91,15 @@ class _ToolCalls(_Handlers):
             if call.name == END_TOOL and self.deck.allow_end:
                 end_signal = self._end(call)
                 continue
-            await self._dispatch(call)
+            if await self._dispatch(call):
+                deferred.append(item)
+                continue
             # Tool results count as activity (the onIdle timer starts over).
             self.last_activity = self.limits.clock.monotonic()
             if is_end_signal(self.last_child_result):
                 end_signal = self.last_child_result
+        if deferred:  # the conversation cannot go on before the host's answers
+            return _Paused(deferred)
         if end_signal is not _MISSING:
             return end_signal
         return finished
@@ -165,7 +176,8 @@ class _ToolCalls(_Handlers):
                 envelope[key] = body[key]
         return envelope
 
-    async def _dispatch(self, call: _ToolCall) -> None:
+    async def _dispatch(self, call: _ToolCall) -> bool:
+        """Run one call and append its output; True when the host deferred it (no output)."""
         self.last_child_result = None
         action = self.deck.action(call.name)
         tool = next((t for t in self.deck.effective_tools if t.name == call.name), None)
@@ -192,6 +204,15 @@ class _ToolCalls(_Handlers):
             )
         elif tool is not None:
             body = await self._run_external(tool, call)
+            if body is TOOL_CALL_DEFERRED:
+                if self.depth == 0:
+                    return True
+                body = {
+                    "status": 500,
+                    "code": "deferred_below_root",
+                    "message": f"External tool {tool.name} is answered by the host later, "
+                    "which only the root deck can wait for",
+                }
         else:
             body = {"status": 404, "message": "unknown action"}
         envelope = self._envelope(call, body)
@@ -206,6 +227,7 @@ class _ToolCalls(_Handlers):
             )
             self.items.append(FunctionCallOutputItem(call_id=complete_id, output=content))
         self.run.trace(ActionEndEvent, path=call.name, **common)
+        return False
 
     async def _run_action(
         self, action: ActionDecl, call: _ToolCall
@@ -263,7 +285,8 @@ class _ToolCalls(_Handlers):
             )
         return body, busy_items, True
 
-    async def _run_external(self, tool: Any, call: _ToolCall) -> dict[str, Any]:
+    async def _run_external(self, tool: Any, call: _ToolCall) -> Any:
+        """The tool's result body, or `TOOL_CALL_DEFERRED` when the host answers it later."""
         args: Any = call.args
         if tool.input_schema is not None:
             args = tool.input_schema.unwrap_tool_arguments(args)
@@ -297,6 +320,8 @@ class _ToolCalls(_Handlers):
                 "code": "tool_handler_error",
                 "message": str(exc) or type(exc).__name__,
             }
+        if result is TOOL_CALL_DEFERRED:
+            return result
         return _normalise_result(result)
 
 
