@@ -241,6 +241,11 @@ class Runner:
         options: dict[str, Any] = {}
         if override:
             options["model_override"] = override
+        # gambit.toml's [context] applies here as in the simulator and the CLI
+        # (docs/decks.md, "Context window and compaction").
+        config = getattr(router, "config", None)
+        if config is not None:
+            options["compaction"] = config.compaction()
 
         def on_state(new_state: SavedState) -> None:
             latest.state = new_state
