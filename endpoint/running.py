@@ -450,7 +450,10 @@ class Runner:
                 "incompleteDetails": self.outcome.incomplete,
             }
         )
-        on_trace({"type": "run.end", "status": "completed", "usage": usage})
+        status = "incomplete" if self.outcome.incomplete is not None else "completed"
+        if calls:
+            status = "paused"  # the client answers the calls (as a deck's run.end says)
+        on_trace({"type": "run.end", "status": status, "usage": usage})
         conversation = [*items, *response.output]
         # Its chat messages too: the Test tab shows the conversation from them.
         self.outcome.latest.state = new_state("responses").model_copy(

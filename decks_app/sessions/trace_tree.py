@@ -308,7 +308,11 @@ def build_tree(
                 run.status = event.status or "completed"
                 # Whatever was still open when the run ended ended with it: an interrupted,
                 # failed or canceled run shows no deck "running" or model "calling" for ever.
-                ended = "done" if run.status in ("completed", "ended") else run.status
+                ended = (
+                    "done"
+                    if run.status in ("completed", "ended", "paused", "incomplete")
+                    else run.status
+                )
                 _close_open(run, ended, pk)
                 run.usage = json_dict(event.usage) or None
                 run.cost = _cost(run.usage)

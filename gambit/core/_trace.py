@@ -228,7 +228,9 @@ class RunStartEvent(_RunScoped):
 
 class RunEndEvent(_RunScoped):
     type: Literal["run.end"] = "run.end"
-    status: Literal["completed", "ended", "failed", "canceled"] | str | None = None
+    status: (
+        Literal["completed", "ended", "paused", "incomplete", "failed", "canceled"] | str | None
+    ) = None
     error: Any = None  # the error message of a failed or canceled run
     usage: ResponseUsage | None = None  # the whole run's, summed over every model call
     duration_ms: int | None = None

@@ -143,18 +143,22 @@ def test_parallel_client_calls_are_returned_and_resumed_together(server, client,
         ),
         Reply(text="Sunny at noon."),
     )
-    first = client.responses.create(
+    raw_first = client.responses.with_raw_response.create(
         model="deck/upstream",
         input="Weather and time in Oslo?",
         tools=[WEATHER, CLOCK],
         parallel_tool_calls=True,
     )
+    first = raw_first.parse()
     calls = [o for o in first.output if o.type == "function_call"]
     assert [(c.call_id, c.name) for c in calls] == [
         ("c-weather", "get_weather"),
         ("c-time", "get_time"),
     ]
     assert first.parallel_tool_calls is True
+    session = raw_first.headers["Gambit-Session-Id"]
+    ends = [e for e in _trace(server, session) if e["type"] == "run.end"]
+    assert ends[-1]["status"] == "paused"  # waiting for the client's answers, not completed
     second = client.responses.create(
         model="deck/upstream",
         previous_response_id=first.id,
@@ -324,6 +328,8 @@ def test_a_truncated_answer_is_incomplete_everywhere(server, client, fake, model
     ]
     assert results[-1]["finishReason"] == "length"
     assert results[-1]["incompleteDetails"] == {"reason": "max_output_tokens"}
+    ends = [e for e in _trace(server, raw.headers["Gambit-Session-Id"]) if e["type"] == "run.end"]
+    assert ends[-1]["status"] == "incomplete"
 
 
 # ---------------------------------------------------------------- item_reference

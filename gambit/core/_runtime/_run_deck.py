@@ -199,6 +199,7 @@ async def run_deck(
         )
         usage = run.usage.to_model()
         if isinstance(output, _Paused):
+            status = "paused"  # waiting for the caller's answers to its tool calls
             return RunResult(
                 run.run_id,
                 None,
@@ -210,6 +211,8 @@ async def run_deck(
         ended = is_end_signal(output)
         if ended:
             status = "ended"
+        elif run.incomplete is not None:
+            status = "incomplete"  # the model stopped early (max_output_tokens, a filter)
         return RunResult(
             run.run_id, output, root_state.state, usage, ended, incomplete_details=run.incomplete
         )
