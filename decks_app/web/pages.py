@@ -5,12 +5,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
+from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import render
 from django.template.loader import render_to_string
-
-from decks_app.models import Session
-from decks_app.sessions.actions import get_session
 
 
 def wants_json(request: HttpRequest, fmt: str | None = None) -> bool:
@@ -23,13 +20,6 @@ def is_htmx(request: HttpRequest) -> bool:
 
 def json_response(data: Any, status: int = 200) -> JsonResponse:
     return JsonResponse(data, status=status, safe=False, json_dumps_params={"ensure_ascii": False})
-
-
-def session_or_404(session_id: str) -> Session:
-    session = get_session(session_id)
-    if session is None:
-        raise Http404("no such session")
-    return session
 
 
 class PageData:

@@ -13,7 +13,8 @@ from django.views.decorators.http import require_GET
 from decks_app.models import Session
 from decks_app.sessions import replay
 from decks_app.sessions.actions import get_session
-from decks_app.web.pages import PageData, live_part, render_page, session_or_404
+from decks_app.sessions.views import session_or_404
+from decks_app.web.pages import PageData, live_part, render_page
 
 TEMPLATE = "sessions/compare.html"
 

@@ -8,7 +8,7 @@ from django.http import HttpRequest, HttpResponse, StreamingHttpResponse
 from django.views.decorators.http import require_GET
 
 from decks_app.sessions import transfer
-from decks_app.web.pages import session_or_404
+from decks_app.sessions.views import session_or_404
 
 
 @require_GET

@@ -8,7 +8,8 @@ from django.views.decorators.http import require_POST
 
 from decks_app.sessions import feedback as feedback_service
 from decks_app.sessions.conversation import feedback_dict
-from decks_app.web.pages import error_response, is_htmx, json_response, session_or_404, wants_json
+from decks_app.sessions.views import session_or_404
+from decks_app.web.pages import error_response, is_htmx, json_response, wants_json
 
 
 @require_POST

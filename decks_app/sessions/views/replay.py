@@ -14,14 +14,8 @@ from django.views.decorators.http import require_GET, require_http_methods
 from decks_app.models import Session
 from decks_app.sessions import replay
 from decks_app.sessions.trace_tree import Node
-from decks_app.web.pages import (
-    PageData,
-    error_response,
-    json_response,
-    render_page,
-    session_or_404,
-    wants_json,
-)
+from decks_app.sessions.views import session_or_404
+from decks_app.web.pages import PageData, error_response, json_response, render_page, wants_json
 
 
 @require_GET

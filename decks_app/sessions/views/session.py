@@ -18,14 +18,8 @@ from decks_app.sessions.actions import (
     stop_session,
 )
 from decks_app.sessions.conversation import earlier_blocks
-from decks_app.web.pages import (
-    error_response,
-    is_htmx,
-    json_response,
-    page,
-    session_or_404,
-    wants_json,
-)
+from decks_app.sessions.views import session_or_404
+from decks_app.web.pages import error_response, is_htmx, json_response, page, wants_json
 
 TEMPLATE = "sessions/session.html"
 

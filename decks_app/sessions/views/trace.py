@@ -13,14 +13,8 @@ from django.views.decorators.http import require_GET
 from decks_app.models import Session, TraceEvent
 from decks_app.runs.events import event_dict, light_payloads
 from decks_app.sessions.trace_tree import Node, build_tree, request_detail, tree_rows
-from decks_app.web.pages import (
-    PageData,
-    is_htmx,
-    json_response,
-    render_page,
-    session_or_404,
-    wants_json,
-)
+from decks_app.sessions.views import session_or_404
+from decks_app.web.pages import PageData, is_htmx, json_response, render_page, wants_json
 
 # The trace page opens the newest runs and folds the older ones (each loads when opened),
 # and lists the raw events this many to a page.
