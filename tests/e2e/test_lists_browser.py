@@ -62,3 +62,19 @@ def test_an_unknown_url_is_one_sentence_and_the_tabs(page, live_url):
     assert "admin/" not in body and "URLconf" not in body
     page.get_by_role("link", name="Build").first.click()
     expect(page).to_have_url(re.compile(r".*/build$"))
+
+
+def test_the_compare_page_fits_a_1440_pixel_window(page, live_url):
+    page.set_viewport_size({"width": 1440, "height": 900})
+    long_word = "order-" + "A1002x" * 120  # one unbroken token, as JSON or a URL would be
+    source = _chat(page, live_url, f"Please look up {long_word} and the refund policy")
+    page.goto(f"{live_url}/test/{source}/rerun")
+    page.click("#rerun")
+    page.wait_for_url(re.compile(r".*/test/session-[0-9a-f]{24}$"))
+    replay = page.url.rsplit("/", 1)[-1]
+    assert replay != source
+    page.goto(f"{live_url}/test/{replay}/compare")
+    expect(page.locator("#verdict")).not_to_have_text("replay in progress", timeout=20_000)
+    expect(page.locator("#compare-rows tbody")).to_contain_text("A1002x")
+    width = page.evaluate("document.documentElement.scrollWidth")
+    assert width <= 1440, width
