@@ -44,7 +44,11 @@ MIDDLEWARE = [
     "django.middleware.csp.ContentSecurityPolicyMiddleware",
     "decks_app.web.middleware.access_token",
     "decks_app.web.middleware.admin_needs_a_user",
+    # Our error page for a 4xx a view raises, even with GAMBIT_DEBUG=1 (decks_app.web.errors).
+    "decks_app.web.errors.friendly_errors",
 ]
+# A form without its CSRF token gets one sentence, not Django's page about the setting.
+CSRF_FAILURE_VIEW = "decks_app.web.errors.csrf_failure"
 
 ROOT_URLCONF = "simulator.urls"
 # Canonical page URLs have no trailing slash; the old ones with it redirect (decks_app.web.

@@ -15,10 +15,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from django.contrib import messages
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.template.loader import render_to_string
 from django.views.decorators.http import require_GET, require_POST
+from django_htmx.http import HttpResponseClientRedirect
 
 from decks_app.building import files as build
 from decks_app.web.pages import (
@@ -42,10 +44,13 @@ def build_tab(request: HttpRequest, fmt: str | None = None) -> HttpResponse:
 
 @dataclass
 class BuildPage(PageData):
-    """The workspace's decks and the new-deck form."""
+    """The workspace's decks and the new-deck form (with what was typed and why it was
+    refused, when a name was refused)."""
 
     workspace: Any
     decks: list[Any]
+    name: str = ""
+    name_error: str = ""
     tab = "build"
 
     def to_json(self) -> dict[str, Any]:
@@ -225,15 +230,29 @@ def build_validate(request: HttpRequest) -> HttpResponse:
 @require_POST
 def build_new(request: HttpRequest) -> HttpResponse:
     workspace = current_workspace()
+    name = request.POST.get("name", "")
     try:
-        deck = build.create_deck(workspace, request.POST.get("name", ""))
+        deck = build.create_deck(workspace, name)
     except build.BuildError as exc:
-        return error_response(request, str(exc), 400)
+        if wants_json(request):
+            return error_response(request, str(exc), 400, fmt="json")
+        # The form again, with the name typed and the reason: the fragment for htmx (a 200,
+        # which htmx swaps), else the whole page as a 400.
+        data = BuildPage(
+            workspace=workspace, decks=list_decks(workspace), name=name[:60], name_error=str(exc)
+        )
+        if is_htmx(request):
+            return render(request, "building/build.html#new_deck", data.context())
+        return render(request, "building/build.html", data.context(), status=400)
     if wants_json(request):
         return json_response(
             {"deck": deck, "url": query_url("building:build_deck", path=deck)}, status=201
         )
-    return redirect(query_url("building:build_file", path=deck, deck=deck))
+    url = query_url("building:build_file", path=deck, deck=deck)
+    messages.success(request, f"Created the deck {deck.rsplit('/', 1)[0]}.", extra_tags=deck)
+    if is_htmx(request):
+        return HttpResponseClientRedirect(url)
+    return redirect(url)
 
 
 @require_POST
@@ -264,6 +283,8 @@ def build_scaffold(request: HttpRequest) -> HttpResponse:
             {"created": created, "problems": build.deck_view(workspace, deck)["problems"]},
             status=201,
         )
+    for rel in created:  # said on the deck's page, each file a link to the editor
+        messages.success(request, "Added", extra_tags=rel)
     return redirect(query_url("building:build_deck", path=deck))
 
 
@@ -311,6 +332,9 @@ class AssistantPanel(PageData):
                     "status": r.status,
                     "message": r.read_params(assistant.AssistantParams).message,
                     "error": r.error or None,
+                    # which model answered (an offline one when no provider is configured)
+                    "model": r.model or None,
+                    "offline": r.offline,
                     "undone": bool(
                         (result := r.read_result(assistant.AssistantResult)) and result.undone
                     ),
@@ -331,6 +355,11 @@ class AssistantPanel(PageData):
         if last is not None and last["error"]:
             return f"Failed: {last['error']}"
         return ""
+
+    @property
+    def answered_by(self) -> dict[str, Any] | None:
+        """The model of the last run that got an answer (shown under the conversation)."""
+        return next((r for r in reversed(self.runs) if r["model"]), None)
 
     def to_json(self) -> dict[str, Any]:
         return {

@@ -16,6 +16,7 @@ GRADE_RUN = rf"grade/runs/(?P<run_id>{ID})"
 
 urlpatterns = [
     page_route("grade", grade.grade_tab, "grade"),
+    page_route("grade/sessions", grade.grade_sessions, "grade_sessions"),
     path("grade/run", grade.grade_start, name="grade_start"),
     page_route("grade/calibration", calibration.calibration_page, "calibration"),
     path("grade/export/grades.csv", grade_exports.grades_csv, name="grades_csv"),

@@ -3,16 +3,14 @@
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 from typing import Any
 
 from django.db import IntegrityError, transaction
-from django.db.models import Avg, Count, Q, Sum
-from django.db.models.fields.json import KT
+from django.db.models import Sum
 from django.urls import reverse
 from django.utils import timezone
 
-from decks_app.models import Feedback, Run, Session, TraceEvent, Workspace
+from decks_app.models import Run, Session, TraceEvent, Workspace
 from decks_app.runs import events as event_log
 from decks_app.runs import providers
 from decks_app.runs.registry import NoParams, Payload, TurnParams
@@ -423,103 +421,4 @@ def session_json(session: Session, detail: dict[str, Any] | None = None) -> dict
         "conversationScore": session.conversation_score,
         # meta.gradingRuns: grades from this simulator and imported ones (CLI, other files)
         "gradingRuns": d["gradings"],
-    }
-
-
-@dataclass
-class SessionFilter:
-    status: str = ""
-    deck: str = ""
-    q: str = ""
-
-
-def list_sessions(workspace: Workspace, flt: SessionFilter | None = None, limit: int = 200):
-    flt = flt or SessionFilter()
-    # The conversation columns are left out (a long session's are megabytes), and the runs'
-    # totals are added up from the one query of runs below rather than by a GROUP BY that
-    # would copy every session row.
-    qs = (
-        Session.objects.filter(workspace=workspace)
-        .exclude(origin__in=("grade", "verify"))  # listed on the Grade tab and Verify
-        .defer("items", "messages", "message_refs", "meta")
-        # the title a summary model wrote (decks_app.sessions.summaries), without the meta
-        .annotate(summary_text=KT("meta__summary__text"))
-        .order_by("-created_at")
-    )
-    if flt.deck:
-        qs = qs.filter(deck_path=flt.deck)
-    if flt.q:
-        qs = qs.filter(
-            Q(id__icontains=flt.q)
-            | Q(deck_label__icontains=flt.q)
-            | Q(model__icontains=flt.q)
-            | Q(summary_text__icontains=flt.q)
-        )
-    rows = []
-    sessions = list(qs[: limit * 2 if flt.status else limit])
-    last_runs: dict[str, Run] = {}
-    answered: dict[str, Run] = {}  # the latest run with a model, as on the session page
-    totals: dict[str, list[Any]] = {}  # session -> [tokens, cost or None, runs]
-    runs = Run.objects.filter(session__in=sessions).order_by("created_at")
-    for run in runs.only("id", "session_id", "status", "model", "offline", "total_tokens", "cost"):
-        last_runs[run.session_id] = run
-        if run.model:
-            answered[run.session_id] = run
-        total = totals.setdefault(run.session_id, [0, None, 0])
-        total[0] += run.total_tokens or 0
-        if run.cost is not None:
-            total[1] = (total[1] or 0) + run.cost
-        total[2] += 1
-    ratings = {
-        row["session"]: row
-        for row in Feedback.objects.filter(session__in=sessions)
-        .values("session")
-        .annotate(n=Count("id"), avg=Avg("score"))
-    }
-    for s in sessions:
-        last = last_runs.get(s.id)
-        status = last.status if last else "idle"
-        if flt.status and status != flt.status:
-            continue
-        fb = ratings.get(s.id)
-        rows.append(
-            {
-                "session": s,
-                "status": status,
-                "model": answered[s.id].model if s.id in answered else s.model,
-                "offline": bool(s.id in answered and answered[s.id].offline),
-                "tokens": totals.get(s.id, [0])[0],
-                "cost": totals.get(s.id, [0, None])[1],
-                "runs": totals.get(s.id, [0, None, 0])[2],
-                "ratings": fb["n"] if fb else 0,
-                "avg_rating": round(fb["avg"], 2) if fb else None,
-                "score": (s.conversation_score or {}).get("score"),
-                "summary": getattr(s, "summary_text", None) or None,
-            }
-        )
-        if len(rows) >= limit:
-            break
-    return rows
-
-
-def session_row_json(row: dict[str, Any]) -> dict[str, Any]:
-    s = row["session"]
-    return {
-        "id": s.id,
-        "deck": s.deck_path,
-        "deckLabel": s.deck_label,
-        "origin": s.origin,
-        "status": row["status"],
-        "model": row["model"],
-        "offline": row["offline"],
-        "tokens": row["tokens"],
-        "cost": row["cost"],
-        "runs": row["runs"],
-        "ratings": row["ratings"],
-        "averageRating": row["avg_rating"],
-        "conversationScore": row["score"],
-        # a short title written after the first exchange (null until then, or without a
-        # summary model: docs/simulator.md, "Session titles")
-        "summary": row.get("summary"),
-        "createdAt": s.created_at.isoformat(),
     }

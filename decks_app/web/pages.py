@@ -101,56 +101,5 @@ def error_response(
     )
 
 
-def not_found(request: HttpRequest, exception: Exception | None = None) -> HttpResponse:
-    """404 as a page with the app's navigation (JSON for the JSON twins and /v1)."""
-    message = str(exception) if exception and str(exception) else "not found"
-    if request.path.startswith("/v1/"):
-        return JsonResponse(
-            {
-                "error": {
-                    "type": "not_found",
-                    "code": "not_found",
-                    "param": None,
-                    "message": message,
-                }
-            },
-            status=404,
-        )
-    if request.path.endswith(".json") or wants_json(request):
-        return json_response({"error": message}, status=404)
-    return render(
-        request,
-        "web/error.html",
-        {"message": f"Not found: {message}", "status": 404, "back": "/"},
-        status=404,
-    )
-
-
-def bad_request(request: HttpRequest, exception: Exception | None = None) -> HttpResponse:
-    """400 for a request Django cannot even parse (a form that is not UTF-8, a broken
-    multipart body): one sentence, as a page or JSON; never reads the body again."""
-    message = str(exception) if exception and str(exception) else "bad request"
-    if request.path.startswith("/v1/"):
-        error = {"type": "invalid_request_error", "code": "bad_request", "param": None}
-        return JsonResponse({"error": {**error, "message": message}}, status=400)
-    if request.path.endswith(".json") or request.GET.get("format") == "json":
-        return json_response({"error": message}, status=400)
-    return render(
-        request,
-        "web/error.html",
-        {"message": message, "status": 400, "back": "/"},
-        status=400,
-    )
-
-
-def server_error(request: HttpRequest) -> HttpResponse:
-    return render(
-        request,
-        "web/error.html",
-        {"message": "Something went wrong on our side; it is logged.", "status": 500, "back": "/"},
-        status=500,
-    )
-
-
 def pretty(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, indent=2)

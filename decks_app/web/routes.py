@@ -60,9 +60,11 @@ def without_trailing_slash(request: HttpRequest, path: str) -> HttpResponse:
     Only a path that exists without the slash is redirected; anything else is a 404."""
     target = "/" + path
     try:
-        resolve(target)
+        match = resolve(target)
     except Resolver404:
         raise Http404("no such page") from None
+    if match.url_name == "unknown_url":  # the last route, which answers any other path
+        raise Http404("no such page")
     query = request.META.get("QUERY_STRING", "")
     location = target + (f"?{query}" if query else "")
     if request.method in ("GET", "HEAD"):

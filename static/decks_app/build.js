@@ -51,8 +51,10 @@
       marker.title = item.textContent;
       marker.textContent = severity === "error" ? "●" : "▲";
       editor.setGutterMarker(line, "problems", marker);
-      editor.addLineClass(line, "background", "problem-line-" + severity);
-      marks.push(() => editor.removeLineClass(line, "background", "problem-line-" + severity));
+      // Removed by its handle, not its number: lines typed above move the highlight down,
+      // and a number would then clear the wrong line and leave this one highlighted.
+      const handle = editor.addLineClass(line, "background", "problem-line-" + severity);
+      marks.push(() => editor.removeLineClass(handle, "background", "problem-line-" + severity));
     });
   }
 

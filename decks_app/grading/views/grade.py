@@ -23,7 +23,9 @@ from django_htmx.http import HttpResponseClientRedirect
 
 from decks_app.grading import grades as grading
 from decks_app.models import Run, Session
+from decks_app.sessions import keyset, listing
 from decks_app.sessions.actions import get_session, stop_session
+from decks_app.sessions.search import Snippet
 from decks_app.web.pages import (
     PageData,
     error_response,
@@ -33,30 +35,87 @@ from decks_app.web.pages import (
     render_page,
     wants_json,
 )
+from decks_app.web.routes import query_url
 from decks_app.workspaces.served import current_workspace
 
-SESSION_CHOICES = 100
 
+@dataclass
+class SessionChoices:
+    """The Grade tab's session picker: a page of the gradable sessions matching `q` (newest
+    first, keyset pages) and where `q` matched their conversation."""
 
-def _gradable_sessions(workspace) -> list[Session]:
-    return list(
-        Session.objects.filter(workspace=workspace, messages__isnull=False)
-        .exclude(origin="grade")
-        .order_by("-created_at")[:SESSION_CHOICES]
-    )
+    q: str
+    page: keyset.Page
+    matches: dict[str, Snippet]
+
+    @classmethod
+    def of(cls, request: HttpRequest, workspace: Any) -> SessionChoices:
+        q = request.GET.get("q", "")[:200].strip()
+        page, matches = listing.pick_sessions(
+            listing.gradable_sessions(workspace, q),
+            q=q,
+            before=request.GET.get("before", ""),
+            after=request.GET.get("after", ""),
+        )
+        return cls(q=q, page=page, matches=matches)
+
+    @property
+    def sessions(self) -> list[Session]:
+        return self.page.rows
+
+    @property
+    def rows(self) -> list[dict[str, Any]]:
+        return [{"session": s, "match": self.matches.get(s.id)} for s in self.sessions]
+
+    def url(self, fmt: str | None = None, **cursor: str | None) -> str:
+        return query_url("grading:grade_sessions", ["json"] if fmt else [], q=self.q, **cursor)
+
+    @property
+    def older_url(self) -> str | None:
+        return self.url(before=self.page.older) if self.page.older else None
+
+    @property
+    def newer_url(self) -> str | None:
+        return self.url(after=self.page.newer) if self.page.newer else None
+
+    def to_json(self) -> dict[str, Any]:
+        older, newer = self.page.older, self.page.newer
+        return {
+            "q": self.q,
+            "sessions": [
+                {
+                    "id": s.id,
+                    "deck": s.deck_path,
+                    "label": s.deck_label,
+                    "origin": s.origin,
+                    "createdAt": s.created_at.isoformat(),
+                    "match": m.to_json() if (m := self.matches.get(s.id)) else None,
+                }
+                for s in self.sessions
+            ],
+            "page": {
+                **self.page.to_json(),
+                "olderUrl": self.url("json", before=older) if older else None,
+                "newerUrl": self.url("json", after=newer) if newer else None,
+            },
+        }
 
 
 @require_GET
 def grade_tab(request: HttpRequest, fmt: str | None = None) -> HttpResponse:
     workspace = current_workspace()
-    sessions = _gradable_sessions(workspace)
+    try:
+        choices = SessionChoices.of(request, workspace)
+    except keyset.BadCursor as exc:
+        return error_response(request, str(exc), 400, fmt, back=reverse("grading:grade"))
+    sessions = choices.sessions
     wanted = request.GET.get("session") or ""
     selected = get_session(wanted) if wanted else (sessions[0] if sessions else None)
     if wanted and (selected is None or selected.workspace_id != workspace.id):
         raise Http404("no such session")
     data = GradeTabPage(
         workspace=workspace,
-        sessions=sessions,
+        choices=choices,
         selected=selected,
         graders=grading.graders_for(workspace, selected.deck_path) if selected else [],
         runs=[grading.grade_run_dict(r) for r in grading.grade_runs(selected)] if selected else [],
@@ -71,12 +130,21 @@ class GradeTabPage(PageData):
     recorded elsewhere (each with its rows)."""
 
     workspace: Any
-    sessions: list[Session]
+    choices: SessionChoices
     selected: Session | None
     graders: list[Any]
     runs: list[dict[str, Any]]
     imported: list[dict[str, Any]]
     tab = "grade"
+
+    @property
+    def sessions(self) -> list[Session]:
+        return self.choices.sessions
+
+    @property
+    def any_session(self) -> bool:
+        """Whether there is anything to grade at all (a search may just match nothing)."""
+        return bool(self.sessions or self.choices.q or self.choices.page.newer)
 
     @property
     def imported_rows(self) -> list[dict[str, Any]]:
@@ -91,14 +159,33 @@ class GradeTabPage(PageData):
         return {
             "tab": self.tab,
             "session": self.selected.id if self.selected else None,
-            "sessions": [
-                {"id": s.id, "deck": s.deck_path, "label": s.deck_label, "origin": s.origin}
-                for s in self.sessions
-            ],
+            # the picker's page of sessions (`page` has the cursors of the pages beside it)
+            **self.choices.to_json(),
             "graders": [g.to_dict() for g in self.graders],
             "runs": self.runs,
             "imported": self.imported,
         }
+
+
+@require_GET
+def grade_sessions(request: HttpRequest, fmt: str | None = None) -> HttpResponse:
+    """The session picker alone (+JSON): the Grade tab's search-as-you-type and its pages."""
+    workspace = current_workspace()
+    if not wants_json(request, fmt) and not is_htmx(request):  # a link followed without htmx
+        query = request.META.get("QUERY_STRING", "")
+        return redirect(reverse("grading:grade") + (f"?{query}" if query else ""))
+    try:
+        choices = SessionChoices.of(request, workspace)
+    except keyset.BadCursor as exc:
+        return error_response(request, str(exc), 400, fmt, back=reverse("grading:grade"))
+    if wants_json(request, fmt):
+        return json_response(choices.to_json())
+    wanted = get_session(request.GET.get("session", ""))
+    selected = wanted if wanted is not None and wanted.workspace_id == workspace.id else None
+    data = GradeTabPage(
+        workspace=workspace, choices=choices, selected=selected, graders=[], runs=[], imported=[]
+    )
+    return render(request, "grading/grade.html#choices", data.context())
 
 
 @require_POST

@@ -12,16 +12,11 @@ from django.views.decorators.http import require_GET, require_POST
 
 from decks_app.models import Workspace
 from decks_app.runs import providers
-from decks_app.sessions import forms, scenarios, transfer
-from decks_app.sessions.actions import (
-    InvalidInput,
-    SessionFilter,
-    create_session,
-    list_sessions,
-    parse_context,
-    session_row_json,
-)
+from decks_app.sessions import forms, keyset, scenarios, transfer
+from decks_app.sessions.actions import InvalidInput, create_session, parse_context
+from decks_app.sessions.listing import SessionFilter, SessionPage, list_sessions, session_row_json
 from decks_app.web.pages import PageData, error_response, json_response, render_page, wants_json
+from decks_app.web.routes import query_url
 from decks_app.workspaces.served import current_workspace, is_listed_deck, list_decks
 
 STATUSES = ["idle", "queued", "running", "completed", "failed", "canceled", "interrupted"]
@@ -34,7 +29,14 @@ def sessions_list(request: HttpRequest, fmt: str | None = None) -> HttpResponse:
         status=request.GET.get("status", "")[:20] if request.GET.get("status") in STATUSES else "",
         deck=request.GET.get("deck", "")[:1024],
         q=request.GET.get("q", "")[:200],
+        before=request.GET.get("before", ""),
+        after=request.GET.get("after", ""),
     )
+    try:
+        listed = list_sessions(workspace, flt)
+    except keyset.BadCursor as exc:
+        back = query_url("sessions:sessions", status=flt.status, deck=flt.deck, q=flt.q)
+        return error_response(request, str(exc), 400, fmt, back=back)
     decks = list_decks(workspace)
     scenario_choices = scenarios.workspace_scenarios(workspace)
     first_deck = next((d.path for d in decks if not d.error), "")
@@ -42,7 +44,7 @@ def sessions_list(request: HttpRequest, fmt: str | None = None) -> HttpResponse:
     data = SessionsPage(
         workspace=workspace,
         filter=flt,
-        rows=list_sessions(workspace, flt),
+        listed=listed,
         decks=decks,
         scenarios=scenario_choices,
         providers=providers.configured_providers(),
@@ -65,7 +67,7 @@ class SessionsPage(PageData):
 
     workspace: Workspace
     filter: SessionFilter
-    rows: list[dict[str, Any]]
+    listed: SessionPage
     decks: list[Any]
     scenarios: list[dict[str, Any]]
     providers: list[dict[str, Any]]
@@ -75,11 +77,38 @@ class SessionsPage(PageData):
     tab = "test"
     statuses = STATUSES
 
+    @property
+    def rows(self) -> list[dict[str, Any]]:
+        return self.listed.rows
+
+    def page_url(self, fmt: str | None = None, **cursor: str | None) -> str:
+        """This list (its filters kept) at a cursor: `before=` for older, `after=` newer."""
+        f = self.filter
+        args = ["json"] if fmt else []
+        return query_url("sessions:sessions", args, status=f.status, deck=f.deck, q=f.q, **cursor)
+
+    @property
+    def older_url(self) -> str | None:
+        older = self.listed.page.older
+        return self.page_url(before=older) if older else None
+
+    @property
+    def newer_url(self) -> str | None:
+        newer = self.listed.page.newer
+        return self.page_url(after=newer) if newer else None
+
     def to_json(self) -> dict[str, Any]:
+        page = self.listed.page
         return {
             "workspace": {"id": self.workspace.id, "root": self.workspace.root},
             "filter": {"status": self.filter.status, "deck": self.filter.deck, "q": self.filter.q},
             "sessions": [session_row_json(r) for r in self.rows],
+            # keyset pages: pass `older` as ?before= (or `newer` as ?after=) for the next one
+            "page": {
+                **page.to_json(),
+                "olderUrl": self.page_url("json", before=page.older) if page.older else None,
+                "newerUrl": self.page_url("json", after=page.newer) if page.newer else None,
+            },
             "decks": [d.to_dict() for d in self.decks],
             "scenarios": self.scenarios,
             "providers": self.providers,

@@ -364,13 +364,15 @@ def demo_reply(request: CreateResponseRequest) -> Any:
         return Call("gambit_respond", {"payload": payload})
 
     # An edit asked for in so many words (the Build assistant's demo): apply it.
-    patch = re.search(r'replace\s+"([^"]+)"\s+with\s+"([^"]*)"\s+in\s+(\S+?)\.?$', said)
+    patch = EDIT_REQUEST.search(said)
     # (edit_file: the Build assistant's own edit tool, which never writes Python)
     editor = _tool(request, "apply_patch") or _tool(request, "edit_file")
     if patch and editor is not None and not _calls_this_turn(items):
-        old, new, path = patch.groups()
+        old, new, path = patch.group("old"), patch.group("new"), patch.group("path")
         edits = [{"old_text": old, "new_text": new}]
         return Call(editor.function.name, {"path": path, "edits": edits})
+    if _tool(request, "edit_file") is not None:  # the Build assistant: never guess a tool call
+        return Stream(_assistant_answer(patch, _results_this_turn(items)))
 
     # A deck with actions or tools: call one before answering, once per turn.
     tools = [t for t in request.tools or [] if t.function.name not in INTERNAL_TOOLS]
@@ -406,6 +408,36 @@ def demo_reply(request: CreateResponseRequest) -> Any:
     return Stream(
         "Hello! I am the offline demo model. Ask me anything and I will walk through the "
         "deck's tools with you."
+    )
+
+
+# `replace "old" with "new" in FILE` (straight or curly quotes), anywhere in the message.
+EDIT_REQUEST = re.compile(
+    r'replace\s+["\u201c](?P<old>[^"\u201d]+)["\u201d]\s+with\s+["\u201c](?P<new>[^"\u201d]*)["\u201d]'
+    r"\s+in\s+(?P<path>[^\s\"'\u201d]+?)[.,;!?)]*(?:\s|$)",
+    re.IGNORECASE,
+)
+ASSISTANT_HELP = (
+    "I am the offline demo model (no provider is configured), so I do not read the deck or "
+    "propose changes myself. I can apply one exact edit written as: "
+    'replace "old text" with "new text" in PROMPT.md (any file of the deck\'s folder but '
+    "Python). Set a provider key for a model that reads INTENT.md and policy/ and proposes "
+    "changes."
+)
+
+
+def _assistant_answer(patch: re.Match[str] | None, results: list[str]) -> str:
+    """The Build assistant's answer from the demo model: what its edit did, or what it can
+    do (it never calls a read or search tool with arguments made up from the message)."""
+    if patch is None or not results:
+        return ASSISTANT_HELP
+    old, new, path = patch.group("old"), patch.group("new"), patch.group("path")
+    outcome = results[-1]
+    if any(word in outcome.lower() for word in ("denied", "error", "not found", "failed")):
+        return f"I could not replace \u201c{old}\u201d in {path}: {outcome}"
+    return (
+        f"Done: I replaced \u201c{old}\u201d with \u201c{new}\u201d in {path} "
+        "(the offline demo model applies the edit you wrote; the diff is below, with Undo)."
     )
 
 

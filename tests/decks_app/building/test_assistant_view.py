@@ -104,3 +104,51 @@ def test_a_coding_agent_bridge_can_be_the_assistants_model(client, ws, tmp_path,
     data = client.get("/build/assistant.json?deck=support/PROMPT.md").json()
     assert data["runs"][-1]["status"] == "completed"
     assert "It is a heading." in data["conversation"][-1]["text"]
+
+
+# ---------------------------------------------------------------- the offline model (issue 26)
+
+
+def test_offline_the_assistant_says_what_it_can_do_and_calls_no_tool(client, ws):
+    """Asked in a sentence, the demo model used to call read/search tools with arguments
+    made from the sentence ("directory not found: /tmp/..."), change nothing and not say
+    which model answered."""
+    before = {p: p.read_text() for p in (ws / "support").rglob("*.md")}
+    data = _turn(client, "Make the greeting friendlier and mention the refund policy.")
+    run = data["runs"][-1]
+    assert run["status"] == "completed" and run["changes"] == []
+    assert run["model"] == "offline/demo" and run["offline"] is True
+    reply = data["conversation"][-1]
+    assert reply["kind"] == "assistant"
+    assert "offline demo model" in reply["text"]
+    assert 'replace "old text" with "new text" in PROMPT.md' in reply["text"]
+    assert "not found" not in reply["text"] and "/tmp" not in reply["text"]
+    session_runs = Run.objects.get(pk=run["id"]).session.events.filter(type="tool.call")
+    assert not session_runs.exists()  # no tool was called
+    assert {p: p.read_text() for p in (ws / "support").rglob("*.md")} == before
+    html = client.get("/build/file?path=support/PROMPT.md&deck=support/PROMPT.md").content
+    assert b'id="assistant-answered-by"' in html and b"<code>offline/demo</code>" in html
+
+
+def test_offline_an_edit_in_a_sentence_is_applied_and_said(client, ws):
+    data = _turn(
+        client,
+        "Could you replace \u201cKeep answers short\u201d with \u201cKeep answers crisp\u201d "
+        "in PROMPT.md, please?",
+    )
+    run = data["runs"][-1]
+    (change,) = run["changes"]
+    assert "+- Keep answers crisp, kind and concrete." in change["diff"]
+    assert data["conversation"][-1]["text"].startswith(
+        "Done: I replaced \u201cKeep answers short\u201d with \u201cKeep answers crisp\u201d"
+    )
+    events = Run.objects.get(pk=run["id"]).session.events.filter(type="tool.call")
+    assert events.exists()  # the edit was a tool call (and the check above can see one)
+
+
+def test_offline_a_refused_edit_is_said(client, ws):
+    data = _turn(
+        client, 'replace "Keep answers short" with "Keep answers crisp" in PROMPT.md', "read"
+    )
+    assert data["runs"][-1]["changes"] == []
+    assert data["conversation"][-1]["text"].startswith("I could not replace")

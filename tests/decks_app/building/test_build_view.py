@@ -195,3 +195,55 @@ def test_scaffolding_refuses_bad_names_and_kinds(client, ws):
         "/build/scaffold?format=json", {"deck": "support/PROMPT.md", "kind": "virus", "name": "x"}
     )
     assert kind.status_code == 400
+
+
+# ---------------------------------------------------------------- issue 26
+
+
+def test_a_refused_name_keeps_the_form_with_the_reason(client, ws):
+    fragment = client.post("/build/new", {"name": "support"}, HTTP_HX_REQUEST="true")
+    html = fragment.content.decode()
+    assert fragment.status_code == 200  # htmx swaps it in place of the form
+    assert html.lstrip().startswith('<form method="post"') and "<html" not in html
+    assert 'value="support"' in html and 'aria-invalid="true"' in html
+    assert "Support already exists." in html
+    page = client.post("/build/new", {"name": "bad/name"})
+    assert page.status_code == 400
+    body = page.content.decode()
+    assert 'id="new-deck-form"' in body and 'value="bad/name"' in body
+    assert "A deck name uses letters, digits, - and _ (at most 60)." in body
+    refused = client.post("/build/new?format=json", {"name": "bad/name"})
+    assert refused.status_code == 400 and "letters, digits" in refused.json()["error"]
+
+
+def test_a_created_deck_and_an_added_file_are_confirmed_with_links(client, ws):
+    created = client.post("/build/new", {"name": "front_desk"}, HTTP_HX_REQUEST="true")
+    assert (
+        created["HX-Redirect"] == "/build/file?path=front_desk/PROMPT.md&deck=front_desk/PROMPT.md"
+    )
+    editor = client.get(created["HX-Redirect"]).content.decode()
+    assert "Created the deck front_desk." in editor
+    assert 'href="/build/deck?path=front_desk/PROMPT.md"' in editor
+    added = client.post(
+        "/build/scaffold",
+        {"deck": "front_desk/PROMPT.md", "kind": "scenario", "name": "angry_customer"},
+        follow=True,
+    )
+    html = added.content.decode()
+    assert "Added <a" in html and "front_desk/scenarios/angry_customer/PROMPT.md</a>." in html
+    assert "Added" not in client.get("/build/deck?path=front_desk/PROMPT.md").content.decode()
+
+
+def test_the_folder_name_pattern_compiles_with_the_v_flag(client, ws):
+    import re as re_
+
+    html = client.get("/build").content.decode()
+    pattern = re_.search(r'id="new-deck-name"[^>]*pattern="([^"]+)"', html).group(1)
+    # Chromium compiles `pattern` with the v flag, where a bare `-` ends no class: escaped
+    assert pattern == r"[A-Za-z0-9_ \-]+"
+
+
+def test_the_delete_button_is_a_danger_button_and_the_title_can_be_long(client, ws):
+    html = client.get("/build/deck?path=support/PROMPT.md").content.decode()
+    assert '<button type="submit" class="danger" id="delete-deck">Delete deck</button>' in html
+    assert '<h1 class="deck-title" title="support/PROMPT.md">' in html

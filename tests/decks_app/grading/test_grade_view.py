@@ -263,3 +263,50 @@ def test_grades_export_as_csv_and_jsonl_with_flags_and_ratings(client, workspace
         client.get("/grade/export/grades.csv?batch=run-000000000000000000000000").status_code == 404
     )
     assert client.post("/grade/export/grades.csv").status_code == 405
+
+
+# ---------------------------------------------------------------- the session picker (issue 26)
+
+
+def test_the_picker_reaches_every_session_page_by_page(client, workspace):
+    made = {chat_session(workspace).id for _ in range(130)}  # the old picker showed 100
+    seen, url = [], "/grade.json"
+    data = client.get(url).json()
+    assert len(data["sessions"]) == 20 and data["page"]["newer"] is None
+    url = data["page"]["olderUrl"]
+    seen += [s["id"] for s in data["sessions"]]
+    while url:
+        page = client.get(url).json()
+        seen += [s["id"] for s in page["sessions"]]
+        url = page["page"]["olderUrl"]
+    assert len(seen) == len(set(seen)) == 130 and set(seen) == made
+
+
+def test_the_picker_searches_the_conversations(client, workspace):
+    wanted = chat_session(workspace, user="My complaint: order A1002 came <i>late</i>.")
+    other = chat_session(workspace, user="Where is my parcel?")
+    data = client.get("/grade/sessions.json?q=a1002").json()
+    assert [s["id"] for s in data["sessions"]] == [wanted.id]
+    line = data["sessions"][0]["match"]
+    assert line["text"] == "My complaint: order A1002 came <i>late</i>."
+    html = client.get(
+        f"/grade/sessions?q=complaint&session={other.id}", HTTP_HX_REQUEST="true"
+    ).content.decode()
+    assert html.lstrip().startswith('<div id="grade-session-choices"')
+    assert "<mark>complaint</mark>: order A1002 came &lt;i&gt;late&lt;/i&gt;." in html
+    assert f'data-session="{wanted.id}"' in html and f'data-session="{other.id}"' not in html
+    assert f"/grade?session={wanted.id}&amp;q=complaint" in html
+    # the whole page searched the same way, the chosen session kept beside the search
+    page = client.get(f"/grade?q=parcel&session={other.id}").content.decode()
+    assert 'class="selected"' in page and f'value="{other.id}"' in page
+    assert client.get("/grade/sessions.json?q=nothing-like-it").json()["sessions"] == []
+
+
+def test_the_picker_as_a_link_without_htmx_opens_the_grade_tab(client, workspace):
+    response = client.get("/grade/sessions?q=x")
+    assert response.status_code == 302 and response["Location"] == "/grade?q=x"
+
+
+def test_a_broken_picker_cursor_is_a_400(client, workspace):
+    assert client.get("/grade.json?before=%%%").status_code == 400
+    assert client.get("/grade/sessions.json?after=zzz").status_code == 400

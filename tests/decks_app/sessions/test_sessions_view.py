@@ -39,7 +39,7 @@ def test_it_renders_only_the_table_for_htmx(client, workspace):
     chat_session(workspace)
     r = client.get("/test", HTTP_HX_REQUEST="true")
     html = r.content.decode()
-    assert html.lstrip().startswith('<table id="sessions-table"')
+    assert html.lstrip().startswith('<div id="sessions-list">\n  <table id="sessions-table"')
     assert "<html" not in html
 
 

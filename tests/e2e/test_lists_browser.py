@@ -1,0 +1,80 @@
+"""Issue 26, in Chromium against `gambit serve`: the sessions list and the Grade tab's picker
+search the conversations as you type (no Enter), show the matching line with the match
+marked, and an unknown URL is one sentence and the tabs."""
+
+from __future__ import annotations
+
+import re
+
+from playwright.sync_api import expect
+
+
+def _chat(page, live_url: str, text: str) -> str:
+    page.goto(live_url + "/test")
+    page.select_option("select[name=deck]", "support/PROMPT.md")
+    page.fill("input[name=model]", "offline/echo")
+    page.click("#new-session")
+    page.wait_for_url(re.compile(r".*/test/session-[0-9a-f]{24}$"))
+    page.fill("textarea[name=message]", text)
+    page.click("#send")
+    expect(page.locator("#status")).to_have_text("completed", timeout=20_000)
+    return page.url.rsplit("/", 1)[-1]
+
+
+def _console_errors(page) -> list[str]:
+    errors: list[str] = []
+    page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    return errors
+
+
+def test_search_as_you_type_in_the_sessions_list_and_the_grade_picker(page, live_url):
+    wanted = _chat(page, live_url, "Hello, my order A1002 arrived with a <b>complaint</b> slip")
+    other = _chat(page, live_url, "Where is my parcel, please?")
+    errors = _console_errors(page)
+
+    page.goto(live_url + "/test")
+    page.locator("input[name=q]").press_sequentially("a1002", delay=40)  # no Enter
+    rows = page.locator("#sessions-table tbody tr[data-session]")
+    expect(rows).to_have_count(1)
+    expect(rows.first).to_have_attribute("data-session", wanted)
+    expect(rows.first.locator(".search-match mark").first).to_have_text("A1002")
+    expect(rows.first.locator(".search-match")).to_contain_text("<b>complaint</b> slip")
+    expect(page).to_have_url(re.compile(r".*/test\?.*q=a1002"))
+
+    page.goto(live_url + "/grade")
+    page.locator("#grade-session-search").press_sequentially("parcel", delay=40)
+    choices = page.locator("#grade-session-choices li[data-session]")
+    expect(choices).to_have_count(1)
+    expect(choices.first).to_have_attribute("data-session", other)
+    expect(choices.first.locator("mark")).to_have_text("parcel")
+    choices.first.locator("a").click()
+    expect(page.locator("#grade-selected")).to_contain_text(other)
+    expect(page.locator("#grade-form input[name=session]")).to_have_value(other)
+    assert errors == []
+
+
+def test_an_unknown_url_is_one_sentence_and_the_tabs(page, live_url):
+    response = page.goto(live_url + "/no/such/page")
+    assert response is not None and response.status == 404
+    expect(page.locator("#error")).to_have_text("There is no page at this address.")
+    body = page.content()
+    assert "admin/" not in body and "URLconf" not in body
+    page.get_by_role("link", name="Build").first.click()
+    expect(page).to_have_url(re.compile(r".*/build$"))
+
+
+def test_the_compare_page_fits_a_1440_pixel_window(page, live_url):
+    page.set_viewport_size({"width": 1440, "height": 900})
+    long_word = "order-" + "A1002x" * 120  # one unbroken token, as JSON or a URL would be
+    source = _chat(page, live_url, f"Please look up {long_word} and the refund policy")
+    page.goto(f"{live_url}/test/{source}/rerun")
+    page.click("#rerun")
+    page.wait_for_url(re.compile(r".*/test/session-[0-9a-f]{24}$"))
+    replay = page.url.rsplit("/", 1)[-1]
+    assert replay != source
+    page.goto(f"{live_url}/test/{replay}/compare")
+    expect(page.locator("#verdict")).not_to_have_text("replay in progress", timeout=20_000)
+    expect(page.locator("#compare-rows tbody")).to_contain_text("A1002x")
+    width = page.evaluate("document.documentElement.scrollWidth")
+    assert width <= 1440, width
