@@ -23,7 +23,12 @@ from typing import Any
 from decks_app.grading.calibration_inputs import GraderVersion, Inputs
 
 LIMIT = 200
-TIERS = ("disagreement", "inconsistent", "unrated scenario", "unrated")
+WHY = {
+    "disagreement": "a grader and the people who rated it disagree",
+    "inconsistent": "a grader gave it different scores on repeats",
+    "unrated scenario": "no one has rated anything of its scenario yet",
+    "unrated": "graded, not rated by anyone yet",
+}
 
 
 @dataclass(frozen=True)
@@ -32,7 +37,12 @@ class QueueItem:
     session: str
     ref: str | None  # None: the whole conversation
     tier: str
-    why: str
+    detail: str  # the figures behind the choice: shown once the rater has rated
+
+    @property
+    def why(self) -> str:
+        """Why it is served, without any score (no anchoring)."""
+        return WHY[self.tier]
 
     @property
     def kind(self) -> str:
@@ -50,6 +60,7 @@ class QueueItem:
             "kind": self.kind,
             "tier": self.tier,
             "why": self.why,
+            "detail": self.detail,
         }
 
 
@@ -74,11 +85,12 @@ def build_queue(inputs: Inputs, rater: str, *, limit: int = LIMIT) -> list[Queue
     seen: set[str] = set()
     out: list[QueueItem] = []
 
-    def add(target: str, tier: str, why: str) -> None:
+    def add(target: str, tier: str, detail: str) -> None:
         if target in seen or target in mine or target not in inputs.session_of:
             return
         seen.add(target)
-        out.append(QueueItem(target, inputs.session_of[target], inputs.ref_of[target], tier, why))
+        session, ref = inputs.session_of[target], inputs.ref_of[target]
+        out.append(QueueItem(target, session, ref, tier, detail))
 
     # 1. disagreement, largest first
     gaps: list[tuple[float, str, str]] = []

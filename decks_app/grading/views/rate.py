@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import unquote
+from urllib.parse import quote, unquote
 
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
@@ -35,6 +35,9 @@ from decks_app.models import Session, Workspace
 from decks_app.sessions import feedback as feedback_service
 from decks_app.web.pages import PageData, error_response, json_response, render_page, wants_json
 from decks_app.workspaces.served import current_workspace
+
+
+RATER_COOKIE_AGE = 365 * 24 * 3600
 
 
 def rater_of(request: HttpRequest) -> str:
@@ -67,6 +70,12 @@ class RatePage(PageData):
     move_keys: list[tuple[str, str]] = field(default_factory=lambda: MOVE_KEYS)
     tab = "grade"
 
+    @property
+    def queue_nav(self) -> list[dict[str, Any]]:
+        """What the page's script needs to move through the queue (no scores in the page)."""
+        keys = ("target", "session", "messageRefId", "url")
+        return [{key: entry[key] for key in keys} for entry in self.queue]
+
     def to_json(self) -> dict[str, Any]:
         return {
             "rater": self.rater or None,
@@ -89,8 +98,24 @@ def _page(
     return RatePage(workspace, rater, entries, item, progress_figures(inputs), position)
 
 
+def _set_rater(request: HttpRequest) -> HttpResponse:
+    """`?rater=NAME` (the name form without JavaScript): remember it in the cookie."""
+    try:
+        name = feedback_service.clean_rater(request.GET.get("rater"))
+    except feedback_service.FeedbackError as exc:
+        return error_response(request, str(exc), 400)
+    response = redirect("grading:rate")
+    if name:
+        response.set_cookie(RATER_COOKIE, quote(name), max_age=RATER_COOKIE_AGE, samesite="Lax")
+    else:
+        response.delete_cookie(RATER_COOKIE)
+    return response
+
+
 @require_GET
 def rate_page(request: HttpRequest, fmt: str | None = None) -> HttpResponse:
+    if "rater" in request.GET and not wants_json(request, fmt):
+        return _set_rater(request)
     workspace = current_workspace()
     rater = rater_of(request)
     inputs = read_inputs(workspace)
