@@ -36,7 +36,6 @@ from decks_app.sessions import feedback as feedback_service
 from decks_app.web.pages import PageData, error_response, json_response, render_page, wants_json
 from decks_app.workspaces.served import current_workspace
 
-
 RATER_COOKIE_AGE = 365 * 24 * 3600
 
 
