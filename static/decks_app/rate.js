@@ -64,9 +64,9 @@
   }
 
   function submitWith(score) {
+    // A click, not requestSubmit: htmx takes the score from the button that was clicked.
     var button = document.querySelector("#rate-form button[name=score][value='" + score + "']");
-    var rateForm = document.getElementById("rate-form");
-    if (button && rateForm) rateForm.requestSubmit(button);
+    if (button) button.click();
   }
 
   document.addEventListener("keydown", function (evt) {
