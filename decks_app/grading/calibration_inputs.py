@@ -139,7 +139,7 @@ def _current_hash(workspace: Workspace, grader: str) -> str | None:
     return deck_files_hash(tree) if tree is not None else None
 
 
-def _scenario_name(path: Any) -> str | None:
+def scenario_name(path: Any) -> str | None:
     if not isinstance(path, str) or not path:
         return None
     p = Path(path)
@@ -166,7 +166,7 @@ def read_inputs(workspace: Workspace) -> Inputs:
     versions: dict[tuple[str, str], GraderVersion] = {}
     for session in sessions:
         meta = session.meta or {}
-        scenario = _scenario_name(meta.get("scenarioPath"))
+        scenario = scenario_name(meta.get("scenarioPath"))
         if scenario:
             inputs.scenario_of[session.id] = scenario
         _read_messages(inputs, session)

@@ -10,7 +10,7 @@ from typing import Any
 
 from django.urls import reverse
 
-from decks_app.grading.calibration_inputs import CONVERSATION, Inputs, target_key
+from decks_app.grading.calibration_inputs import CONVERSATION, Inputs, scenario_name, target_key
 from decks_app.grading.rate_queue import QueueItem, scoring_versions
 from decks_app.models import Feedback, Session
 from decks_app.sessions.conversation import conversation
@@ -66,8 +66,7 @@ class RateItem:
 
     @property
     def scenario(self) -> str | None:
-        path = (self.session.meta or {}).get("scenarioPath")
-        return str(path) if path else None
+        return scenario_name((self.session.meta or {}).get("scenarioPath"))
 
     def to_json(self) -> dict[str, Any]:
         return {

@@ -216,3 +216,19 @@ def test_htmx_gets_the_item_fragment_and_the_progress_out_of_band(client, queue_
     # without htmx or JSON, a rating redirects back to the item
     answer = client.post(f"/grade/rate/{session}/{msg}/rating", {"score": "1"})
     assert answer.status_code == 302 and answer["Location"] == f"/grade/rate/{session}/{msg}"
+
+
+def test_the_grades_export_carries_the_mean_of_the_raters(client, workspace):
+    """Two raters on one message: the export's humanRating is their mean, the figure
+    `gambit calibrate` then pairs, as the calibration page does."""
+    import json
+
+    key = (TONE, tone_hash(workspace))
+    session = graded_session(workspace, [Turn({key: [1]}, {"ann": 2, "ben": -1})], index=9)
+    rows = [
+        json.loads(line) for line in client.get("/grade/export/grades.jsonl").content.splitlines()
+    ]
+    (row,) = [r for r in rows if r["session"] == session.id]
+    assert row["humanRating"] == 0.5
+    (tone,) = [g for g in client.get("/grade/calibration.json").json()["graders"] if g["current"]]
+    assert tone["pairsUsed"][0]["human"] == 0.5
