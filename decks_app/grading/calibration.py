@@ -64,7 +64,7 @@ def conversation_url(session_id: str, ref: str | None) -> str:
 
 def _pairs(inputs: Inputs, version: GraderVersion, human: dict[str, float]) -> list[Any]:
     out = []
-    for target, score in version.newest().items():
+    for target, score in version.scores().items():
         if target not in human:
             continue
         session, ref = (
@@ -102,10 +102,10 @@ def _rated(inputs: Inputs, version: GraderVersion, human: dict[str, float]) -> i
 
 
 def _probes(inputs: Inputs, version: GraderVersion) -> dict[str, Any]:
-    newest = version.newest()
-    items = [t for t in newest if t in inputs.lengths]
+    scores = version.scores()
+    items = [t for t in scores if t in inputs.lengths]
     verbosity = length_bias(
-        [newest[t] for t in items],
+        [scores[t] for t in items],
         [inputs.lengths[t] for t in items],
         conversations=[inputs.session_of.get(t, t) for t in items],
         resamples=RESAMPLES,
@@ -160,25 +160,11 @@ def _drift(inputs: Inputs, human: dict[str, float]) -> dict[str, list[dict[str, 
     return out
 
 
-def _newest_versions(inputs: Inputs) -> list[GraderVersion]:
-    """Per grader its current version, else the one that graded last."""
-    chosen: dict[str, GraderVersion] = {}
-    for version in inputs.versions:
-        held = chosen.get(version.grader)
-        if (
-            held is None
-            or (version.current and not held.current)
-            or (version.current == held.current and version.last_at > held.last_at)
-        ):
-            chosen[version.grader] = version
-    return list(chosen.values())
-
-
 def _agreement(inputs: Inputs) -> dict[str, Any]:
-    """Quadratic kappa of every two graders over the items both scored (their newest
-    versions), as a list and as a matrix."""
-    newest = _newest_versions(inputs)
-    scores = {v.grader: v.newest() for v in newest}
+    """Quadratic kappa of every two graders over the items both scored (their current
+    versions, else their newest), as a list and as a matrix."""
+    newest = inputs.scoring_versions()
+    scores = {v.grader: v.scores() for v in newest}
     pairs = grader_agreement(
         scores, conversations=dict(inputs.session_of), resamples=RESAMPLES, seed=SEED
     )

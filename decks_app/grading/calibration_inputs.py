@@ -59,9 +59,13 @@ class GraderVersion:
     current: bool = False
     grades: dict[str, list[Grade]] = field(default_factory=dict)
 
-    def newest(self) -> dict[str, float]:
-        """Each target's newest score (repeats would weigh a target several times)."""
-        return {target: grades[0].score for target, grades in self.grades.items()}
+    def scores(self) -> dict[str, float]:
+        """Each target's score: the mean of its repeats (one piece of evidence per target), as
+        `gambit calibrate` pairs them."""
+        return {
+            target: statistics.fmean(g.score for g in grades)
+            for target, grades in self.grades.items()
+        }
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -104,6 +108,16 @@ class Inputs:
         for rating in self.ratings:
             by_target.setdefault(rating.target, {})[rating.rater] = rating.score
         return {t: statistics.fmean(scores.values()) for t, scores in by_target.items()}
+
+    def scoring_versions(self) -> list[GraderVersion]:
+        """Per grader the version whose scores count: the current one, else the one that
+        graded last."""
+        chosen: dict[str, GraderVersion] = {}
+        for v in self.versions:
+            held = chosen.get(v.grader)
+            if held is None or (v.current, v.last_at) > (held.current, held.last_at):
+                chosen[v.grader] = v
+        return list(chosen.values())
 
     def rated_by(self, rater: str) -> set[str]:
         return {r.target for r in self.ratings if r.rater == rater}

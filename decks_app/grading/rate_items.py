@@ -11,7 +11,7 @@ from typing import Any
 from django.urls import reverse
 
 from decks_app.grading.calibration_inputs import CONVERSATION, Inputs, scenario_name, target_key
-from decks_app.grading.rate_queue import QueueItem, scoring_versions
+from decks_app.grading.rate_queue import QueueItem
 from decks_app.models import Feedback, Session
 from decks_app.sessions.conversation import conversation
 
@@ -128,7 +128,7 @@ def own_rating(session: Session, ref: str | None, rater: str) -> dict[str, Any] 
 
 def _grader_scores(inputs: Inputs, target: str) -> list[dict[str, Any]]:
     out = []
-    for version in scoring_versions(inputs):
+    for version in inputs.scoring_versions():
         grades = version.grades.get(target)
         if grades:
             newest = grades[0]

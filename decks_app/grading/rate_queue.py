@@ -11,8 +11,8 @@ In this order (docs/calibration.md, "The rating queue"):
 4. **unrated**: graded items no one rated yet, which become calibration pairs once rated.
 
 Items the rater has already rated are left out; each item appears once, in its first tier. A
-grader's score is its current version's newest (else its newest version's), as on the
-calibration page.
+grader's score is the mean of its current version's repeats (else its newest version's), as
+on the calibration page.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from decks_app.grading.calibration_inputs import GraderVersion, Inputs
+from decks_app.grading.calibration_inputs import Inputs
 
 LIMIT = 200
 WHY = {
@@ -64,16 +64,6 @@ class QueueItem:
         }
 
 
-def scoring_versions(inputs: Inputs) -> list[GraderVersion]:
-    """Per grader the version whose scores count: the current one, else the newest."""
-    chosen: dict[str, GraderVersion] = {}
-    for v in inputs.versions:
-        held = chosen.get(v.grader)
-        if held is None or (v.current, v.last_at) > (held.current, held.last_at):
-            chosen[v.grader] = v
-    return list(chosen.values())
-
-
 def _signed(value: float) -> str:
     return f"{value:+.1f}".replace(".0", "")
 
@@ -81,7 +71,7 @@ def _signed(value: float) -> str:
 def build_queue(inputs: Inputs, rater: str, *, limit: int = LIMIT) -> list[QueueItem]:
     human = inputs.human()
     mine = inputs.rated_by(rater)
-    versions = scoring_versions(inputs)
+    versions = inputs.scoring_versions()
     seen: set[str] = set()
     out: list[QueueItem] = []
 
@@ -95,7 +85,7 @@ def build_queue(inputs: Inputs, rater: str, *, limit: int = LIMIT) -> list[Queue
     # 1. disagreement, largest first
     gaps: list[tuple[float, str, str]] = []
     for v in versions:
-        for target, score in v.newest().items():
+        for target, score in v.scores().items():
             if target in human and abs(score - human[target]) >= 1:
                 gap = abs(score - human[target])
                 gaps.append(

@@ -148,6 +148,8 @@ def test_self_consistency_and_bias_probes_stand_beside_agreement(client, workspa
     consistency = tone["selfConsistency"]
     assert consistency["pairs"] == 20 and consistency["withinOne"] == 1.0
     assert 0 < consistency["exact"] < 1
+    # a pair's grader score is the mean of its repeats, as `gambit calibrate` pairs them
+    assert any(p["grader"] % 1 == 0.5 for p in tone["pairsUsed"])
     verbosity = tone["biasProbes"]["verbosity"]
     assert verbosity["kind"] == "verbosity" and verbosity["samples"] == 20
     assert tone["biasProbes"]["position"]["message"] == "not measurable: no comparisons"
