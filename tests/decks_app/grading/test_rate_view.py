@@ -232,3 +232,26 @@ def test_the_grades_export_carries_the_mean_of_the_raters(client, workspace):
     assert row["humanRating"] == 0.5
     (tone,) = [g for g in client.get("/grade/calibration.json").json()["graders"] if g["current"]]
     assert tone["pairsUsed"][0]["human"] == 0.5
+
+
+def test_raters_survive_an_export_and_import_and_the_test_tab_keeps_its_own(client, workspace):
+    from django.core.files.uploadedfile import SimpleUploadedFile
+
+    key = (TONE, tone_hash(workspace))
+    session = graded_session(workspace, [Turn({key: [1]}, {"ann": 2, "ben": -1})], index=5)
+    msg = ref(5, 0)
+    # the Test tab's rating is the unnamed one: it leaves the queue's ratings alone
+    assert client.post(f"/test/{session.id}/feedback/{msg}", {"score": "3"}).status_code == 302
+    assert sorted(session.feedback.values_list("rater", "score")) == [
+        ("", 3), ("ann", 2), ("ben", -1)
+    ]  # fmt: skip
+    shown = client.get(f"/test/{session.id}.json").json()["conversation"]
+    assert next(b for b in shown if b["messageRefId"] == msg)["feedback"]["score"] == 3
+    state = client.get(f"/test/{session.id}/export/state.json").content
+    answer = client.post(
+        "/test/import?format=json",
+        {"deck": "support/PROMPT.md", "state": SimpleUploadedFile("s.json", state)},
+    )
+    assert answer.status_code == 201, answer.content
+    new = Session.objects.get(pk=answer.json()["id"])
+    assert sorted(new.feedback.values_list("rater", "score")) == [("", 3), ("ann", 2), ("ben", -1)]
