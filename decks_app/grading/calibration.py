@@ -26,6 +26,7 @@ from __future__ import annotations
 import asyncio
 import threading
 from concurrent.futures import Future, ThreadPoolExecutor
+from functools import lru_cache
 from typing import Any
 
 from asgiref.sync import sync_to_async
@@ -57,8 +58,13 @@ CACHE_SECONDS = 24 * 3600
 UNNAMED_RATER = "unknown"  # how a rating without a rater name is shown and counted
 
 
+@lru_cache(maxsize=4096)
+def _session_url(session_id: str) -> str:
+    return reverse("sessions:session", args=[session_id])  # ~1 ms each: once per session
+
+
 def conversation_url(session_id: str, ref: str | None) -> str:
-    url = reverse("sessions:session", args=[session_id])
+    url = _session_url(session_id)
     return f"{url}#{ref}" if ref and ref != CONVERSATION else url
 
 

@@ -17,7 +17,6 @@ from it, keyed by a hash of these inputs, and the rating queue reads it to choos
 from __future__ import annotations
 
 import hashlib
-import json
 import statistics
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -101,6 +100,7 @@ class Inputs:
     scenario_of: dict[str, str]  # session id -> scenario (its deck's folder name)
     lengths: dict[str, int]  # target -> characters of the graded reply (or conversation)
     message_targets: list[str] = field(default_factory=list)  # every assistant message
+    _digest: str | None = field(default=None, repr=False, compare=False)
 
     def human(self) -> dict[str, float]:
         """Each rated target's human score: the mean over its raters."""
@@ -123,15 +123,24 @@ class Inputs:
         return {r.target for r in self.ratings if r.rater == rater}
 
     def digest(self) -> str:
-        """A hash of everything the figures depend on: equal inputs, equal figures."""
-        data = {
-            "versions": [v.to_json() for v in self.versions],
-            "ratings": sorted((r.target, r.rater, r.score) for r in self.ratings),
-            "scenarios": sorted(self.scenario_of.items()),
-            "lengths": sorted(self.lengths.items()),
-        }
-        blob = json.dumps(data, sort_keys=True, ensure_ascii=False, default=str)
-        return hashlib.sha256(blob.encode()).hexdigest()
+        """A hash of everything the figures depend on: equal inputs, equal figures (computed
+        once per `Inputs`)."""
+        if self._digest is None:
+            data = (
+                [
+                    (v.grader, v.grader_hash, v.mode, v.first_at, v.last_at, v.current, v.label)
+                    + tuple(
+                        (t, tuple((g.score, g.run_id) for g in grades))
+                        for t, grades in sorted(v.grades.items())
+                    )
+                    for v in self.versions
+                ],
+                sorted((r.target, r.rater, r.score) for r in self.ratings),
+                sorted(self.scenario_of.items()),
+                sorted(self.lengths.items()),
+            )
+            self._digest = hashlib.sha256(repr(data).encode()).hexdigest()
+        return self._digest
 
 
 def relative(workspace: Workspace, path: str) -> str:

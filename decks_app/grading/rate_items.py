@@ -6,6 +6,7 @@ reasons, which are shown only once the rater has rated (no anchoring: docs/calib
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 from django.urls import reverse
@@ -26,13 +27,26 @@ MOVE_KEYS = [
 ]
 
 
+@lru_cache(maxsize=1)
+def _url_patterns() -> tuple[str, str, str]:
+    """The three URLs an item needs, reversed once with placeholders (ids hold no slash or
+    dot, so filling them in gives what reverse() would; reverse() costs ~1 ms a call)."""
+    return (
+        reverse("grading:rate_item", args=["SESSION", "REF"]),
+        reverse("grading:rate_submit", args=["SESSION", "REF"]),
+        reverse("sessions:session", args=["SESSION"]),
+    )
+
+
 def item_urls(session_id: str, ref: str | None) -> dict[str, str]:
     ref = ref or CONVERSATION
+    item, rating, conversation = (
+        p.replace("SESSION", session_id).replace("REF", ref) for p in _url_patterns()
+    )
     return {
-        "url": reverse("grading:rate_item", args=[session_id, ref]),
-        "ratingUrl": reverse("grading:rate_submit", args=[session_id, ref]),
-        "conversationUrl": reverse("sessions:session", args=[session_id])
-        + (f"#{ref}" if ref != CONVERSATION else ""),
+        "url": item,
+        "ratingUrl": rating,
+        "conversationUrl": conversation + (f"#{ref}" if ref != CONVERSATION else ""),
     }
 
 
