@@ -19,8 +19,8 @@
   try { stored = window.localStorage.getItem(COOKIE) || ""; } catch (e) { stored = ""; }
   if (!cookieName() && stored) {
     setCookie(stored);
-    window.location.reload();
-    return;
+    // Reload once to be served as that rater (not again if cookies are refused).
+    if (cookieName()) { window.location.reload(); return; }
   }
   if (form && nameField) {
     form.addEventListener("submit", function (evt) {
