@@ -90,6 +90,17 @@ def test_ten_ratings_with_the_keyboard_move_calibration(page, site):
             page.keyboard.press("p")  # back to the one just rated: it shows as rated
             expect(item).to_have_attribute("data-target", rated[-2])
             expect(item).to_have_attribute("data-rated", "true")
+            # a reason added afterwards: Enter saves it with the score already given
+            page.keyboard.press("r")
+            page.keyboard.type("second look: fine")
+            with page.expect_response(lambda r: r.url.endswith("/rating")) as saved:
+                page.keyboard.press("Enter")
+            assert saved.value.status == 200
+            session_id, ref = rated[-2].split("#")
+            again = page.request.get(f"{site}/grade/rate/{session_id}/{ref}.json").json()
+            assert again["rating"]["reason"] == "second look: fine"
+            assert again["rating"]["score"] == 1 + (len(rated) - 2) % 7 - 4
+            page.keyboard.press("Escape")
             page.keyboard.press("n")
             expect(item).to_have_attribute("data-target", rated[-1])
         page.keyboard.press("n")
