@@ -40,4 +40,4 @@ class TraceEventAdmin(admin.ModelAdmin):
 
 @admin.register(Feedback)
 class FeedbackAdmin(admin.ModelAdmin):
-    list_display = ["session", "message_ref_id", "score", "reason", "updated_at"]
+    list_display = ["session", "message_ref_id", "rater", "score", "reason", "updated_at"]

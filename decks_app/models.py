@@ -10,7 +10,9 @@
   cost. Runs are the work queue.
 - `TraceEvent`: the durable, append-only log of a run (unique per run and seq); the truth
   from which pages and websocket fragments are rendered.
-- `Feedback`: a -3..+3 rating of one assistant message (by its message ref id), with a reason.
+- `Feedback`: a -3..+3 rating of one assistant message (by its message ref id), with a reason,
+  by a named rater (one rating per rater and message; "" is a rating without a name, as the
+  Test tab and databases older than rater names leave them).
 """
 
 from __future__ import annotations
@@ -183,6 +185,7 @@ class Feedback(models.Model):
     feedback_id = models.CharField(max_length=40, default=new_feedback_id)
     score = models.SmallIntegerField()
     reason = models.TextField(blank=True)
+    rater = models.CharField(max_length=80, blank=True, default="")
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -190,7 +193,7 @@ class Feedback(models.Model):
         ordering = ["created_at"]
         constraints = [
             models.UniqueConstraint(
-                fields=["session", "message_ref_id"], name="feedback_one_per_message"
+                fields=["session", "message_ref_id", "rater"], name="feedback_one_per_rater"
             ),
             models.CheckConstraint(
                 condition=models.Q(score__gte=-3, score__lte=3), name="feedback_score_range"

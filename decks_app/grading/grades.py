@@ -392,6 +392,19 @@ EXPORT_FIELDS = (
 )
 
 
+def human_ratings(feedback: Any) -> dict[tuple[str, str], float | int]:
+    """Each rated message's human rating: the mean over its raters (a whole number when it is
+    one), as the calibration page pairs it (docs/calibration.md, "Raters")."""
+    by_message: dict[tuple[str, str], list[int]] = {}
+    for fb in feedback:
+        by_message.setdefault((fb.session_id, fb.message_ref_id), []).append(fb.score)
+    out: dict[tuple[str, str], float | int] = {}
+    for key, scores in by_message.items():
+        mean = sum(scores) / len(scores)
+        out[key] = int(mean) if mean.is_integer() else mean
+    return out
+
+
 def export_rows(workspace: Workspace, *, batch_run_id: str | None = None) -> list[dict[str, Any]]:
     """One row per graded turn (or conversation grade) across the workspace's sessions, or
     the scenario sessions of one Verify batch: the same columns as `gambit verify`'s export,
@@ -402,10 +415,7 @@ def export_rows(workspace: Workspace, *, batch_run_id: str | None = None) -> lis
     if batch_run_id:
         chosen = chosen.filter(meta__verifyBatchRunId=batch_run_id)
     sessions = list(chosen.order_by("created_at"))
-    ratings = {
-        (fb.session_id, fb.message_ref_id): fb.score
-        for fb in Feedback.objects.filter(session__in=sessions)
-    }
+    ratings = human_ratings(Feedback.objects.filter(session__in=sessions))
     rows = []
     for session in sessions:
         meta = session.meta or {}

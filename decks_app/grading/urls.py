@@ -5,7 +5,7 @@ name."""
 
 from django.urls import path
 
-from decks_app.grading.views import calibration, grade, verify
+from decks_app.grading.views import calibration, grade, rate, verify
 from decks_app.grading.views import exports as grade_exports
 from decks_app.web.routes import ID, page_route
 
@@ -13,12 +13,16 @@ app_name = "grading"
 
 BATCH = rf"grade/verify/(?P<run_id>{ID})"
 GRADE_RUN = rf"grade/runs/(?P<run_id>{ID})"
+RATE_ITEM = rf"grade/rate/(?P<session_id>{ID})/(?P<ref>{ID})"
 
 urlpatterns = [
     page_route("grade", grade.grade_tab, "grade"),
     page_route("grade/sessions", grade.grade_sessions, "grade_sessions"),
     path("grade/run", grade.grade_start, name="grade_start"),
     page_route("grade/calibration", calibration.calibration_page, "calibration"),
+    page_route("grade/rate", rate.rate_page, "rate"),
+    page_route(RATE_ITEM, rate.rate_item_view, "rate_item"),
+    path("grade/rate/<str:session_id>/<str:ref>/rating", rate.rate_submit, name="rate_submit"),
     path("grade/export/grades.csv", grade_exports.grades_csv, name="grades_csv"),
     path("grade/export/grades.jsonl", grade_exports.grades_jsonl, name="grades_jsonl"),
     page_route("grade/verify", verify.verify_tab, "verify"),

@@ -46,6 +46,7 @@ def feedback_dict(fb: Feedback) -> dict[str, Any]:
         "runId": fb.run_id,
         "score": fb.score,
         "reason": fb.reason,
+        "rater": fb.rater,
         "createdAt": fb.created_at.isoformat() if fb.created_at else None,
     }
 
@@ -69,7 +70,12 @@ def content_text(content: Any) -> str:
 def conversation(session: Session) -> list[Bubble]:
     messages = session.messages or []
     refs = session.message_refs or []
-    feedback: dict[str | None, Feedback] = {fb.message_ref_id: fb for fb in session.feedback.all()}
+    # The Test tab shows and edits the unnamed rating; a message rated only in the rating
+    # queue shows its newest named rating (docs/calibration.md, "Raters").
+    feedback: dict[str | None, Feedback] = {
+        fb.message_ref_id: fb
+        for fb in sorted(session.feedback.all(), key=lambda fb: (fb.rater == "", fb.created_at))
+    }
     bubbles: list[Bubble] = []
     for i, message in enumerate(messages):
         role = message.get("role")

@@ -52,13 +52,28 @@ def clean_text(value: str, *, what: str, limit: int) -> str:
     return value
 
 
+MAX_RATER_CHARS = 80
+
+
+def clean_rater(value: str | None) -> str:
+    """A rater's name as stored: trimmed, at most MAX_RATER_CHARS, no control characters
+    ("" is a rating without a name)."""
+    name = (value or "").strip()
+    if len(name) > MAX_RATER_CHARS:
+        raise FeedbackError(f"the rater name is longer than {MAX_RATER_CHARS} characters")
+    if any(ord(ch) < 32 or ord(ch) == 127 for ch in name):
+        raise FeedbackError("the rater name contains a control character")
+    return name
+
+
 def set_feedback(
-    session: Session, ref_id: str, score: int | None, reason: str | None
+    session: Session, ref_id: str, score: int | None, reason: str | None, *, rater: str = ""
 ) -> Feedback | None:
-    """Save a rating (None clears it). `reason` None keeps the previous reason."""
+    """Save `rater`'s rating (None clears it). `reason` None keeps the previous reason."""
     if not _assistant_ref(session, ref_id):
         raise FeedbackError("This message can't receive feedback.")
-    existing = Feedback.objects.filter(session=session, message_ref_id=ref_id).first()
+    rater = clean_rater(rater)
+    existing = Feedback.objects.filter(session=session, message_ref_id=ref_id, rater=rater).first()
     if score is None and reason is None:
         if existing:
             existing.delete()
@@ -73,6 +88,7 @@ def set_feedback(
             run=last_run,
             score=score,
             reason=clean_text(reason or "", what="reason", limit=MAX_REASON_CHARS),
+            rater=rater,
         )
     if score is not None:
         existing.score = score
@@ -88,8 +104,18 @@ def set_notes(session: Session, text: str) -> None:
     session.save(update_fields=["notes", "updated_at"])
 
 
-def set_conversation_score(session: Session, score: int | None) -> None:
-    session.conversation_score = (
-        None if score is None else {"score": score, "updatedAt": timezone.now().isoformat()}
-    )
+def set_conversation_score(
+    session: Session, score: int | None, *, rater: str | None = None, reason: str | None = None
+) -> None:
+    """The session's one conversation score; the rating queue also records who gave it and
+    why (a later score by anyone replaces it: conversations have one score each)."""
+    if score is None:
+        session.conversation_score = None
+    else:
+        entry: dict[str, object] = {"score": score, "updatedAt": timezone.now().isoformat()}
+        if rater:
+            entry["rater"] = clean_rater(rater)
+        if reason:
+            entry["reason"] = clean_text(reason, what="reason", limit=MAX_REASON_CHARS)
+        session.conversation_score = entry
     session.save(update_fields=["conversation_score", "updated_at"])

@@ -182,6 +182,7 @@ def import_session(
             if ref and isinstance(score, int | float):
                 session.feedback.update_or_create(
                     message_ref_id=ref,
+                    rater=str(fb.get("rater") or "")[:80],
                     defaults={
                         "score": max(-3, min(3, round(score))),
                         "reason": fb.get("reason") or "",

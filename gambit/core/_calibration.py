@@ -270,6 +270,7 @@ def calibrate(
             "human": p.human,
             "grader": p.grader,
             "difference": p.grader - p.human,
+            "scoreRegion": _region(h),
             **p.labels,
             **p.links,
         }

@@ -240,6 +240,9 @@ def test_an_old_database_opens_with_every_session_run_and_key():
     said = [(b["kind"], b["text"]) for b in chat["conversation"]]
     assert said == [("user", "hello"), ("assistant", "You said: hello")]
     assert chat["conversation"][1]["feedback"]["score"] == 2  # the old rating, on its message
+    assert chat["conversation"][1]["feedback"]["rater"] == ""  # made before rater names (0007)
+    calibration = client.get("/grade/calibration.json").json()
+    assert calibration["ratings"]["raters"] == ["unknown"]  # counted as one unnamed rater
     assert chat["gradingRuns"][0]["runId"] == ids["run:grader:4"]
     assert not chat["gradingRuns"][0]["imported"]  # still one of this simulator's grade runs
 

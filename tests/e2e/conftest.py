@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
+import shutil
 import socket
 import subprocess
 import sys
 import time
 import urllib.request
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -36,11 +39,11 @@ def _free_port() -> int:
 
 
 def serve_simulator(
-    env: dict[str, str], port: int, log, *, timeout: float = 30.0
+    env: dict[str, str], port: int, log, *, timeout: float = 30.0, args: tuple[str, ...] = ()
 ) -> subprocess.Popen:
     """Start `gambit serve` on `port` and wait until it answers; fail with its log if it cannot."""
     proc = subprocess.Popen(
-        [sys.executable, "-c", SERVE, "--port", str(port)],
+        [sys.executable, "-c", SERVE, *args, "--port", str(port)],
         cwd=ROOT,
         env=env,
         stdout=log,
@@ -62,6 +65,25 @@ def serve_simulator(
     pytest.fail(
         f"gambit serve did not start within {timeout:.0f} s:\n" + Path(log.name).read_text()
     )
+
+
+@contextlib.contextmanager
+def examples_site(folder: Path, *, timeout: float = 30.0) -> Iterator[str]:
+    """`gambit serve` on a copy of the bundled examples with the offline demo model (no API
+    key, no delay) and a database of its own in `folder`; yields its base URL."""
+    workspace = folder / "ws"
+    shutil.copytree(ROOT / "examples", workspace, ignore=shutil.ignore_patterns(".gambit"))
+    env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
+    env.pop("DATABASE_URL", None)
+    env.pop("REDIS_URL", None)
+    env.update({"GAMBIT_SIM_DB": str(folder / "sim.sqlite3"), "GAMBIT_DEMO_DELAY_MS": "0"})
+    port = _free_port()
+    with (folder / "serve.log").open("w") as log:
+        proc = serve_simulator(env, port, log, timeout=timeout, args=(str(workspace),))
+        try:
+            yield f"http://127.0.0.1:{port}"
+        finally:
+            stop(proc)
 
 
 def stop(*procs: subprocess.Popen) -> None:

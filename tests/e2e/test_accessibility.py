@@ -4,49 +4,21 @@ made through the UI with the offline demo model."""
 
 from __future__ import annotations
 
-import os
 import re
-import shutil
-import subprocess
-import sys
-import time
-import urllib.request
 from pathlib import Path
 
 import pytest
 from playwright.sync_api import expect
 
-from tests.e2e.conftest import ROOT, _free_port, stop
+from tests.e2e.conftest import examples_site
 
 AXE = Path(__file__).resolve().parents[1] / "support" / "vendor" / "axe.min.js"
 
 
 @pytest.fixture(scope="module")
 def site(tmp_path_factory):
-    folder = tmp_path_factory.mktemp("a11y")
-    workspace = folder / "ws"
-    shutil.copytree(ROOT / "examples", workspace, ignore=shutil.ignore_patterns(".gambit"))
-    env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
-    env.pop("DATABASE_URL", None)
-    env.pop("REDIS_URL", None)
-    env.update({"GAMBIT_SIM_DB": str(folder / "sim.sqlite3"), "GAMBIT_DEMO_DELAY_MS": "0"})
-    port = _free_port()
-    code = "import sys; from gambit.cli._serve import serve_command; serve_command(sys.argv[1:])"
-    log = (folder / "serve.log").open("w")
-    proc = subprocess.Popen(
-        [sys.executable, "-c", code, str(workspace), "--port", str(port)],
-        cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
-    )  # fmt: skip
-    url = f"http://127.0.0.1:{port}"
-    for _ in range(150):
-        try:
-            urllib.request.urlopen(url + "/test.json", timeout=1).read()
-            break
-        except OSError:
-            time.sleep(0.2)
-    yield url
-    stop(proc)
-    log.close()
+    with examples_site(tmp_path_factory.mktemp("a11y")) as url:
+        yield url
 
 
 def serious_violations(page) -> list[dict]:
@@ -93,6 +65,13 @@ def pages(site, browser):
     page.wait_for_url(re.compile(r".*/grade/verify/run-[0-9a-f]{24}$"))
     expect(page.locator("#verify-batch [data-status]")).to_have_text("completed", timeout=60_000)
     batch = page.url
+    # the rating queue, as the rater "axe": rate its first item (the rated view shows the
+    # graders' reasons); the queue page then opens on the next one
+    context.add_cookies([{"name": "gambit_rater", "value": "axe", "url": site}])
+    first = page.request.get(site + "/grade/rate.json").json()["queue"][0]
+    page.goto(site + first["url"])
+    page.locator("#rate-form button[name=score][value='1']").click()
+    expect(page.locator("#rate-item")).to_have_attribute("data-rated", "true")
     context.close()
     return {
         "test tab": "/test",
@@ -109,6 +88,9 @@ def pages(site, browser):
         "verify batch": batch.removeprefix(site),
         "not found": "/test/session-000000000000000000000000",
         "compare": compare.removeprefix(site),
+        "rate": "/grade/rate",
+        "rate item rated": first["url"],
+        "rate without a name": "/grade/rate",
     }
 
 
@@ -116,11 +98,16 @@ def pages(site, browser):
     "name",
     [
         "test tab", "session", "trace", "replay", "build tab", "deck", "editor", "grade tab",
-        "grade run", "calibration", "verify", "verify batch", "not found", "compare",
+        "grade run", "calibration", "verify", "verify batch", "not found", "compare", "rate",
+        "rate item rated", "rate without a name",
     ],
 )  # fmt: skip
 def test_no_serious_or_critical_axe_violation(page, site, pages, name):
+    if name.startswith("rate") and name != "rate without a name":
+        page.context.add_cookies([{"name": "gambit_rater", "value": "axe", "url": site}])
     page.goto(site + pages[name])
+    if name == "rate":
+        expect(page.locator("#rate-item")).to_have_attribute("data-rated", "false")
     if name == "editor":
         page.wait_for_function("() => !!window.gambitEditor")
     assert serious_violations(page) == []

@@ -100,8 +100,13 @@ def test_grade_flag_calibrate_and_verify(page, grade_url):
         "article.calibration[data-grader='support/graders/tone/PROMPT.md']"
     ).first
     expect(article.locator("[data-figure=pairs]")).to_contain_text("1")
+    # one pair proves nothing: the page says so, and the figure waits in a closed section
+    expect(article.locator("[data-figure=evidence]")).to_contain_text(
+        "too few ratings to judge: rate 69 more"
+    )
+    article.locator("summary", has_text="Provisional figures").click()
     expect(article.locator("[data-figure=exact]")).to_have_text(
-        "100%" if grade_score == 2 else "0%"
+        ("100%" if grade_score == 2 else "0%") + " (no interval: fewer than two conversations)"
     )
     expect(article.locator("table.confusion")).to_be_visible()
 

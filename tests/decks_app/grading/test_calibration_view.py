@@ -73,7 +73,13 @@ def test_figures_against_hand_computed_values(client, workspace):
     assert [d["difference"] for d in grader["disagreements"]] == [2, -1]
     assert grader["disagreements"][0]["session"] == session.id
     html = client.get("/grade/calibration").content.decode()
-    assert 'data-figure="exact">50%' in html and "rubric " + current in html
+    # four pairs prove nothing: the page says so first, the figures wait in a closed section
+    assert "too few ratings to judge: rate 66 more" in html
+    assert grader["rateMore"] == 66 and grader["enoughEvidence"] is False
+    assert "Provisional figures" in html
+    # one conversation: nothing to resample, so no interval, and the page says why
+    assert 'data-figure="exact">50% (no interval: fewer than two conversations)' in html
+    assert "rubric " + current in html
     assert f"/test/{session.id}#msg-{1:024d}" in html
 
 
@@ -95,7 +101,8 @@ def test_cli_paths_are_matched_to_the_workspace_grader(client, workspace):
 
 
 def test_nothing_to_calibrate_says_how(client, workspace):
-    assert client.get("/grade/calibration.json").json() == {"graders": []}
+    report = client.get("/grade/calibration.json").json()
+    assert report["graders"] == [] and report["ratings"]["total"] == 0
     assert "Nothing to calibrate yet" in client.get("/grade/calibration").content.decode()
 
 

@@ -30,6 +30,8 @@ PAGES = [
     ("grading:grade", []),
     ("grading:grade_run", ["run-0123456789abcdef01234567"]),
     ("grading:calibration", []),
+    ("grading:rate", []),
+    ("grading:rate_item", ["session-0123456789abcdef01234567", "conversation"]),
     ("grading:verify", []),
     ("grading:verify_batch", ["run-0123456789abcdef01234567"]),
     ("grading:verify_compare", []),
