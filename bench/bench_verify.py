@@ -23,6 +23,7 @@ that cannot be installed is skipped with the reason.
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import shutil
@@ -82,11 +83,9 @@ class BenchModel(TimedModelServer):
 
 
 def gambit_workload(folder: Path) -> Path:
-    def write(rel: str, text: str) -> None:
-        path = folder / rel
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(textwrap.dedent(text).lstrip())
+    from bench_scenarios import write_dedented
 
+    write = functools.partial(write_dedented, folder)
     write(
         "bot/PROMPT.md",
         """

@@ -50,7 +50,6 @@ from typing import IO, Annotated, Any, Literal
 
 from pydantic import (
     BaseModel,
-    ConfigDict,
     Discriminator,
     Field,
     Tag,
@@ -62,6 +61,7 @@ from pydantic import (
 from gambit.core._errors import GambitError
 from gambit.core._messages import ChatMessage
 from gambit.core._openresponses import (
+    _DEFER,
     ResponseItem,
     ResponseToolDefinition,
     ResponseUsage,
@@ -491,8 +491,6 @@ TraceEvent = Annotated[
 ]
 """A trace event, discriminated on `type` (see the module docstring)."""
 
-# Built on first use: building every validator at import made `import gambit` slow.
-_DEFER = ConfigDict(defer_build=True)
 _TRACE_ADAPTER: TypeAdapter[Any] = TypeAdapter(TraceEvent, config=_DEFER)
 
 

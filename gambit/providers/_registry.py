@@ -130,52 +130,71 @@ def _offline_factory(env: Mapping[str, str], **_: Any) -> ModelProvider:
     return ScriptedProvider(models=BUILTIN_MODELS, chunk_delay=delay)
 
 
+def _http_spec(
+    name: str,
+    description: str,
+    env_prefix: str,
+    factory: Factory,
+    *,
+    default_base_url: str | None,
+    required: str | None,
+    extra_env: tuple[str, ...] = (),
+) -> ProviderSpec:
+    """A provider reached over HTTP: it reads <PREFIX>_API_KEY and <PREFIX>_BASE_URL (the
+    `required` one of them must be set) and connects to <PREFIX>_BASE_URL, else
+    `default_base_url`."""
+    key, base_url = f"{env_prefix}_API_KEY", f"{env_prefix}_BASE_URL"
+    return ProviderSpec(
+        name=name,
+        description=description,
+        env_vars=(key, base_url, *extra_env),
+        required_env=(f"{env_prefix}_{required}",) if required else (),
+        base_url_env=base_url,
+        default_base_url=default_base_url,
+        factory=factory,
+    )
+
+
 PROVIDERS: dict[str, ProviderSpec] = {
     spec.name: spec
     for spec in (
-        ProviderSpec(
-            name="openrouter",
-            description="OpenRouter (Chat Completions; Responses API in responses mode)",
-            env_vars=("OPENROUTER_API_KEY", "OPENROUTER_BASE_URL", "GAMBIT_OPENROUTER_RESPONSES"),
-            required_env=("OPENROUTER_API_KEY",),
-            base_url_env="OPENROUTER_BASE_URL",
+        _http_spec(
+            "openrouter",
+            "OpenRouter (Chat Completions; Responses API in responses mode)",
+            "OPENROUTER",
+            OpenRouterProvider.from_env,
             default_base_url=OPENROUTER_DEFAULT_BASE_URL,
-            factory=OpenRouterProvider.from_env,
+            required="API_KEY",
+            extra_env=("GAMBIT_OPENROUTER_RESPONSES",),
         ),
-        ProviderSpec(
-            name="openai-api",
-            description="OpenAI Responses API (chaining, prompt cache, reasoning, cost)",
-            env_vars=("OPENAI_API_KEY", "OPENAI_BASE_URL"),
-            required_env=("OPENAI_API_KEY",),
-            base_url_env="OPENAI_BASE_URL",
+        _http_spec(
+            "openai-api",
+            "OpenAI Responses API (chaining, prompt cache, reasoning, cost)",
+            "OPENAI",
+            OpenAIResponsesProvider.from_env,
             default_base_url=OPENAI_DEFAULT_BASE_URL,
-            factory=OpenAIResponsesProvider.from_env,
+            required="API_KEY",
         ),
-        ProviderSpec(
-            name="ollama",
-            description="Ollama (OpenAI-compatible API; Chat Completions fallback)",
-            env_vars=("OLLAMA_BASE_URL", "OLLAMA_API_KEY"),
-            required_env=(),
-            base_url_env="OLLAMA_BASE_URL",
+        _http_spec(
+            "ollama",
+            "Ollama (OpenAI-compatible API; Chat Completions fallback)",
+            "OLLAMA",
+            OllamaProvider.from_env,
             default_base_url=OLLAMA_DEFAULT_BASE_URL,
-            factory=OllamaProvider.from_env,
+            required=None,
         ),
-        ProviderSpec(
-            name="openresponses",
-            description="any Open Responses server (Chat Completions fallback)",
-            env_vars=("OPENRESPONSES_BASE_URL", "OPENRESPONSES_API_KEY"),
-            required_env=("OPENRESPONSES_BASE_URL",),
-            base_url_env="OPENRESPONSES_BASE_URL",
+        _http_spec(
+            "openresponses",
+            "any Open Responses server (Chat Completions fallback)",
+            "OPENRESPONSES",
+            OpenResponsesProvider.from_env,
             default_base_url=None,
-            factory=OpenResponsesProvider.from_env,
+            required="BASE_URL",
         ),
         ProviderSpec(
             name="codex-cli",
             description="the Codex CLI as a coding agent (codex exec --json)",
             env_vars=("GAMBIT_CODEX_BIN",),
-            required_env=(),
-            base_url_env=None,
-            default_base_url=None,
             factory=_codex_factory,
             check=_executable_check("GAMBIT_CODEX_BIN", "codex"),
         ),
@@ -183,9 +202,6 @@ PROVIDERS: dict[str, ProviderSpec] = {
             name="claude-code-cli",
             description="Claude Code as a coding agent (claude --print stream-json)",
             env_vars=("GAMBIT_CLAUDE_CODE_BIN", "GAMBIT_CLAUDE_CODE_PERMISSION_MODE"),
-            required_env=(),
-            base_url_env=None,
-            default_base_url=None,
             factory=_claude_factory,
             check=_executable_check("GAMBIT_CLAUDE_CODE_BIN", "claude"),
         ),
@@ -193,9 +209,6 @@ PROVIDERS: dict[str, ProviderSpec] = {
             name="offline",
             description="offline demo models (no network; labelled offline)",
             env_vars=("GAMBIT_DEMO_DELAY_MS",),
-            required_env=(),
-            base_url_env=None,
-            default_base_url=None,
             factory=_offline_factory,
             offline=True,
         ),

@@ -25,7 +25,7 @@ system prompt. Executables come from `GAMBIT_CODEX_BIN` / `GAMBIT_CLAUDE_CODE_BI
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import AsyncIterator, Mapping
 from pathlib import Path
 from typing import Any, Self
 
@@ -103,6 +103,7 @@ class _AgentBridge(BaseProvider):
     binary_env = ""
     default_binary = ""
     env_prefixes: tuple[str, ...] = ()
+    meta_key = ""  # the key of the agent's conversation id in the state's meta
 
     def __init__(self, *, env: Mapping[str, str] | None = None, binary: str | None = None):
         self.env = dict(env or {})
@@ -123,6 +124,23 @@ class _AgentBridge(BaseProvider):
             return self.binary
         return find_executable(self.binary, self.env, provider=self.name, setting=self.binary_env)
 
+    def _begin(self, call: ProviderCall) -> tuple[str, str, list[tuple[str, str]], Any]:
+        """(the executable, the instructions, the conversation's turns, the id of the agent's
+        own conversation kept in the state's meta, or None)."""
+        state = call.state
+        instructions, turns = _conversation(call.request)
+        resume = (state.meta or {}).get(self.meta_key) if state is not None else None
+        return self._executable(), instructions, turns, resume
+
+    def _events(self, argv: list[str], deck_path: str | None) -> AsyncIterator[Any]:
+        """The agent's JSON lines, run in the deck's folder with the environment it may see."""
+        return json_lines(
+            argv,
+            cwd=_cwd(deck_path, self.env),
+            env=passthrough_env(self.env, self.env_prefixes),
+            provider=self.name,
+        )
+
     async def aclose(self) -> None:
         return None
 
@@ -138,10 +156,8 @@ class CodexCliProvider(_AgentBridge):
     meta_key = "codex.threadId"
 
     async def execute(self, call: ProviderCall) -> ProviderResponse:
-        request, state, deck_path = call.request, call.state, call.deck_path
-        executable = self._executable()
-        instructions, turns = _conversation(request)
-        thread = (state.meta or {}).get(self.meta_key) if state is not None else None
+        request, state = call.request, call.state
+        executable, instructions, turns, thread = self._begin(call)
         argv = [executable, "exec"]
         if thread:
             argv += ["resume", str(thread)]
@@ -158,12 +174,7 @@ class CodexCliProvider(_AgentBridge):
         await builder.start()
         usage: ResponseUsage | None = None
         texts: dict[str, str] = {}
-        async for event in json_lines(
-            argv,
-            cwd=_cwd(deck_path, self.env),
-            env=passthrough_env(self.env, self.env_prefixes),
-            provider=self.name,
-        ):
+        async for event in self._events(argv, call.deck_path):
             if not isinstance(event, dict):
                 continue
             kind = event.get("type")
@@ -215,10 +226,8 @@ class ClaudeCodeProvider(_AgentBridge):
     meta_key = "claudeCode.sessionId"
 
     async def execute(self, call: ProviderCall) -> ProviderResponse:
-        request, state, deck_path = call.request, call.state, call.deck_path
-        executable = self._executable()
-        instructions, turns = _conversation(request)
-        session = (state.meta or {}).get(self.meta_key) if state is not None else None
+        request, state = call.request, call.state
+        executable, instructions, turns, session = self._begin(call)
         # "default" asks before risky tools (and so declines them in --print mode); a user
         # who wants the agent to edit freely sets bypassPermissions or acceptEdits.
         mode = self.env.get("GAMBIT_CLAUDE_CODE_PERMISSION_MODE") or "default"
@@ -244,12 +253,7 @@ class ClaudeCodeProvider(_AgentBridge):
         await builder.start()
         usage: ResponseUsage | None = None
         streamed = False
-        async for event in json_lines(
-            argv,
-            cwd=_cwd(deck_path, self.env),
-            env=passthrough_env(self.env, self.env_prefixes),
-            provider=self.name,
-        ):
+        async for event in self._events(argv, call.deck_path):
             if not isinstance(event, dict):
                 continue
             kind = event.get("type")

@@ -11,6 +11,7 @@ import math
 from collections.abc import Iterable
 from typing import Any
 
+from .._json_kinds import kind_words
 from .load import Load
 
 
@@ -84,19 +85,10 @@ def table(load: Load, value: Any, file: str, key: str) -> dict[str, Any] | None:
 
 
 def type_name(value: Any) -> str:
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, int | float):
-        return "a number"
-    if isinstance(value, str):
-        return "a string"
-    if isinstance(value, list):
-        return "an array"
-    if isinstance(value, dict):
-        return "a table"
+    """What a TOML value is, in an error message (a TOML object is a table)."""
     if isinstance(value, _dt.datetime | _dt.date | _dt.time):
         return "a date/time"
-    return type(value).__name__
+    return kind_words(value, dict_words="a table")
 
 
 def non_json_paths(value: Any, path: str) -> list[tuple[str, str]]:

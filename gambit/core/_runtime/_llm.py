@@ -111,6 +111,14 @@ class _LlmExecution(_ToolCalls, _RequestParts):
         if self.root_state is not None:
             self.root_state.publish(self.items)
 
+    def _trace_deck_end(self) -> None:
+        self.run.trace(
+            DeckEndEvent,
+            deck_path=self.deck.path,
+            action_call_id=self.action_call_id,
+            parent_action_call_id=self.parent,
+        )
+
     async def start(self, context: Any, message: Any, resumed: bool) -> Any:
         deck = self.deck
         if resumed and self.root_state is not None:
@@ -162,12 +170,7 @@ class _LlmExecution(_ToolCalls, _RequestParts):
                 if isinstance(finished, _Paused):  # the host answers the calls later
                     return finished
                 if finished is not _MISSING:
-                    self.run.trace(
-                        DeckEndEvent,
-                        deck_path=deck.path,
-                        action_call_id=self.action_call_id,
-                        parent_action_call_id=self.parent,
-                    )
+                    self._trace_deck_end()
                     return finished
                 continue
             self._append_supplemental(output.items)
@@ -187,12 +190,7 @@ class _LlmExecution(_ToolCalls, _RequestParts):
             result = _validate_output(
                 deck.response_schema, output.text, deck_path=deck.path, is_root=self.depth == 0
             )
-            self.run.trace(
-                DeckEndEvent,
-                deck_path=deck.path,
-                action_call_id=self.action_call_id,
-                parent_action_call_id=self.parent,
-            )
+            self._trace_deck_end()
             return result
         raise RunError(
             f"Model did not complete within guardrails ({max_passes} passes) in {deck.path}",
@@ -324,7 +322,7 @@ class _LlmExecution(_ToolCalls, _RequestParts):
             if isinstance(item, FunctionCallItem)
         ]
         run.usage.add(result.response.usage)
-        incomplete = _incomplete_details(result.response)
+        incomplete = result.response.incomplete_details_or_none()
         if run.on_trace is not None:  # the dicts below are built for a sink only
             self._trace_result(provider, resolved.model, calls, reply, result, started, incomplete)
         self.last_activity = self.limits.clock.monotonic()
@@ -416,15 +414,6 @@ class _LlmExecution(_ToolCalls, _RequestParts):
             incomplete_details=incomplete,
         )
         return ProviderResponse(response=response, updated_state=result.updated_state)
-
-
-def _incomplete_details(response: CreateResponseResponse) -> dict[str, Any] | None:
-    """`{"reason": ...}` of a response that stopped short (status `incomplete`), else None."""
-    if response.status != "incomplete":
-        return None
-    details = (response.model_extra or {}).get("incomplete_details")
-    reason = details.get("reason") if isinstance(details, dict) else None
-    return {"reason": reason if isinstance(reason, str) and reason else "unknown"}
 
 
 def _finish_reason(calls: list[_ToolCall], incomplete: dict[str, Any] | None) -> str:
