@@ -1064,6 +1064,17 @@ class _Comparer:
         elif a_type == "array":
             self.compare_arrays(a, b, path)
 
+    def count_problem(
+        self, path: tuple[str, ...], what: str, a_count: int, b_count: int, unit: str
+    ) -> None:
+        """The two sides have a different number of union options or tuple items."""
+        if self.mode == "compat":
+            self.report(path, f"{what} {a_count} {unit}, expected {b_count}")
+        else:
+            self.report(
+                path, f"{what} {a_count} {unit} in {self.a_label} but {b_count} in {self.b_label}"
+            )
+
     def compare_unions(
         self, a: dict, b: dict, a_union: list | None, b_union: list | None, path: tuple[str, ...]
     ) -> None:
@@ -1071,14 +1082,7 @@ class _Comparer:
             self.type_problem(path, _describe(a), _describe(b))
             return
         if len(a_union) != len(b_union):
-            if self.mode == "compat":
-                self.report(path, f"union has {len(a_union)} options, expected {len(b_union)}")
-            else:
-                self.report(
-                    path,
-                    f"union has {len(a_union)} options in {self.a_label} but "
-                    f"{len(b_union)} in {self.b_label}",
-                )
+            self.count_problem(path, "union has", len(a_union), len(b_union), "options")
             return
         in_order: list[list[str]] = []
         for index, (a_branch, b_branch) in enumerate(zip(a_union, b_union, strict=True)):
@@ -1169,14 +1173,7 @@ class _Comparer:
         b_prefix = b.get("prefixItems")
         b_prefix = b_prefix if isinstance(b_prefix, list) else []
         if len(a_prefix) != len(b_prefix):
-            if self.mode == "compat":
-                self.report(path, f"tuple has {len(a_prefix)} items, expected {len(b_prefix)}")
-            else:
-                self.report(
-                    path,
-                    f"tuple has {len(a_prefix)} items in {self.a_label} but "
-                    f"{len(b_prefix)} in {self.b_label}",
-                )
+            self.count_problem(path, "tuple has", len(a_prefix), len(b_prefix), "items")
             return
         for index, (a_item, b_item) in enumerate(zip(a_prefix, b_prefix, strict=True)):
             self.compare(a_item, b_item, (*path, str(index)))

@@ -18,10 +18,11 @@ from typing import Any
 
 from gambit.core.provider import ModelProvider
 
-from .ollama import OLLAMA_DEFAULT_BASE_URL, OllamaProvider
-from .openai_api import OPENAI_DEFAULT_BASE_URL, OpenAIResponsesProvider
+from ._base import HttpProvider
+from .ollama import OllamaProvider
+from .openai_api import OpenAIResponsesProvider
 from .openresponses import OpenResponsesProvider
-from .openrouter import OPENROUTER_DEFAULT_BASE_URL, OpenRouterProvider
+from .openrouter import OpenRouterProvider
 
 __all__ = [
     "BUILTIN_PROVIDERS",
@@ -131,27 +132,24 @@ def _offline_factory(env: Mapping[str, str], **_: Any) -> ModelProvider:
 
 
 def _http_spec(
-    name: str,
-    description: str,
-    env_prefix: str,
-    factory: Factory,
-    *,
-    default_base_url: str | None,
-    required: str | None,
-    extra_env: tuple[str, ...] = (),
+    adapter: type[HttpProvider], description: str, *, extra_env: tuple[str, ...] = ()
 ) -> ProviderSpec:
-    """A provider reached over HTTP: it reads <PREFIX>_API_KEY and <PREFIX>_BASE_URL (the
-    `required` one of them must be set) and connects to <PREFIX>_BASE_URL, else
-    `default_base_url`."""
-    key, base_url = f"{env_prefix}_API_KEY", f"{env_prefix}_BASE_URL"
+    """An HTTP adapter's spec, from what its `from_env` reads: its API key and base URL
+    variables (one of them required: the key when the adapter needs one, else the base URL
+    when it has no default) and its default base URL."""
+    key, base_url = adapter.env_api_key, adapter.env_base_url
+    assert key is not None and base_url is not None
+    required = key if adapter.api_key_required else None
+    if adapter.default_base_url is None:
+        required = base_url
     return ProviderSpec(
-        name=name,
+        name=adapter.name,
         description=description,
         env_vars=(key, base_url, *extra_env),
-        required_env=(f"{env_prefix}_{required}",) if required else (),
+        required_env=(required,) if required else (),
         base_url_env=base_url,
-        default_base_url=default_base_url,
-        factory=factory,
+        default_base_url=adapter.default_base_url,
+        factory=adapter.from_env,
     )
 
 
@@ -159,38 +157,16 @@ PROVIDERS: dict[str, ProviderSpec] = {
     spec.name: spec
     for spec in (
         _http_spec(
-            "openrouter",
+            OpenRouterProvider,
             "OpenRouter (Chat Completions; Responses API in responses mode)",
-            "OPENROUTER",
-            OpenRouterProvider.from_env,
-            default_base_url=OPENROUTER_DEFAULT_BASE_URL,
-            required="API_KEY",
             extra_env=("GAMBIT_OPENROUTER_RESPONSES",),
         ),
         _http_spec(
-            "openai-api",
+            OpenAIResponsesProvider,
             "OpenAI Responses API (chaining, prompt cache, reasoning, cost)",
-            "OPENAI",
-            OpenAIResponsesProvider.from_env,
-            default_base_url=OPENAI_DEFAULT_BASE_URL,
-            required="API_KEY",
         ),
-        _http_spec(
-            "ollama",
-            "Ollama (OpenAI-compatible API; Chat Completions fallback)",
-            "OLLAMA",
-            OllamaProvider.from_env,
-            default_base_url=OLLAMA_DEFAULT_BASE_URL,
-            required=None,
-        ),
-        _http_spec(
-            "openresponses",
-            "any Open Responses server (Chat Completions fallback)",
-            "OPENRESPONSES",
-            OpenResponsesProvider.from_env,
-            default_base_url=None,
-            required="BASE_URL",
-        ),
+        _http_spec(OllamaProvider, "Ollama (OpenAI-compatible API; Chat Completions fallback)"),
+        _http_spec(OpenResponsesProvider, "any Open Responses server (Chat Completions fallback)"),
         ProviderSpec(
             name="codex-cli",
             description="the Codex CLI as a coding agent (codex exec --json)",
