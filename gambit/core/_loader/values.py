@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import math
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from .._json_kinds import kind_words
@@ -110,6 +110,22 @@ def non_json_paths(value: Any, path: str) -> list[tuple[str, str]]:
     if value is None or isinstance(value, str | int | float | bool):
         return []
     return [(path, type(value).__name__)]
+
+
+def flag_unknown_keys(
+    report: Callable[..., None],
+    keys: Iterable[str],
+    known: tuple[str, ...],
+    file: str,
+    prefix: str,
+    message: str,
+    hint: str,
+) -> None:
+    """Report each of `keys` (a table's) that is not `known`, at `prefix` + the key, with
+    `report`: `load.diag.warn` where an unknown key is ignored, `.error` where it is not."""
+    for key in keys:
+        if key not in known:
+            report(message, file=file, key=prefix + key, hint=hint)
 
 
 MAX_SUGGESTIONS = 50  # "did you mean" for the first unknown keys of a table
