@@ -25,7 +25,8 @@ system prompt. Executables come from `GAMBIT_CODEX_BIN` / `GAMBIT_CLAUDE_CODE_BI
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Self
 
@@ -96,6 +97,17 @@ def _with_meta(state: SavedState | None, key: str, value: str | None) -> SavedSt
     return updated
 
 
+@dataclass
+class _AgentRun:
+    """What one run of an agent has told so far: its conversation id (to resume), its usage,
+    the text of each message it streams (Codex) and whether text is streaming (Claude Code)."""
+
+    resume: Any
+    usage: ResponseUsage | None = None
+    texts: dict[str, str] = field(default_factory=dict)
+    streamed: bool = False
+
+
 class _AgentBridge(BaseProvider):
     name = ""
     prefix = ""
@@ -124,22 +136,42 @@ class _AgentBridge(BaseProvider):
             return self.binary
         return find_executable(self.binary, self.env, provider=self.name, setting=self.binary_env)
 
-    def _begin(self, call: ProviderCall) -> tuple[str, str, list[tuple[str, str]], Any]:
-        """(the executable, the instructions, the conversation's turns, the id of the agent's
-        own conversation kept in the state's meta, or None)."""
-        state = call.state
-        instructions, turns = _conversation(call.request)
-        resume = (state.meta or {}).get(self.meta_key) if state is not None else None
-        return self._executable(), instructions, turns, resume
-
-    def _events(self, argv: list[str], deck_path: str | None) -> AsyncIterator[Any]:
-        """The agent's JSON lines, run in the deck's folder with the environment it may see."""
-        return json_lines(
+    async def execute(self, call: ProviderCall) -> ProviderResponse:
+        """Run the agent once over the conversation (resuming its own conversation when the
+        state holds its id) and build the response from its JSON lines (`_on_event`)."""
+        request, state = call.request, call.state
+        instructions, turns = _conversation(request)
+        seen = _AgentRun((state.meta or {}).get(self.meta_key) if state is not None else None)
+        argv = self._argv(self._executable(), request, instructions, turns, seen.resume)
+        builder = ResponseBuilder(request.model, call.on_event)
+        await builder.start()
+        async for event in json_lines(
             argv,
-            cwd=_cwd(deck_path, self.env),
+            cwd=_cwd(call.deck_path, self.env),
             env=passthrough_env(self.env, self.env_prefixes),
             provider=self.name,
-        )
+        ):
+            if isinstance(event, dict):
+                await self._on_event(event, builder, seen)
+        response = await builder.finish(seen.usage)
+        return ProviderResponse(response, _with_meta(state, self.meta_key, seen.resume))
+
+    def _argv(
+        self,
+        executable: str,
+        request: CreateResponseRequest,
+        instructions: str,
+        turns: list[tuple[str, str]],
+        resume: Any,
+    ) -> list[str]:
+        """The agent's command line (`resume`: its conversation id to go on with, or None)."""
+        raise NotImplementedError
+
+    async def _on_event(
+        self, event: dict[str, Any], builder: ResponseBuilder, seen: _AgentRun
+    ) -> None:
+        """Take one of the agent's JSON lines into the response."""
+        raise NotImplementedError
 
     async def aclose(self) -> None:
         return None
@@ -155,64 +187,65 @@ class CodexCliProvider(_AgentBridge):
     env_prefixes = ("CODEX_", "OPENAI_", "GAMBIT_CODEX_")
     meta_key = "codex.threadId"
 
-    async def execute(self, call: ProviderCall) -> ProviderResponse:
-        request, state = call.request, call.state
-        executable, instructions, turns, thread = self._begin(call)
+    def _argv(
+        self,
+        executable: str,
+        request: CreateResponseRequest,
+        instructions: str,
+        turns: list[tuple[str, str]],
+        resume: Any,
+    ) -> list[str]:
         argv = [executable, "exec"]
-        if thread:
-            argv += ["resume", str(thread)]
+        if resume:
+            argv += ["resume", str(resume)]
         argv += ["--json", "--skip-git-repo-check"]
         model = _model(request, self.prefix)
         if model:
             argv += ["--model", model]
-        if instructions and not thread:
+        if instructions and not resume:
             argv += ["-c", f"developer_instructions={json.dumps(instructions)}"]
         for key, value in ((request.params or {}).get("codex") or {}).items():
             argv += ["-c", f"{key}={json.dumps(value)}"]
-        argv.append(_prompt(turns, bool(thread)))
-        builder = ResponseBuilder(request.model, call.on_event)
-        await builder.start()
-        usage: ResponseUsage | None = None
-        texts: dict[str, str] = {}
-        async for event in self._events(argv, call.deck_path):
-            if not isinstance(event, dict):
-                continue
-            kind = event.get("type")
-            if kind == "thread.started":
-                thread = event.get("thread_id") or thread
-            elif kind in ("item.updated", "item.completed"):
-                item = event.get("item") or {}
-                item_type = item.get("type") or item.get("item_type")
-                if item_type in ("agent_message", "assistant_message"):
-                    text = item.get("text") or ""
-                    seen = texts.get(item.get("id", ""), "")
-                    if text.startswith(seen):
-                        await builder.text_delta(text[len(seen) :])
-                    texts[item.get("id", "")] = text
-                    if kind == "item.completed":
-                        await builder.message_done(text)
-                elif kind == "item.completed" and item_type:
-                    data = {k: v for k, v in item.items() if k not in ("type", "item_type")}
-                    await builder.extension_item({"type": f"codex:{item_type}", **data})
-            elif kind == "turn.completed":
-                raw = event.get("usage") or {}
-                usage = usage_of(
-                    raw.get("input_tokens"),
-                    raw.get("output_tokens"),
-                    cached=raw.get("cached_input_tokens"),
-                    reasoning=raw.get("reasoning_output_tokens"),
-                )
-            elif kind in ("turn.failed", "error"):
-                error = event.get("error")
-                error = error if isinstance(error, dict) else event
-                raise ProviderError(
-                    f"codex-cli: {error.get('message') or 'the turn failed'}",
-                    provider=self.name,
-                    code="agent_failed",
-                    partial_text=builder.partial_text(),
-                )
-        response = await builder.finish(usage)
-        return ProviderResponse(response, _with_meta(state, self.meta_key, thread))
+        argv.append(_prompt(turns, bool(resume)))
+        return argv
+
+    async def _on_event(
+        self, event: dict[str, Any], builder: ResponseBuilder, seen: _AgentRun
+    ) -> None:
+        kind = event.get("type")
+        if kind == "thread.started":
+            seen.resume = event.get("thread_id") or seen.resume
+        elif kind in ("item.updated", "item.completed"):
+            item = event.get("item") or {}
+            item_type = item.get("type") or item.get("item_type")
+            if item_type in ("agent_message", "assistant_message"):
+                text = item.get("text") or ""
+                shown = seen.texts.get(item.get("id", ""), "")
+                if text.startswith(shown):
+                    await builder.text_delta(text[len(shown) :])
+                seen.texts[item.get("id", "")] = text
+                if kind == "item.completed":
+                    await builder.message_done(text)
+            elif kind == "item.completed" and item_type:
+                data = {k: v for k, v in item.items() if k not in ("type", "item_type")}
+                await builder.extension_item({"type": f"codex:{item_type}", **data})
+        elif kind == "turn.completed":
+            raw = event.get("usage") or {}
+            seen.usage = usage_of(
+                raw.get("input_tokens"),
+                raw.get("output_tokens"),
+                cached=raw.get("cached_input_tokens"),
+                reasoning=raw.get("reasoning_output_tokens"),
+            )
+        elif kind in ("turn.failed", "error"):
+            error = event.get("error")
+            error = error if isinstance(error, dict) else event
+            raise ProviderError(
+                f"codex-cli: {error.get('message') or 'the turn failed'}",
+                provider=self.name,
+                code="agent_failed",
+                partial_text=builder.partial_text(),
+            )
 
 
 class ClaudeCodeProvider(_AgentBridge):
@@ -225,9 +258,14 @@ class ClaudeCodeProvider(_AgentBridge):
     env_prefixes = ("ANTHROPIC_", "CLAUDE_", "GAMBIT_CLAUDE_CODE_")
     meta_key = "claudeCode.sessionId"
 
-    async def execute(self, call: ProviderCall) -> ProviderResponse:
-        request, state = call.request, call.state
-        executable, instructions, turns, session = self._begin(call)
+    def _argv(
+        self,
+        executable: str,
+        request: CreateResponseRequest,
+        instructions: str,
+        turns: list[tuple[str, str]],
+        resume: Any,
+    ) -> list[str]:
         # "default" asks before risky tools (and so declines them in --print mode); a user
         # who wants the agent to edit freely sets bypassPermissions or acceptEdits.
         mode = self.env.get("GAMBIT_CLAUDE_CODE_PERMISSION_MODE") or "default"
@@ -244,67 +282,63 @@ class ClaudeCodeProvider(_AgentBridge):
         model = _model(request, self.prefix)
         if model:
             argv += ["--model", model]
-        if session:
-            argv += ["--resume", str(session)]
+        if resume:
+            argv += ["--resume", str(resume)]
         elif instructions:
             argv += ["--append-system-prompt", instructions]
-        argv.append(_prompt(turns, bool(session)))
-        builder = ResponseBuilder(request.model, call.on_event)
-        await builder.start()
-        usage: ResponseUsage | None = None
-        streamed = False
-        async for event in self._events(argv, call.deck_path):
-            if not isinstance(event, dict):
-                continue
-            kind = event.get("type")
-            session = event.get("session_id") or session
-            if kind == "stream_event":
-                inner = event.get("event") or {}
-                delta = inner.get("delta") or {}
-                if inner.get("type") == "content_block_delta" and delta.get("type") == "text_delta":
-                    streamed = True
-                    await builder.text_delta(delta.get("text", ""))
-            elif kind == "assistant":
-                for block in (event.get("message") or {}).get("content") or []:
-                    if block.get("type") == "text":
-                        await builder.message_done(block.get("text", "") if not streamed else None)
-                        streamed = False
-                    elif block.get("type") == "tool_use":
-                        await builder.extension_item(
-                            {
-                                "type": "claude-code:tool_use",
-                                "id": block.get("id"),
-                                "name": block.get("name"),
-                                "input": block.get("input"),
-                            }
-                        )
-            elif kind == "user":
-                for block in (event.get("message") or {}).get("content") or []:
-                    if isinstance(block, dict) and block.get("type") == "tool_result":
-                        await builder.extension_item(
-                            {
-                                "type": "claude-code:tool_result",
-                                "tool_use_id": block.get("tool_use_id"),
-                                "content": block.get("content"),
-                                "is_error": bool(block.get("is_error")),
-                            }
-                        )
-            elif kind == "result":
-                raw = event.get("usage") or {}
-                usage = usage_of(
-                    (raw.get("input_tokens") or 0) + (raw.get("cache_creation_input_tokens") or 0),
-                    raw.get("output_tokens"),
-                    cached=raw.get("cache_read_input_tokens"),
-                    cost=event.get("total_cost_usd"),
-                )
-                if event.get("is_error") or event.get("subtype") not in (None, "success"):
-                    raise ProviderError(
-                        f"claude-code-cli: {event.get('result') or event.get('subtype') or 'the run failed'}",
-                        provider=self.name,
-                        code="agent_failed",
-                        partial_text=builder.partial_text(),
+        argv.append(_prompt(turns, bool(resume)))
+        return argv
+
+    async def _on_event(
+        self, event: dict[str, Any], builder: ResponseBuilder, seen: _AgentRun
+    ) -> None:
+        kind = event.get("type")
+        seen.resume = event.get("session_id") or seen.resume
+        if kind == "stream_event":
+            inner = event.get("event") or {}
+            delta = inner.get("delta") or {}
+            if inner.get("type") == "content_block_delta" and delta.get("type") == "text_delta":
+                seen.streamed = True
+                await builder.text_delta(delta.get("text", ""))
+        elif kind == "assistant":
+            for block in (event.get("message") or {}).get("content") or []:
+                if block.get("type") == "text":
+                    await builder.message_done(block.get("text", "") if not seen.streamed else None)
+                    seen.streamed = False
+                elif block.get("type") == "tool_use":
+                    await builder.extension_item(
+                        {
+                            "type": "claude-code:tool_use",
+                            "id": block.get("id"),
+                            "name": block.get("name"),
+                            "input": block.get("input"),
+                        }
                     )
-                if not builder.output and isinstance(event.get("result"), str):
-                    await builder.message_done(event["result"])
-        response = await builder.finish(usage)
-        return ProviderResponse(response, _with_meta(state, self.meta_key, session))
+        elif kind == "user":
+            for block in (event.get("message") or {}).get("content") or []:
+                if isinstance(block, dict) and block.get("type") == "tool_result":
+                    await builder.extension_item(
+                        {
+                            "type": "claude-code:tool_result",
+                            "tool_use_id": block.get("tool_use_id"),
+                            "content": block.get("content"),
+                            "is_error": bool(block.get("is_error")),
+                        }
+                    )
+        elif kind == "result":
+            raw = event.get("usage") or {}
+            seen.usage = usage_of(
+                (raw.get("input_tokens") or 0) + (raw.get("cache_creation_input_tokens") or 0),
+                raw.get("output_tokens"),
+                cached=raw.get("cache_read_input_tokens"),
+                cost=event.get("total_cost_usd"),
+            )
+            if event.get("is_error") or event.get("subtype") not in (None, "success"):
+                raise ProviderError(
+                    f"claude-code-cli: {event.get('result') or event.get('subtype') or 'the run failed'}",
+                    provider=self.name,
+                    code="agent_failed",
+                    partial_text=builder.partial_text(),
+                )
+            if not builder.output and isinstance(event.get("result"), str):
+                await builder.message_done(event["result"])

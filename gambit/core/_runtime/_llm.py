@@ -54,6 +54,7 @@ from .._trace import (
     MonologEvent,
     ToolCallEvent,
     ToolResultEvent,
+    _TraceBase,
 )
 from ._common import _MISSING, CONTEXT_TOOL, RunError, _json, _Paused
 from ._context import _ContextKeeper
@@ -110,6 +111,16 @@ class _LlmExecution(_ToolCalls, _RequestParts):
     def _publish(self) -> None:
         if self.root_state is not None:
             self.root_state.publish(self.items)
+
+    def trace_model_event(self, event: type[_TraceBase], /, **fields: Any) -> None:
+        """A model.call, model.result or model.stream event of this deck's execution."""
+        self.run.trace(
+            event,
+            action_call_id=self.action_call_id,
+            deck_path=self.deck.path,
+            parent_action_call_id=self.parent,
+            **fields,
+        )
 
     def _trace_deck_end(self) -> None:
         self.run.trace(
@@ -256,11 +267,8 @@ class _LlmExecution(_ToolCalls, _RequestParts):
         request = await self.compaction.fit(request, resolved, provider)
         counted = self.compaction.count
         budget = self.compaction.budget
-        self.run.trace(
+        self.trace_model_event(
             ModelCallEvent,
-            action_call_id=self.action_call_id,
-            deck_path=self.deck.path,
-            parent_action_call_id=self.parent,
             model=resolved.model,
             provider=getattr(provider, "name", None),
             offline=True if getattr(provider, "offline", False) else None,
@@ -339,11 +347,8 @@ class _LlmExecution(_ToolCalls, _RequestParts):
         incomplete: dict[str, Any] | None,
     ) -> None:
         response = result.response
-        self.run.trace(
+        self.trace_model_event(
             ModelResultEvent,
-            action_call_id=self.action_call_id,
-            deck_path=self.deck.path,
-            parent_action_call_id=self.parent,
             model=model,
             provider=getattr(provider, "name", None),
             offline=True if getattr(provider, "offline", False) else None,
