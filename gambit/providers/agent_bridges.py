@@ -99,9 +99,13 @@ def _with_meta(state: SavedState | None, key: str, value: str | None) -> SavedSt
 
 @dataclass
 class _AgentRun:
-    """What one run of an agent has told so far: its conversation id (to resume), its usage,
-    the text of each message it streams (Codex) and whether text is streaming (Claude Code)."""
+    """One run of an agent: what it is asked (the deck's instructions, the conversation's
+    turns) and what it has told so far: its conversation id (to resume, from the state at
+    first), its usage, the text of each message it streams (Codex) and whether text is
+    streaming (Claude Code)."""
 
+    instructions: str
+    turns: list[tuple[str, str]]
     resume: Any
     usage: ResponseUsage | None = None
     texts: dict[str, str] = field(default_factory=dict)
@@ -140,9 +144,11 @@ class _AgentBridge(BaseProvider):
         """Run the agent once over the conversation (resuming its own conversation when the
         state holds its id) and build the response from its JSON lines (`_on_event`)."""
         request, state = call.request, call.state
-        instructions, turns = _conversation(request)
-        seen = _AgentRun((state.meta or {}).get(self.meta_key) if state is not None else None)
-        argv = self._argv(self._executable(), request, instructions, turns, seen.resume)
+        run = _AgentRun(
+            *_conversation(request),
+            resume=(state.meta or {}).get(self.meta_key) if state is not None else None,
+        )
+        argv = [*self._argv(self._executable(), request, run), _prompt(run.turns, bool(run.resume))]
         builder = ResponseBuilder(request.model, call.on_event)
         await builder.start()
         async for event in json_lines(
@@ -152,24 +158,16 @@ class _AgentBridge(BaseProvider):
             provider=self.name,
         ):
             if isinstance(event, dict):
-                await self._on_event(event, builder, seen)
-        response = await builder.finish(seen.usage)
-        return ProviderResponse(response, _with_meta(state, self.meta_key, seen.resume))
+                await self._on_event(event, builder, run)
+        response = await builder.finish(run.usage)
+        return ProviderResponse(response, _with_meta(state, self.meta_key, run.resume))
 
-    def _argv(
-        self,
-        executable: str,
-        request: CreateResponseRequest,
-        instructions: str,
-        turns: list[tuple[str, str]],
-        resume: Any,
-    ) -> list[str]:
-        """The agent's command line (`resume`: its conversation id to go on with, or None)."""
+    def _argv(self, executable: str, request: CreateResponseRequest, run: _AgentRun) -> list[str]:
+        """The agent's command line for `run` but the prompt (`execute` adds it last); it
+        resumes the agent's own conversation when `run.resume` is set."""
         raise NotImplementedError
 
-    async def _on_event(
-        self, event: dict[str, Any], builder: ResponseBuilder, seen: _AgentRun
-    ) -> None:
+    async def _on_event(self, event: dict[str, Any], out: ResponseBuilder, run: _AgentRun) -> None:
         """Take one of the agent's JSON lines into the response."""
         raise NotImplementedError
 
@@ -187,51 +185,41 @@ class CodexCliProvider(_AgentBridge):
     env_prefixes = ("CODEX_", "OPENAI_", "GAMBIT_CODEX_")
     meta_key = "codex.threadId"
 
-    def _argv(
-        self,
-        executable: str,
-        request: CreateResponseRequest,
-        instructions: str,
-        turns: list[tuple[str, str]],
-        resume: Any,
-    ) -> list[str]:
+    def _argv(self, executable: str, request: CreateResponseRequest, run: _AgentRun) -> list[str]:
         argv = [executable, "exec"]
-        if resume:
-            argv += ["resume", str(resume)]
+        if run.resume:
+            argv += ["resume", str(run.resume)]
         argv += ["--json", "--skip-git-repo-check"]
         model = _model(request, self.prefix)
         if model:
             argv += ["--model", model]
-        if instructions and not resume:
-            argv += ["-c", f"developer_instructions={json.dumps(instructions)}"]
+        if run.instructions and not run.resume:
+            argv += ["-c", f"developer_instructions={json.dumps(run.instructions)}"]
         for key, value in ((request.params or {}).get("codex") or {}).items():
             argv += ["-c", f"{key}={json.dumps(value)}"]
-        argv.append(_prompt(turns, bool(resume)))
         return argv
 
-    async def _on_event(
-        self, event: dict[str, Any], builder: ResponseBuilder, seen: _AgentRun
-    ) -> None:
+    async def _on_event(self, event: dict[str, Any], out: ResponseBuilder, run: _AgentRun) -> None:
         kind = event.get("type")
         if kind == "thread.started":
-            seen.resume = event.get("thread_id") or seen.resume
+            run.resume = event.get("thread_id") or run.resume
         elif kind in ("item.updated", "item.completed"):
             item = event.get("item") or {}
             item_type = item.get("type") or item.get("item_type")
             if item_type in ("agent_message", "assistant_message"):
                 text = item.get("text") or ""
-                shown = seen.texts.get(item.get("id", ""), "")
+                shown = run.texts.get(item.get("id", ""), "")
                 if text.startswith(shown):
-                    await builder.text_delta(text[len(shown) :])
-                seen.texts[item.get("id", "")] = text
+                    await out.text_delta(text[len(shown) :])
+                run.texts[item.get("id", "")] = text
                 if kind == "item.completed":
-                    await builder.message_done(text)
+                    await out.message_done(text)
             elif kind == "item.completed" and item_type:
                 data = {k: v for k, v in item.items() if k not in ("type", "item_type")}
-                await builder.extension_item({"type": f"codex:{item_type}", **data})
+                await out.extension_item({"type": f"codex:{item_type}", **data})
         elif kind == "turn.completed":
             raw = event.get("usage") or {}
-            seen.usage = usage_of(
+            run.usage = usage_of(
                 raw.get("input_tokens"),
                 raw.get("output_tokens"),
                 cached=raw.get("cached_input_tokens"),
@@ -244,7 +232,7 @@ class CodexCliProvider(_AgentBridge):
                 f"codex-cli: {error.get('message') or 'the turn failed'}",
                 provider=self.name,
                 code="agent_failed",
-                partial_text=builder.partial_text(),
+                partial_text=out.partial_text(),
             )
 
 
@@ -258,14 +246,7 @@ class ClaudeCodeProvider(_AgentBridge):
     env_prefixes = ("ANTHROPIC_", "CLAUDE_", "GAMBIT_CLAUDE_CODE_")
     meta_key = "claudeCode.sessionId"
 
-    def _argv(
-        self,
-        executable: str,
-        request: CreateResponseRequest,
-        instructions: str,
-        turns: list[tuple[str, str]],
-        resume: Any,
-    ) -> list[str]:
+    def _argv(self, executable: str, request: CreateResponseRequest, run: _AgentRun) -> list[str]:
         # "default" asks before risky tools (and so declines them in --print mode); a user
         # who wants the agent to edit freely sets bypassPermissions or acceptEdits.
         mode = self.env.get("GAMBIT_CLAUDE_CODE_PERMISSION_MODE") or "default"
@@ -282,31 +263,28 @@ class ClaudeCodeProvider(_AgentBridge):
         model = _model(request, self.prefix)
         if model:
             argv += ["--model", model]
-        if resume:
-            argv += ["--resume", str(resume)]
-        elif instructions:
-            argv += ["--append-system-prompt", instructions]
-        argv.append(_prompt(turns, bool(resume)))
+        if run.resume:
+            argv += ["--resume", str(run.resume)]
+        elif run.instructions:
+            argv += ["--append-system-prompt", run.instructions]
         return argv
 
-    async def _on_event(
-        self, event: dict[str, Any], builder: ResponseBuilder, seen: _AgentRun
-    ) -> None:
+    async def _on_event(self, event: dict[str, Any], out: ResponseBuilder, run: _AgentRun) -> None:
         kind = event.get("type")
-        seen.resume = event.get("session_id") or seen.resume
+        run.resume = event.get("session_id") or run.resume
         if kind == "stream_event":
             inner = event.get("event") or {}
             delta = inner.get("delta") or {}
             if inner.get("type") == "content_block_delta" and delta.get("type") == "text_delta":
-                seen.streamed = True
-                await builder.text_delta(delta.get("text", ""))
+                run.streamed = True
+                await out.text_delta(delta.get("text", ""))
         elif kind == "assistant":
             for block in (event.get("message") or {}).get("content") or []:
                 if block.get("type") == "text":
-                    await builder.message_done(block.get("text", "") if not seen.streamed else None)
-                    seen.streamed = False
+                    await out.message_done(block.get("text", "") if not run.streamed else None)
+                    run.streamed = False
                 elif block.get("type") == "tool_use":
-                    await builder.extension_item(
+                    await out.extension_item(
                         {
                             "type": "claude-code:tool_use",
                             "id": block.get("id"),
@@ -317,7 +295,7 @@ class ClaudeCodeProvider(_AgentBridge):
         elif kind == "user":
             for block in (event.get("message") or {}).get("content") or []:
                 if isinstance(block, dict) and block.get("type") == "tool_result":
-                    await builder.extension_item(
+                    await out.extension_item(
                         {
                             "type": "claude-code:tool_result",
                             "tool_use_id": block.get("tool_use_id"),
@@ -327,7 +305,7 @@ class ClaudeCodeProvider(_AgentBridge):
                     )
         elif kind == "result":
             raw = event.get("usage") or {}
-            seen.usage = usage_of(
+            run.usage = usage_of(
                 (raw.get("input_tokens") or 0) + (raw.get("cache_creation_input_tokens") or 0),
                 raw.get("output_tokens"),
                 cached=raw.get("cache_read_input_tokens"),
@@ -338,7 +316,7 @@ class ClaudeCodeProvider(_AgentBridge):
                     f"claude-code-cli: {event.get('result') or event.get('subtype') or 'the run failed'}",
                     provider=self.name,
                     code="agent_failed",
-                    partial_text=builder.partial_text(),
+                    partial_text=out.partial_text(),
                 )
-            if not builder.output and isinstance(event.get("result"), str):
-                await builder.message_done(event["result"])
+            if not out.output and isinstance(event.get("result"), str):
+                await out.message_done(event["result"])
