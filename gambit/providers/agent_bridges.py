@@ -113,8 +113,7 @@ class _AgentRun:
 
 
 class _AgentBridge(BaseProvider):
-    name = ""
-    prefix = ""
+    name = ""  # also the routing prefix (`codex-cli/<model>`)
     offline = False
     binary_env = ""
     default_binary = ""
@@ -179,7 +178,6 @@ class CodexCliProvider(_AgentBridge):
     """`codex-cli/<model>` (or `codex-cli/default`): the Codex CLI's `exec --json` mode."""
 
     name = "codex-cli"
-    prefix = "codex-cli"
     binary_env = "GAMBIT_CODEX_BIN"
     default_binary = "codex"
     env_prefixes = ("CODEX_", "OPENAI_", "GAMBIT_CODEX_")
@@ -190,7 +188,7 @@ class CodexCliProvider(_AgentBridge):
         if run.resume:
             argv += ["resume", str(run.resume)]
         argv += ["--json", "--skip-git-repo-check"]
-        model = _model(request, self.prefix)
+        model = _model(request, self.name)
         if model:
             argv += ["--model", model]
         if run.instructions and not run.resume:
@@ -240,7 +238,6 @@ class ClaudeCodeProvider(_AgentBridge):
     """`claude-code-cli/<model>` (or `/default`): Claude Code's `--print` stream-json mode."""
 
     name = "claude-code-cli"
-    prefix = "claude-code-cli"
     binary_env = "GAMBIT_CLAUDE_CODE_BIN"
     default_binary = "claude"
     env_prefixes = ("ANTHROPIC_", "CLAUDE_", "GAMBIT_CLAUDE_CODE_")
@@ -260,7 +257,7 @@ class ClaudeCodeProvider(_AgentBridge):
             "--permission-mode",
             mode,
         ]
-        model = _model(request, self.prefix)
+        model = _model(request, self.name)
         if model:
             argv += ["--model", model]
         if run.resume:
