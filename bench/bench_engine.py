@@ -21,16 +21,17 @@ from gambit.core import load_deck_tree, run_deck
 from gambit.core._runtime import _MISSING
 from gambit.providers.offline import Call, ScriptedProvider, Stream
 
-DECK = """
-+++
-label = "bench"
-contextSchema = "./in.json"
-modelParams.model = "bench-model"
+# The front matter's model and compute action (add.py, `ADD` below); bench_pages.py's deck too.
+ADD_ACTION = """modelParams.model = "bench-model"
 [[actions]]
 name = "add"
 description = "Add one"
 execute = "./add.py"
-+++
+"""
+DECK = f"""+++
+label = "bench"
+contextSchema = "./in.json"
+{ADD_ACTION}+++
 You add numbers. ![](gambit://snippets/context.md)
 """
 ADD = """

@@ -26,17 +26,6 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-DECK = """
-+++
-label = "Long chat"
-modelParams.model = "bench-model"
-[[actions]]
-name = "add"
-description = "Add one"
-execute = "./add.py"
-+++
-You add numbers and explain each step at length.
-"""
 WORDS = 40
 
 
@@ -88,7 +77,7 @@ def make_session(folder: Path, events_wanted: int):
         state = result.state
         rows = event_log.coalesce(trace)
         run = Run.objects.create(
-            session=session, status="completed", kind="manual", message=f"turn {turn}"
+            session=session, status="completed", kind="manual", params={"message": f"turn {turn}"}
         )
         TraceEvent.objects.bulk_create(
             TraceEvent(
@@ -120,9 +109,12 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
         (folder / "long").mkdir()
-        (folder / "long" / "PROMPT.md").write_text(textwrap.dedent(DECK).lstrip())
-        from bench_engine import ADD  # the engine bench's compute action, as it is
+        from bench_engine import ADD, ADD_ACTION  # the engine bench's compute action, as it is
 
+        (folder / "long" / "PROMPT.md").write_text(
+            f'+++\nlabel = "Long chat"\n{ADD_ACTION}+++\n'
+            "You add numbers and explain each step at length.\n"
+        )
         (folder / "long" / "add.py").write_text(textwrap.dedent(ADD))
         setup_django(folder)
         from django.test import Client

@@ -93,6 +93,27 @@ def _reply(deltas: int) -> Reply:
     return Reply(deltas=[f"tok{i} " for i in range(deltas)])
 
 
+def _adapter_calls(
+    base_url: str, client: httpx.AsyncClient
+) -> tuple[OpenResponsesProvider, Callable[[], Awaitable[None]], Callable[[], Awaitable[None]]]:
+    """The openresponses/ adapter, and one streamed call through it and through openai-api/
+    (with a state, so its chaining record is written), on `client`."""
+    events: list[dict] = []
+    adapter = OpenResponsesProvider(base_url=base_url, client=client, retry=NO_RETRY)
+    openai = OpenAIResponsesProvider(base_url=base_url, api_key="k", client=client, retry=NO_RETRY)
+    state = new_state()
+
+    async def via_adapter() -> None:
+        events.clear()
+        await adapter.responses(_request(), on_stream_event=events.append)
+
+    async def via_openai() -> None:
+        events.clear()
+        await openai.responses(_request(), state=state, on_stream_event=events.append)
+
+    return adapter, via_adapter, via_openai
+
+
 async def over_tcp(n: int, deltas: int) -> dict[str, list[float]]:
     """Responses paths interleaved with their raw baseline, then the chat paths likewise."""
     with FakeModelServer() as server:
@@ -106,21 +127,7 @@ async def over_tcp(n: int, deltas: int) -> dict[str, list[float]]:
                     async for _ in r.aiter_bytes():
                         pass
 
-            events: list[dict] = []
-            adapter = OpenResponsesProvider(base_url=server.base_url, client=client, retry=NO_RETRY)
-            openai = OpenAIResponsesProvider(
-                base_url=server.base_url, api_key="k", client=client, retry=NO_RETRY
-            )
-            state = new_state()
-
-            async def via_adapter() -> None:
-                events.clear()
-                await adapter.responses(_request(), on_stream_event=events.append)
-
-            async def via_openai() -> None:
-                events.clear()
-                await openai.responses(_request(), state=state, on_stream_event=events.append)
-
+            _, via_adapter, via_openai = _adapter_calls(server.base_url, client)
             results = await _interleaved(
                 n,
                 {
@@ -168,20 +175,8 @@ async def in_process(n: int, deltas: int) -> dict[str, list[float]]:
                 async for _ in r.aiter_bytes():
                     pass
 
+        adapter, via_adapter, via_openai = _adapter_calls("http://fake/v1", client)
         events: list[dict] = []
-        adapter = OpenResponsesProvider(base_url="http://fake/v1", client=client, retry=NO_RETRY)
-        openai = OpenAIResponsesProvider(
-            base_url="http://fake/v1", api_key="k", client=client, retry=NO_RETRY
-        )
-        state = new_state()
-
-        async def via_adapter() -> None:
-            events.clear()
-            await adapter.responses(_request(), on_stream_event=events.append)
-
-        async def via_openai() -> None:
-            events.clear()
-            await openai.responses(_request(), state=state, on_stream_event=events.append)
 
         async def via_chat() -> None:
             events.clear()

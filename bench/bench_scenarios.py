@@ -21,6 +21,7 @@ Rounds alternate the two paths; medians are printed.
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import socket
@@ -56,12 +57,16 @@ class BenchModel(TimedModelServer):
         return Reply(text=text, delay_before=LATENCY)
 
 
-def workspace(folder: Path) -> Path:
-    def write(rel: str, text: str) -> None:
-        path = folder / rel
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(textwrap.dedent(text).lstrip())
+def write_dedented(folder: Path, rel: str, text: str) -> None:
+    """Write `text` (an indented triple-quoted block) to `folder/rel`, making its folders;
+    bench_verify.py writes its workload with it too."""
+    path = folder / rel
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(textwrap.dedent(text).lstrip())
 
+
+def workspace(folder: Path) -> Path:
+    write = functools.partial(write_dedented, folder)
     write(
         "bot/PROMPT.md",
         """

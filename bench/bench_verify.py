@@ -23,6 +23,7 @@ that cannot be installed is skipped with the reason.
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import shutil
@@ -82,11 +83,9 @@ class BenchModel(TimedModelServer):
 
 
 def gambit_workload(folder: Path) -> Path:
-    def write(rel: str, text: str) -> None:
-        path = folder / rel
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(textwrap.dedent(text).lstrip())
+    from bench_scenarios import write_dedented
 
+    write = functools.partial(write_dedented, folder)
     write(
         "bot/PROMPT.md",
         """
@@ -207,6 +206,22 @@ def _node_major_minor(node: str) -> tuple[int, int]:
         return (0, 0)
 
 
+def _npm_install(folder: Path, package: str, what: str, timeout: int) -> Exception | None:
+    """`npm install package` into `folder`, saying so (`what`); the failure, or None."""
+    print(f"installing {what} into {folder}...", flush=True)
+    folder.mkdir(parents=True, exist_ok=True)
+    try:
+        subprocess.run(
+            ["npm", "install", "--silent", "--no-audit", "--no-fund", package],
+            cwd=folder,
+            check=True,
+            timeout=timeout,
+        )
+    except (subprocess.SubprocessError, OSError) as exc:
+        return exc
+    return None
+
+
 def _node_path() -> str | None:
     """A folder holding a Node.js >= 22.22 (promptfoo's minimum), installed from npm if needed."""
     system = shutil.which("node")
@@ -215,19 +230,8 @@ def _node_path() -> str | None:
     folder = PEERS / "node22"
     node = folder / "node_modules" / ".bin" / "node"
     if not node.exists():
-        print(
-            f"installing Node.js 22 from npm into {folder} (promptfoo needs >= 22.22)...",
-            flush=True,
-        )
-        folder.mkdir(parents=True, exist_ok=True)
-        try:
-            subprocess.run(
-                ["npm", "install", "--silent", "--no-audit", "--no-fund", "node@22"],
-                cwd=folder,
-                check=True,
-                timeout=900,
-            )
-        except (subprocess.SubprocessError, OSError):
+        failure = _npm_install(folder, "node@22", "Node.js 22 (promptfoo needs >= 22.22)", 900)
+        if failure is not None:
             return None
     return str(node.parent) if _node_major_minor(str(node)) >= (22, 22) else None
 
@@ -238,27 +242,14 @@ def _install_promptfoo() -> tuple[list[str] | None, str]:
     if shutil.which("npm") is None:
         return None, "promptfoo needs npm, which is not installed"
     if not binary.exists():
-        print(
-            f"installing promptfoo {PROMPTFOO_VERSION} into {folder} (first run only)...",
-            flush=True,
+        failure = _npm_install(
+            folder,
+            f"promptfoo@{PROMPTFOO_VERSION}",
+            f"promptfoo {PROMPTFOO_VERSION} (first run only)",
+            1800,
         )
-        folder.mkdir(parents=True, exist_ok=True)
-        try:
-            subprocess.run(
-                [
-                    "npm",
-                    "install",
-                    "--silent",
-                    "--no-audit",
-                    "--no-fund",
-                    f"promptfoo@{PROMPTFOO_VERSION}",
-                ],
-                cwd=folder,
-                check=True,
-                timeout=1800,
-            )
-        except (subprocess.SubprocessError, OSError) as exc:
-            return None, f"promptfoo could not be installed: {exc}"
+        if failure is not None:
+            return None, f"promptfoo could not be installed: {failure}"
     return [str(binary)], ""
 
 

@@ -433,7 +433,7 @@ class Runner:
         response = result.response
         output = [item_to_dict(i) for i in response.output]
         self.outcome.proxied_output = output
-        self.outcome.incomplete = _incomplete_details(response)
+        self.outcome.incomplete = response.incomplete_details_or_none()
         usage = response.usage.to_dict() if response.usage is not None else None
         calls = [i for i in response.output if isinstance(i, FunctionCallItem)]
         finish = "tool_calls" if calls else "stop"
@@ -476,15 +476,6 @@ _ROLES: dict[str, Literal["system", "user", "assistant"]] = {
     "user": "user",
     "assistant": "assistant",
 }
-
-
-def _incomplete_details(response: Any) -> dict[str, Any] | None:
-    """`{"reason": ...}` of a response that stopped short, else None."""
-    if response.status != "incomplete":
-        return None
-    details = (response.model_extra or {}).get("incomplete_details")
-    reason = details.get("reason") if isinstance(details, dict) else None
-    return {"reason": reason if isinstance(reason, str) and reason else "unknown"}
 
 
 def _referenced(stored: dict[str, Any]) -> Any:

@@ -81,6 +81,13 @@ class ContentPart(_Wire):
 FILE_KEYS = ("file_data", "file_url", "filename")
 
 
+def _joined_text(content: str | list[ContentPart]) -> str:
+    """A message's content or a tool's output as one text: its text parts, joined."""
+    if isinstance(content, str):
+        return content
+    return "".join(part.text or "" for part in content)
+
+
 class MessageParam(_Wire):
     type: Literal["message"] = "message"
     role: Role
@@ -88,9 +95,7 @@ class MessageParam(_Wire):
     id: str | None = None
 
     def text(self) -> str:
-        if isinstance(self.content, str):
-            return self.content
-        return "".join(part.text or "" for part in self.content)
+        return _joined_text(self.content)
 
     def media(self) -> list[ContentPart]:
         """Its image and file parts."""
@@ -114,9 +119,7 @@ class FunctionCallOutputParam(_Wire):
     id: str | None = None
 
     def text(self) -> str:
-        if isinstance(self.output, str):
-            return self.output
-        return "".join(part.text or "" for part in self.output)
+        return _joined_text(self.output)
 
 
 class ItemReferenceParam(_Wire):

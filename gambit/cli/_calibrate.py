@@ -18,6 +18,7 @@ from typing import Any
 import click
 
 from gambit.cli import HELP_OPTIONS
+from gambit.cli._options import count_option, path_option, threshold_option
 
 # Read by `gambit verify --ratings` too: the rows of these files, with where each came from.
 
@@ -70,32 +71,24 @@ def _fail(message: str) -> Any:
 
 @click.command("calibrate", context_settings=HELP_OPTIONS)
 @click.argument("grades", nargs=-1, type=click.Path(path_type=Path))
-@click.option(
+@path_option(
     "--ratings",
     "ratings",
-    multiple=True,
-    type=click.Path(path_type=Path),
-    help="Ratings in the plain format: CSV or JSON lines of {item, conversation, scenario, "
+    "Ratings in the plain format: CSV or JSON lines of {item, conversation, scenario, "
     "rater, score} (repeatable).",
+    multiple=True,
 )
-@click.option(
-    "--threshold",
-    type=float,
-    default=0.0,
-    show_default=True,
-    help="A score passes when it is at least this (for sensitivity and specificity).",
-)
+@threshold_option("A score passes when it is at least this (for sensitivity and specificity).")
 @click.option(
     "--min-kappa",
     type=click.FloatRange(-1, 1),
     help="Exit 1 when a grader's kappa is not surely at least this (the lower bound of its "
     "95% interval), or too few ratings to judge.",
 )
-@click.option(
+@path_option(
     "--json",
     "json_path",
-    type=click.Path(path_type=Path),
-    help="Write every figure and the pairs it came from as one JSON object ('-': stdout).",
+    "Write every figure and the pairs it came from as one JSON object ('-': stdout).",
 )
 @click.option(
     "--alpha-level",
@@ -104,13 +97,7 @@ def _fail(message: str) -> Any:
     show_default=True,
     help="Level of measurement of Krippendorff's alpha across human raters.",
 )
-@click.option(
-    "--resamples",
-    type=click.IntRange(100, 100_000),
-    default=2000,
-    show_default=True,
-    help="Bootstrap resamples per interval.",
-)
+@count_option("--resamples", 2000, 100_000, "Bootstrap resamples per interval.", minimum=100)
 @click.option(
     "--seed", type=int, default=0, show_default=True, help="Seed of the bootstrap resamples."
 )

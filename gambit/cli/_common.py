@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import datetime as _dt
 import json
 import os
+import re
 import sys
 import time
 from collections.abc import Callable, Coroutine, Mapping
@@ -14,6 +16,7 @@ from typing import Any, NoReturn
 
 import click
 
+from gambit.cli._options import Decorator, options_in_order, path_option
 from gambit.cli._project import allow_path_option
 from gambit.core import (
     MISSING,
@@ -300,22 +303,18 @@ def fail(message: str) -> NoReturn:
     sys.exit(1)
 
 
-Decorator = Callable[[Callable[..., Any]], Callable[..., Any]]
-
-
-def _options(*options: Decorator) -> Decorator:
-    """Apply click options in the order given (the order --help lists them in)."""
-
-    def apply(func: Callable[..., Any]) -> Callable[..., Any]:
-        for option in reversed(options):
-            func = option(func)
-        return func
-
-    return apply
-
-
 def trace_option(help: str = "Append one JSON trace event per line to this file.") -> Decorator:
-    return click.option("--trace", "trace_path", type=click.Path(path_type=Path), help=help)
+    return path_option("--trace", "trace_path", help)
+
+
+CONTEXT_OPTION = click.option(
+    "--context", help="Context input for the deck (JSON, or a plain string)."
+)
+SCENARIO_INPUT_OPTION = click.option(
+    "--scenario-input",
+    help="Context input for each scenario deck, checked against its contextSchema (JSON, or a "
+    "plain string).",
+)
 
 
 VERBOSE_OPTION = click.option(
@@ -336,7 +335,7 @@ FORCE_HELP = (
 def model_options(model_help: str = MODEL_HELP, force_help: str = FORCE_HELP) -> Decorator:
     """--responses, --model, --model-force, --strict and --no-compact: how the decks' models
     are called (every command that runs decks: run, repl, scenario, grade, verify)."""
-    return _options(
+    return options_in_order(
         click.option(
             "--responses",
             is_flag=True,
@@ -360,16 +359,11 @@ def model_options(model_help: str = MODEL_HELP, force_help: str = FORCE_HELP) ->
 
 def common_run_options(func: Callable[..., Any]) -> Callable[..., Any]:
     """Options shared by run, repl and scenario."""
-    return _options(
-        click.option("--context", help="Context input for the deck (JSON, or a plain string)."),
+    return options_in_order(
+        CONTEXT_OPTION,
         click.option("--init", help="Deprecated alias of --context.", hidden=False),
         click.option("--message", help="An initial user message (JSON, or a plain string)."),
-        click.option(
-            "--state",
-            "state_path",
-            type=click.Path(path_type=Path),
-            help="SavedState JSON file to resume from and save to.",
-        ),
+        path_option("--state", "state_path", "SavedState JSON file to resume from and save to."),
         trace_option(),
         click.option("--stream", is_flag=True, help="Print text as it arrives."),
         VERBOSE_OPTION,
@@ -396,13 +390,15 @@ class RunFlags:
 
     @classmethod
     def parse(cls, options: dict[str, Any]) -> RunFlags:
+        """From a command's options: those of `common_run_options`, or the part of them a
+        command declares (an option it lacks is unset: no context, message, state, trace)."""
         return cls(
-            context=context_option(options["context"], options["init"]),
-            message=parse_value(options["message"], "--message"),
-            state_path=options["state_path"],
-            trace_path=options["trace_path"],
-            stream=options["stream"],
-            verbose=options["verbose"],
+            context=context_option(options.get("context"), options.get("init")),
+            message=parse_value(options.get("message"), "--message"),
+            state_path=options.get("state_path"),
+            trace_path=options.get("trace_path"),
+            stream=options.get("stream", False),
+            verbose=options.get("verbose", False),
             mode=select_mode(options["responses"], os.environ),
             model=options["model"],
             model_force=options["model_force"],
@@ -454,6 +450,15 @@ def stdout_writer() -> Callable[[str], None]:
             _STDOUT["open_line"] = not text.endswith("\n")
 
     return write
+
+
+def timestamped_path(root: Path, folder: str, suffix: str = "") -> Path:
+    """`.gambit/<folder>/<deck>-<UTC time><suffix>`: where a command saves what a run of the
+    deck at `root` (a PROMPT.md or a module) produced when no path is given."""
+    stamp = _dt.datetime.now(_dt.UTC).strftime("%Y%m%dT%H%M%SZ")
+    name = root.parent.name if root.name == "PROMPT.md" else root.stem
+    slug = re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-") or "deck"
+    return Path(".gambit") / folder / f"{slug}-{stamp}{suffix}"
 
 
 def deck_argument_exists(path: Path) -> None:

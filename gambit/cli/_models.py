@@ -21,7 +21,8 @@ import click
 
 from gambit.core import Deck, DeckTree
 
-from ._common import Decorator, _options, shown_path, warn_once
+from ._common import RunFlags, shown_path, warn_once
+from ._options import Decorator, options_in_order
 
 # Offline models that answer without reading the request: what they say is no verdict.
 CANNOT_GRADE = {"offline/echo": "it repeats its input"}
@@ -38,7 +39,7 @@ NOT_A_GRADE = (
 
 def role_model_options() -> Decorator:
     """`--scenario-model` and `--grader-model` (scenario, verify)."""
-    return _options(
+    return options_in_order(
         click.option(
             "--scenario-model",
             help="Model for the scenario (persona) decks, replacing their own.",
@@ -93,6 +94,37 @@ def note_default_model(
         f"{'this deck keeps its own' if len(own) == 1 else f'{len(own)} decks keep their own'}: "
         f"{shown}. {fix[:1].upper()}{fix[1:]}.",
         err=True,
+    )
+
+
+def note_role_models(
+    tree: DeckTree,
+    scenario_trees: list[DeckTree],
+    grader_trees: list[DeckTree],
+    flags: RunFlags,
+    scenario_model: str | None,
+    grader_model: str | None,
+    *,
+    declared: bool = True,
+) -> None:
+    """`note_default_model` for a command that runs scenarios and graders (scenario, verify):
+    the deck under test and the decks it calls unless --model-force replaced their model, the
+    scenarios and graders named on the command line unless --scenario-model / --grader-model
+    replaced theirs, else (`declared`) the root's."""
+    personas = [d for t in scenario_trees for d in decks_of(t, ("scenario", "action"))]
+    judges = [d for t in grader_trees for d in decks_of(t, ("grader", "action"))]
+    if declared and not scenario_trees:
+        personas = decks_of(tree, ("scenario",))
+    if declared and not grader_trees:
+        judges = decks_of(tree, ("grader",))
+    note_default_model(
+        flags.model,
+        [
+            *([] if flags.model_force else decks_of(tree, UNDER_TEST)),
+            *([] if scenario_model else personas),
+            *([] if grader_model else judges),
+        ],
+        ROLE_FIX,
     )
 
 

@@ -2,18 +2,16 @@
 
 from __future__ import annotations
 
-import datetime as _dt
-import os
-import re
 from pathlib import Path
 from typing import Any
 
 import click
 
 from gambit.cli import HELP_OPTIONS
-from gambit.core import MISSING, GradingRun, grade_state, run_scenario, save_state
+from gambit.core import GradingRun, grade_state, run_scenario, save_state
 
 from ._common import (
+    SCENARIO_INPUT_OPTION,
     VERBOSE_OPTION,
     RunFlags,
     TraceSink,
@@ -26,30 +24,21 @@ from ._common import (
     parse_value,
     read_state,
     run_async,
-    select_mode,
     shown_path,
     stdout_writer,
-    strict_mode,
+    timestamped_path,
     trace_option,
 )
 from ._models import (
-    ROLE_FIX,
-    UNDER_TEST,
     GraderWatch,
     decks_of,
     note_default_model,
+    note_role_models,
     role_model_options,
     role_run_options,
 )
+from ._options import count_option, path_option
 from ._project import allow_path_option
-
-
-def _default_state_path(root: Path) -> Path:
-    stamp = _dt.datetime.now(_dt.UTC).strftime("%Y%m%dT%H%M%SZ")
-    slug = re.sub(
-        r"[^a-z0-9]+", "-", (root.parent.name if root.name == "PROMPT.md" else root.stem).lower()
-    ).strip("-")
-    return Path(".gambit") / "sessions" / f"{slug or 'deck'}-{stamp}.json"
 
 
 def _print_grading(run: GradingRun) -> None:
@@ -73,51 +62,15 @@ def _warn_grader(watch: GraderWatch, run: GradingRun) -> None:
 
 @click.command("scenario", context_settings=HELP_OPTIONS)
 @click.argument("root", type=click.Path(path_type=Path))
-@click.option(
-    "--scenario",
-    "scenario_path",
-    required=True,
-    type=click.Path(path_type=Path),
-    help="The persona (scenario) deck.",
+@path_option("--scenario", "scenario_path", "The persona (scenario) deck.", required=True)
+@path_option("--grade", "graders", "Grader deck to run on the result (repeatable).", multiple=True)
+@count_option("--max-turns", 12, 1000, "Most persona messages.")
+@count_option(
+    "--runs", 1, 1000, "Run the scenario this many times (a batch: progress bar, summary table)."
 )
-@click.option(
-    "--grade",
-    "graders",
-    multiple=True,
-    type=click.Path(path_type=Path),
-    help="Grader deck to run on the result (repeatable).",
-)
-@click.option(
-    "--max-turns",
-    type=click.IntRange(1, 1000),
-    default=12,
-    show_default=True,
-    help="Most persona messages.",
-)
-@click.option(
-    "--runs",
-    type=click.IntRange(1, 1000),
-    default=1,
-    show_default=True,
-    help="Run the scenario this many times (a batch: progress bar, summary table).",
-)
-@click.option(
-    "--concurrency",
-    type=click.IntRange(1, 256),
-    default=4,
-    show_default=True,
-    help="Runs in flight at once (with --runs).",
-)
-@click.option(
-    "--scenario-input",
-    help="Context input for the scenario deck, checked against its contextSchema (JSON, or a plain string).",
-)
-@click.option(
-    "--json",
-    "json_path",
-    type=click.Path(path_type=Path),
-    help="With --runs: write one JSON result per line to this file.",
-)
+@count_option("--concurrency", 4, 256, "Runs in flight at once (with --runs).")
+@SCENARIO_INPUT_OPTION
+@path_option("--json", "json_path", "With --runs: write one JSON result per line to this file.")
 @common_run_options
 @role_model_options()
 def scenario_command(
@@ -154,18 +107,18 @@ def scenario_command(
             root,
             scenario_path,
             graders,
-            runs,
-            concurrency,
-            max_turns,
-            json_path,
             flags,
-            parse_value(scenario_input, "--scenario-input"),
+            json_path=json_path,
             scenario_model=scenario_model,
             grader_model=grader_model,
+            runs=runs,
+            concurrency=concurrency,
+            max_turns=max_turns,
+            scenario_input=parse_value(scenario_input, "--scenario-input"),
         )
         return
     persona_options, grader_options = role_run_options(scenario_model, grader_model)
-    state_file = flags.state_path or _default_state_path(root)
+    state_file = flags.state_path or timestamped_path(root, "sessions", ".json")
     write = stdout_writer()
 
     async def main() -> None:
@@ -173,19 +126,14 @@ def scenario_command(
         root_tree = load_tree(root, strict=strict)
         persona_tree = load_tree(scenario_path, strict=strict, role="scenario")
         grader_trees = [load_tree(g, strict=strict, role="grader") for g in graders]
-        note_default_model(
-            flags.model,
-            [
-                *([] if flags.model_force else decks_of(root_tree, UNDER_TEST)),
-                *([] if scenario_model else decks_of(persona_tree, ("scenario", "action"))),
-                *(
-                    d
-                    for t in grader_trees
-                    if not grader_model
-                    for d in decks_of(t, ("grader", "action"))
-                ),
-            ],
-            ROLE_FIX,
+        note_role_models(
+            root_tree,
+            [persona_tree],
+            grader_trees,
+            flags,
+            scenario_model,
+            grader_model,
+            declared=False,
         )
         sink = TraceSink(flags.trace_path, flags.verbose)
         router = make_router(root)
@@ -247,12 +195,11 @@ def scenario_command(
 
 @click.command("grade", context_settings=HELP_OPTIONS)
 @click.argument("grader", type=click.Path(path_type=Path))
-@click.option(
+@path_option(
     "--state",
     "state_path",
+    "The SavedState JSON file to grade; the result is saved into it.",
     required=True,
-    type=click.Path(path_type=Path, exists=False),
-    help="The SavedState JSON file to grade; the result is saved into it.",
 )
 @click.option(
     "--fail-under", type=float, help="Exit 1 when the mean score is below this (CI gate)."
@@ -264,50 +211,28 @@ def scenario_command(
     "Model for the grader (and the decks it calls), replacing its own.",
 )
 @allow_path_option
-def grade_command(
-    grader: Path,
-    state_path: Path,
-    fail_under: float | None,
-    trace_path: Path | None,
-    verbose: bool,
-    responses: bool,
-    model: str | None,
-    model_force: str | None,
-    strict: bool,
-    no_compact: bool,
-) -> None:
+def grade_command(grader: Path, fail_under: float | None, **options: Any) -> None:
     """Grade the conversation in --state with GRADER and record the result in the state.
 
     A grader whose context has messageToGrade grades each assistant message; otherwise it
     grades the whole conversation. Every grade carries its score, reason and evidence.
     """
     deck_argument_exists(grader)
+    flags = RunFlags.parse(options)
+    state_path = flags.state_path
+    assert state_path is not None  # a required option
     if not state_path.exists():
         fail(f"{state_path}: state file not found")
-
-    flags = RunFlags(
-        context=MISSING,
-        message=MISSING,
-        state_path=state_path,
-        trace_path=trace_path,
-        stream=False,
-        verbose=verbose,
-        mode=select_mode(responses, os.environ),
-        model=model,
-        model_force=model_force,
-        strict=strict_mode(strict),
-        no_compact=no_compact,
-    )
 
     async def main() -> None:
         tree = load_tree(grader, strict=flags.strict, role="grader")
         state = read_state(state_path)
         assert state is not None
-        sink = TraceSink(trace_path, verbose)
+        sink = TraceSink(flags.trace_path, flags.verbose)
         router = make_router(grader)
-        if not model_force:
+        if not flags.model_force:
             note_default_model(
-                model, decks_of(tree, ("grader", "action")), "--model-force replaces it"
+                flags.model, decks_of(tree, ("grader", "action")), "--model-force replaces it"
             )
         watch = GraderWatch(fix="--model-force MODEL")
         try:

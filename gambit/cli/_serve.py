@@ -13,6 +13,7 @@ from types import ModuleType
 import click
 
 from gambit.cli import HELP_OPTIONS
+from gambit.cli._options import count_option, path_option
 
 
 def _simulator() -> ModuleType:
@@ -44,14 +45,13 @@ def _simulator() -> ModuleType:
     help="Another host name the server may be reached by (repeatable; checked on every "
     "request and websocket).",
 )
-@click.option(
+@path_option(
     "--allow-path",
     "allow_paths",
-    multiple=True,
-    type=click.Path(path_type=Path),
-    help="Also let decks read files in this folder, outside the served workspace (repeatable; "
+    "Also let decks read files in this folder, outside the served workspace (repeatable; "
     "also GAMBIT_ALLOW_PATHS, or [project] allow_paths in the workspace's gambit.toml). "
     "/proc, /sys and /dev are never read.",
+    multiple=True,
 )
 def serve_command(
     deck_or_folder: str | None,
@@ -93,9 +93,7 @@ def serve_command(
 
 
 @click.command("worker", context_settings=HELP_OPTIONS)
-@click.option(
-    "--slots", default=8, show_default=True, type=click.IntRange(1, 256), help="concurrent runs"
-)
+@count_option("--slots", 8, 256, "concurrent runs")
 @click.option("--burst", is_flag=True, help="exit once the queue is empty")
 @click.option("--max-runs", type=int, default=None, help="exit after this many runs")
 def worker_command(slots: int, burst: bool, max_runs: int | None) -> None:

@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 import csv
-import datetime as _dt
 import json
 import os
-import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -14,10 +12,13 @@ from typing import Any
 import click
 
 from gambit.cli import HELP_OPTIONS
-from gambit.core import MISSING, DeckTree, save_state
+from gambit.core import save_state
 from gambit.core.verify import GraderSummary, VerifyReport, grade_rows, run_verify
 
 from ._common import (
+    CONTEXT_OPTION,
+    SCENARIO_INPUT_OPTION,
+    RunFlags,
     TraceSink,
     compaction_settings,
     deck_argument_exists,
@@ -25,21 +26,14 @@ from ._common import (
     load_tree,
     make_router,
     model_options,
+    parse_value,
     run_async,
-    select_mode,
-    strict_mode,
+    timestamped_path,
     trace_option,
 )
 from ._junit import grader_label, junit_xml, score_text
-from ._models import (
-    ROLE_FIX,
-    UNDER_TEST,
-    GraderWatch,
-    decks_of,
-    note_default_model,
-    role_model_options,
-    role_run_options,
-)
+from ._models import GraderWatch, note_role_models, role_model_options, role_run_options
+from ._options import count_option, path_option, threshold_option
 from ._progress import ProgressDisplay, progress_mode
 from ._project import allow_path_option
 
@@ -59,98 +53,54 @@ def _pass_rate(value: str) -> float:
 
 @click.command("verify", context_settings=HELP_OPTIONS)
 @click.argument("root", type=click.Path(path_type=Path))
-@click.option(
+@path_option(
     "--scenario",
     "scenarios",
+    "Scenario deck to run (repeatable; default: the deck's [[scenarios]]).",
     multiple=True,
-    type=click.Path(path_type=Path),
-    help="Scenario deck to run (repeatable; default: the deck's [[scenarios]]).",
 )
-@click.option(
+@path_option(
     "--grader",
     "graders",
+    "Grader deck (repeatable; default: the deck's [[graders]]).",
     multiple=True,
-    type=click.Path(path_type=Path),
-    help="Grader deck (repeatable; default: the deck's [[graders]]).",
 )
-@click.option(
-    "--runs", type=click.IntRange(1, 1000), default=1, show_default=True, help="Runs per scenario."
-)
-@click.option(
+@count_option("--runs", 1, 1000, "Runs per scenario.")
+@count_option(
     "--repeats",
-    type=click.IntRange(1, 100),
-    default=1,
-    show_default=True,
-    help="Grades of each run by each grader (their agreement is the self-consistency).",
+    1,
+    100,
+    "Grades of each run by each grader (their agreement is the self-consistency).",
 )
-@click.option(
-    "--concurrency",
-    type=click.IntRange(1, 256),
-    default=4,
-    show_default=True,
-    help="Scenario runs and grades in flight at once.",
-)
-@click.option(
-    "--max-turns",
-    type=click.IntRange(1, 200),
-    default=12,
-    show_default=True,
-    help="Most persona messages per run.",
-)
-@click.option(
-    "--threshold",
-    type=float,
-    default=0.0,
-    show_default=True,
-    help="A grade passes when its score is at least this.",
-)
+@count_option("--concurrency", 4, 256, "Scenario runs and grades in flight at once.")
+@count_option("--max-turns", 12, 200, "Most persona messages per run.")
+@threshold_option("A grade passes when its score is at least this.")
 @click.option("--fail-under", type=float, help="Exit 1 when a grader's mean score is below this.")
 @click.option(
     "--min-pass-rate",
     type=str,
     help="Exit 1 when a grader's pass rate is below this (0.8 or 80%).",
 )
-@click.option(
+@path_option(
     "--ratings",
     "ratings_paths",
-    multiple=True,
-    type=click.Path(path_type=Path),
-    help="Human ratings of earlier grades (a grades export with humanRating, or plain rating "
+    "Human ratings of earlier grades (a grades export with humanRating, or plain rating "
     "rows with the grades they rate; docs/calibration.md): report each grader's pass rate "
     "corrected for its errors (repeatable).",
+    multiple=True,
 )
-@click.option("--context", help="Context input for the root deck (JSON, or a plain string).")
-@click.option(
-    "--scenario-input",
-    help="Context input for each scenario deck, checked against its contextSchema (JSON, or a plain string).",
+@CONTEXT_OPTION
+@SCENARIO_INPUT_OPTION
+@path_option("--junit", "junit_path", "Write JUnit XML: one test case per scenario run and grader.")
+@path_option(
+    "--json", "json_path", "Write the whole report (runs, grades, metrics) as one JSON object."
 )
-@click.option(
-    "--junit",
-    "junit_path",
-    type=click.Path(path_type=Path),
-    help="Write JUnit XML: one test case per scenario run and grader.",
-)
-@click.option(
-    "--json",
-    "json_path",
-    type=click.Path(path_type=Path),
-    help="Write the whole report (runs, grades, metrics) as one JSON object.",
-)
-@click.option(
-    "--grades-csv",
-    type=click.Path(path_type=Path),
-    help="Write one CSV row per graded turn.",
-)
-@click.option(
-    "--grades-jsonl",
-    type=click.Path(path_type=Path),
-    help="Write one JSON line per graded turn.",
-)
-@click.option(
+@path_option("--grades-csv", "grades_csv", "Write one CSV row per graded turn.")
+@path_option("--grades-jsonl", "grades_jsonl", "Write one JSON line per graded turn.")
+@path_option(
     "--sessions",
     "sessions_dir",
-    type=click.Path(path_type=Path),
-    help="Folder for each run's SavedState (default .gambit/verify/<deck>-<time>/).",
+    "Folder for each run's SavedState (default .gambit/verify/<deck>-<time>/).",
 )
 @trace_option("Append every trace event to this file.")
 @click.option(
@@ -173,22 +123,16 @@ def verify_command(
     fail_under: float | None,
     min_pass_rate: str | None,
     ratings_paths: tuple[Path, ...],
-    context: str | None,
     scenario_input: str | None,
     junit_path: Path | None,
     json_path: Path | None,
     grades_csv: Path | None,
     grades_jsonl: Path | None,
     sessions_dir: Path | None,
-    trace_path: Path | None,
     quiet: bool,
-    responses: bool,
-    model: str | None,
-    model_force: str | None,
-    strict: bool,
     scenario_model: str | None,
     grader_model: str | None,
-    no_compact: bool,
+    **options: Any,
 ) -> None:
     """Run every scenario --runs times, grade each run --repeats times, and report the metrics.
 
@@ -201,8 +145,6 @@ def verify_command(
     model under test would grade with it. A grader answered by a model that cannot grade
     (offline/echo), or whose replies are not grades, is warned about.
     """
-    from gambit.cli._common import parse_value
-
     rate = _pass_rate(min_pass_rate) if min_pass_rate is not None else None
     for path in (root, *scenarios, *graders):
         deck_argument_exists(path)
@@ -210,61 +152,27 @@ def verify_command(
 
     if ratings_paths:
         load(list(ratings_paths))  # a bad ratings file fails before any model is called
-    strict = strict_mode(strict)
-    folder = sessions_dir or _default_sessions_dir(root)
-
-    async def main() -> VerifyReport:
-        tree = load_tree(root, strict=strict)
-        if not scenarios and not tree.root.scenarios:
-            fail(f"{root}: no scenario to run; declare [[scenarios]] or pass --scenario")
-        if not graders and not tree.root.graders:
-            fail(f"{root}: no grader; declare [[graders]] or pass --grader")
-        # decks named on the command line: each inside its own project root
-        scenario_trees = [load_tree(s, strict=strict, role="scenario") for s in scenarios]
-        grader_trees = [load_tree(g, strict=strict, role="grader") for g in graders]
-        _note_models(
-            tree, scenario_trees, grader_trees, model, model_force, scenario_model, grader_model
-        )
-        router = make_router(root)
-        sink = TraceSink(trace_path, False) if trace_path is not None else None
-        bar = ProgressDisplay(progress_mode(quiet=quiet))
-        writer = _SessionWriter(folder)
-        try:
-            with bar:
-                return await run_verify(
-                    tree,
-                    provider=router,
-                    scenarios=scenario_trees or None,
-                    graders=grader_trees or None,
-                    runs=runs,
-                    repeats=repeats,
-                    concurrency=concurrency,
-                    max_turns=max_turns,
-                    threshold=threshold,
-                    context=parse_value(context),
-                    scenario_input=parse_value(scenario_input, "--scenario-input"),
-                    on_progress=bar.update,
-                    on_run=writer.save,
-                    strict=strict,
-                    mode=select_mode(responses, os.environ),
-                    stream=False,
-                    default_model=model,
-                    model_override=model_force,
-                    persona_options=persona_options,
-                    grader_options=grader_options,
-                    model_resolver=router,
-                    on_trace=watch.chain(sink),
-                    compaction=compaction_settings(router, no_compact),
-                )
-        finally:
-            writer.close()
-            if sink is not None:
-                sink.close()
-            await router.aclose()
-
-    persona_options, grader_options = role_run_options(scenario_model, grader_model)
+    flags = RunFlags.parse(options)
+    folder = sessions_dir or timestamped_path(root, "verify")
     watch = GraderWatch()
-    report: VerifyReport = run_async(main())
+    report = _run_batch(
+        root,
+        list(scenarios),
+        list(graders),
+        flags,
+        watch,
+        folder=folder,
+        quiet=quiet,
+        declared=True,
+        scenario_model=scenario_model,
+        grader_model=grader_model,
+        runs=runs,
+        repeats=repeats,
+        concurrency=concurrency,
+        max_turns=max_turns,
+        threshold=threshold,
+        scenario_input=parse_value(scenario_input, "--scenario-input"),
+    )
     notes = ratings_for_report(report, ratings_paths) if ratings_paths else []
     summaries = report.summaries()
     _print_summary(report, summaries)
@@ -292,34 +200,80 @@ def verify_command(
         sys.exit(1)
 
 
-def _note_models(
-    tree: DeckTree,
-    scenario_trees: list[DeckTree],
-    grader_trees: list[DeckTree],
-    model: str | None,
-    model_force: str | None,
+def _run_batch(
+    root: Path,
+    scenarios: list[Path],
+    graders: list[Path],
+    flags: RunFlags,
+    watch: GraderWatch,
+    *,
+    folder: Path,
+    declared: bool,
     scenario_model: str | None,
     grader_model: str | None,
-    *,
-    declared: bool = True,
-) -> None:
-    """Say which decks keep their own model despite --model (see `note_default_model`):
-    the scenarios and graders named on the command line, else (`declared`) the root's."""
-    personas = [d for t in scenario_trees for d in decks_of(t, ("scenario", "action"))]
-    judges = [d for t in grader_trees for d in decks_of(t, ("grader", "action"))]
-    if declared and not scenario_trees:
-        personas = decks_of(tree, ("scenario",))
-    if declared and not grader_trees:
-        judges = decks_of(tree, ("grader",))
-    note_default_model(
-        model,
-        [
-            *([] if model_force else decks_of(tree, UNDER_TEST)),
-            *([] if scenario_model else personas),
-            *([] if grader_model else judges),
-        ],
-        ROLE_FIX,
-    )
+    quiet: bool = False,
+    **settings: Any,
+) -> VerifyReport:
+    """`run_verify` for `gambit verify` and `gambit scenario --runs`, with a progress bar,
+    each run's conversation saved into `folder` and the models noted (`note_role_models`).
+
+    With `declared` (verify) the root's [[scenarios]] / [[graders]] stand in for those not
+    given on the command line; without it only the given ones run (no grader: no grading).
+    `settings` go to `run_verify` (runs, repeats, concurrency, max_turns, ...)."""
+    persona_options, grader_options = role_run_options(scenario_model, grader_model)
+
+    async def main() -> VerifyReport:
+        tree = load_tree(root, strict=flags.strict)
+        if declared and not scenarios and not tree.root.scenarios:
+            fail(f"{root}: no scenario to run; declare [[scenarios]] or pass --scenario")
+        if declared and not graders and not tree.root.graders:
+            fail(f"{root}: no grader; declare [[graders]] or pass --grader")
+        # decks named on the command line: each inside its own project root
+        scenario_trees = [load_tree(s, strict=flags.strict, role="scenario") for s in scenarios]
+        grader_trees = [load_tree(g, strict=flags.strict, role="grader") for g in graders]
+        note_role_models(
+            tree,
+            scenario_trees,
+            grader_trees,
+            flags,
+            scenario_model,
+            grader_model,
+            declared=declared,
+        )
+        router = make_router(root)
+        sink = TraceSink(flags.trace_path, False) if flags.trace_path is not None else None
+        bar = ProgressDisplay(progress_mode(quiet=quiet))
+        writer = _SessionWriter(folder)
+        try:
+            with bar:
+                return await run_verify(
+                    tree,
+                    provider=router,
+                    scenarios=scenario_trees or None,
+                    graders=grader_trees if grader_trees or not declared else None,
+                    context=flags.context,
+                    on_progress=bar.update,
+                    on_run=writer.save,
+                    strict=flags.strict,
+                    mode=flags.mode,
+                    stream=False,
+                    default_model=flags.model,
+                    model_override=flags.model_force,
+                    persona_options=persona_options,
+                    grader_options=grader_options,
+                    model_resolver=router,
+                    on_trace=watch.chain(sink),
+                    compaction=compaction_settings(router, flags.no_compact),
+                    **settings,
+                )
+        finally:
+            writer.close()
+            if sink is not None:
+                sink.close()
+            await router.aclose()
+
+    report: VerifyReport = run_async(main(), verbose=flags.verbose)
+    return report
 
 
 def _warn_graders(watch: GraderWatch, report: VerifyReport) -> None:
@@ -354,13 +308,6 @@ CSV_FIELDS = (
     "flag",
     "humanRating",
 )
-
-
-def _default_sessions_dir(root: Path) -> Path:
-    stamp = _dt.datetime.now(_dt.UTC).strftime("%Y%m%dT%H%M%SZ")
-    name = root.parent.name if root.name == "PROMPT.md" else root.stem
-    slug = re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-") or "deck"
-    return Path(".gambit") / "verify" / f"{slug}-{stamp}"
 
 
 def _write(path: Path, text: str) -> None:
@@ -533,72 +480,29 @@ def run_batch(
     root: Path,
     scenario: Path,
     graders: tuple[Path, ...],
-    runs: int,
-    concurrency: int,
-    max_turns: int,
-    json_path: Path | None,
-    flags: Any,
-    scenario_input: Any = MISSING,
+    flags: RunFlags,
     *,
+    json_path: Path | None,
     scenario_model: str | None = None,
     grader_model: str | None = None,
+    **settings: Any,
 ) -> None:
-    """`gambit scenario --runs N`: the same runner as `gambit verify`, graders optional."""
-    folder = _default_sessions_dir(root)
-    persona_options, grader_options = role_run_options(scenario_model, grader_model)
+    """`gambit scenario --runs N`: the same runner as `gambit verify`, graders optional;
+    `settings` go to `run_verify` (runs, concurrency, max_turns, scenario_input)."""
+    folder = timestamped_path(root, "verify")
     watch = GraderWatch()
-
-    async def main() -> VerifyReport:
-        tree = load_tree(root, strict=flags.strict)
-        scenario_trees = [load_tree(scenario, strict=flags.strict, role="scenario")]
-        grader_trees = [load_tree(g, strict=flags.strict, role="grader") for g in graders]
-        _note_models(
-            tree,
-            scenario_trees,
-            grader_trees,
-            flags.model,
-            flags.model_force,
-            scenario_model,
-            grader_model,
-            declared=False,
-        )
-        router = make_router(root)
-        sink = TraceSink(flags.trace_path, False) if flags.trace_path is not None else None
-        bar = ProgressDisplay(progress_mode())
-        writer = _SessionWriter(folder)
-        try:
-            with bar:
-                return await run_verify(
-                    tree,
-                    provider=router,
-                    scenarios=scenario_trees,
-                    graders=grader_trees,
-                    runs=runs,
-                    repeats=1,
-                    concurrency=concurrency,
-                    max_turns=max_turns,
-                    context=flags.context,
-                    scenario_input=scenario_input,
-                    on_progress=bar.update,
-                    on_run=writer.save,
-                    strict=flags.strict,
-                    mode=flags.mode,
-                    stream=False,
-                    default_model=flags.model,
-                    model_override=flags.model_force,
-                    persona_options=persona_options,
-                    grader_options=grader_options,
-                    model_resolver=router,
-                    on_trace=watch.chain(sink),
-                    compaction=compaction_settings(router, flags.no_compact),
-                )
-        finally:
-            writer.close()
-            if sink is not None:
-                sink.close()
-            await router.aclose()
-
-    report: VerifyReport = run_async(main(), verbose=flags.verbose)
+    report = _run_batch(
+        root,
+        [scenario],
+        list(graders),
+        flags,
+        watch,
+        folder=folder,
+        declared=False,
+        scenario_model=scenario_model,
+        grader_model=grader_model,
+        **settings,
+    )
     _print_runs(report)
     if graders:
         _print_summary(report, report.summaries())

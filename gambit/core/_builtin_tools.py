@@ -43,6 +43,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from ._json_kinds import kind_words
 from ._permissions import PermissionSet, canonical_path
 
 READ_TOOLS = ("read_file", "list_dir", "grep_files")
@@ -207,20 +208,6 @@ def _int_in(value: Any, low: int, high: int, default: int) -> int:
     return max(low, min(high, int(value)))
 
 
-def _json_type(value: Any) -> str:
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, int | float):
-        return "a number"
-    if isinstance(value, list):
-        return "an array"
-    if isinstance(value, dict):
-        return "an object"
-    if isinstance(value, str):
-        return "a string"
-    return "null" if value is None else type(value).__name__
-
-
 def _checked_text(value: str, what: str) -> str:
     """`value` if a file name or a program argument can hold it."""
     if "\x00" in value:
@@ -245,7 +232,7 @@ def _string_arg(args: dict[str, Any], key: str, *, required: bool) -> str | None
     """A string argument, stripped; None when optional and absent or blank."""
     value = args.get(key)
     if value is not None and not isinstance(value, str):
-        raise _Refused(400, "invalid_input", f"{key} must be a string, not {_json_type(value)}")
+        raise _Refused(400, "invalid_input", f"{key} must be a string, not {kind_words(value)}")
     if value is None or not value.strip():
         if required:
             raise _Refused(400, "invalid_input", f"{key} is required")
@@ -396,7 +383,7 @@ def _grep_files(args: dict[str, Any], perms: PermissionSet) -> dict[str, Any]:
     query = args.get("query")
     if not isinstance(query, str) or not query:
         what = (
-            "is required" if query in (None, "") else f"must be a string, not {_json_type(query)}"
+            "is required" if query in (None, "") else f"must be a string, not {kind_words(query)}"
         )
         return _error(400, "invalid_input", f"query {what}")
     try:
@@ -438,7 +425,7 @@ def _edits(args: dict[str, Any]) -> list[tuple[str, str, bool]]:
         raise _Refused(
             400,
             "invalid_input",
-            f"edits must be an array of old_text/new_text pairs, not {_json_type(value)}",
+            f"edits must be an array of old_text/new_text pairs, not {kind_words(value)}",
         )
     edits: list[tuple[str, str, bool]] = []
     for index, edit in enumerate(value or []):
@@ -612,7 +599,7 @@ def _argv(args: dict[str, Any]) -> list[str]:
         return []
     if not isinstance(value, list):
         raise _Refused(
-            400, "invalid_input", f"args must be an array of strings, not {_json_type(value)}"
+            400, "invalid_input", f"args must be an array of strings, not {kind_words(value)}"
         )
     return [
         _checked_text(item, f"args[{index}]")

@@ -7,7 +7,10 @@ first, then raises one `DeckLoadError` holding all of them.
 
 from __future__ import annotations
 
+import os
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Literal
 
 Severity = Literal["error", "warning"]
@@ -156,3 +159,19 @@ class Diagnostics:
     def raise_if_errors(self) -> None:
         if self.errors:
             raise DeckLoadError(self.problems)
+
+
+def read_text_file(path: str | os.PathLike[str], error: Callable[..., Exception], what: str) -> str:
+    """A UTF-8 file's text; else `error(message, file=path)` saying why, with the file
+    called `what` ("state file", "trace file")."""
+    name = str(path)
+    try:
+        return Path(path).read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise error(f"{what} not found", file=name) from None
+    except IsADirectoryError:
+        raise error(f"is a directory, not a {what}", file=name) from None
+    except UnicodeDecodeError as exc:
+        raise error(f"{what} is not UTF-8 text ({exc.reason})", file=name) from None
+    except OSError as exc:
+        raise error(f"cannot read {what} ({exc.strerror or exc})", file=name) from None

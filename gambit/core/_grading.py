@@ -39,19 +39,18 @@ class Grade:
     error: str | None = None
 
     def to_json(self) -> dict[str, Any]:
-        data: dict[str, Any] = {
+        optional = {
+            "messageIndex": self.message_index,
+            "messageRefId": self.message_ref_id,
+            "error": self.error,
+        }
+        return {
             "score": self.score,
             "reason": self.reason,
             "evidence": self.evidence,
+            **{key: value for key, value in optional.items() if value is not None},
+            "payload": self.payload,
         }
-        if self.message_index is not None:
-            data["messageIndex"] = self.message_index
-        if self.message_ref_id is not None:
-            data["messageRefId"] = self.message_ref_id
-        if self.error is not None:
-            data["error"] = self.error
-        data["payload"] = self.payload
-        return data
 
 
 @dataclass

@@ -437,6 +437,16 @@ _ITEMS_ADAPTER: TypeAdapter[list[Any]] = TypeAdapter(list[ResponseItem], config=
 # --------------------------------------------------------------------------- tools
 
 
+def _nest_function(data: Any, keys: tuple[str, ...], **defaults: Any) -> Any:
+    """OpenAI Responses' flat form of a tool or tool choice (`{type, name, ...}` at the top
+    level) as ours, `{type, function: {name, ...}}`: `keys` move into `function`, beside the
+    `defaults` they lack. Any other value is left as it is."""
+    if isinstance(data, Mapping) and "function" not in data and "name" in data:
+        data = dict(data)
+        data["function"] = {**defaults, **{k: data.pop(k) for k in keys if k in data}}
+    return data
+
+
 class ResponseFunctionDefinition(_JsonModel):
     name: str
     description: str | None = None
@@ -452,15 +462,11 @@ class ResponseToolDefinition(_JsonModel):
     @model_validator(mode="before")
     @classmethod
     def _flat_form(cls, data: Any) -> Any:
-        # OpenAI Responses puts name/description/parameters at the top level.
-        if isinstance(data, Mapping) and "function" not in data and "name" in data:
-            data = dict(data)
-            fn = {k: data.pop(k) for k in ("name", "description", "parameters") if k in data}
-            fn.setdefault("parameters", {"type": "object", "properties": {}})
-            if "strict" in data:
-                fn["strict"] = data.pop("strict")
-            data["function"] = fn
-        return data
+        return _nest_function(
+            data,
+            ("name", "description", "parameters", "strict"),
+            parameters={"type": "object", "properties": {}},
+        )
 
 
 class ToolChoiceFunctionName(_JsonModel):
@@ -476,10 +482,7 @@ class ToolChoiceFunction(_JsonModel):
     @model_validator(mode="before")
     @classmethod
     def _flat_form(cls, data: Any) -> Any:
-        if isinstance(data, Mapping) and "function" not in data and "name" in data:
-            data = dict(data)
-            data["function"] = {"name": data.pop("name")}
-        return data
+        return _nest_function(data, ("name",))
 
 
 ResponseToolChoice = Literal["auto", "required", "none"] | ToolChoiceFunction
@@ -571,6 +574,15 @@ class CreateResponseResponse(_JsonModel):
     output: list[ResponseItem] = Field(default_factory=list)
     usage: ResponseUsage | None = None
     error: ResponseError | None = None
+
+    def incomplete_details_or_none(self) -> dict[str, Any] | None:
+        """`{"reason": ...}` of a response that stopped short (status `incomplete`; the
+        reason "unknown" when the server gave none), else None."""
+        if self.status != "incomplete":
+            return None
+        details = (self.model_extra or {}).get("incomplete_details")
+        reason = details.get("reason") if isinstance(details, dict) else None
+        return {"reason": reason if isinstance(reason, str) and reason else "unknown"}
 
 
 # --------------------------------------------------------------------------- stream events

@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
 from ._errors import GambitError
+from ._json_kinds import json_type, kind_words
 
 if TYPE_CHECKING:
     from jsonschema import Draft202012Validator
@@ -205,24 +206,6 @@ def _optional_as_nullable(schema: Any) -> Any:
 # The schema type
 
 
-def _json_type_of(value: Any) -> str | None:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, int):
-        return "integer"
-    if isinstance(value, float):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, list | tuple):
-        return "array"
-    if isinstance(value, dict):
-        return "object"
-    return None
-
-
 def _inferred_type(schema: dict) -> str | None:
     """The single JSON type a schema accepts, or None (union, any, or unknown)."""
     declared = schema.get("type")
@@ -236,7 +219,7 @@ def _inferred_type(schema: dict) -> str | None:
     elif isinstance(schema.get("enum"), list) and schema["enum"]:
         values = schema["enum"]
     if values is not None:
-        types = {_json_type_of(v) for v in values}
+        types = {json_type(v) for v in values}
         if types <= {"integer", "number"} and len(types) == 2:
             return "number"
         return types.pop() if len(types) == 1 else None
@@ -725,7 +708,7 @@ def _check_schema(json_schema: dict) -> None:
         # validator_for looks it up in a table: a list or a table is unhashable there.
         raise ValueError(
             f"$schema must be a string (the URI of a JSON Schema draft), not "
-            f"{_kind(dialect)} (at the schema root)"
+            f"{kind_words(dialect)} (at the schema root)"
         )
     cls = jsonschema.validators.validator_for(json_schema, default=Draft202012Validator)
     try:
@@ -759,19 +742,6 @@ def _resolve_pointer(root: dict, ref: str) -> Any:
     return node
 
 
-def _kind(value: Any) -> str:
-    """What a JSON value is, in an error message."""
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, int | float):
-        return "a number"
-    if isinstance(value, list | tuple):
-        return "an array"
-    if isinstance(value, dict):
-        return "an object"
-    return "null" if value is None else type(value).__name__
-
-
 def check_schema_values(json_schema: dict) -> None:
     """Raise ValueError for a schema of more than MAX_SCHEMA_VALUES values, or with a key that
     is not a string (a Python dict can have one; JSON cannot).
@@ -791,7 +761,7 @@ def check_schema_values(json_schema: dict) -> None:
             for key, value in node.items():
                 if not isinstance(key, str):
                     raise ValueError(
-                        f"key {key!r} must be a string, not {_kind(key)} "
+                        f"key {key!r} must be a string, not {kind_words(key)} "
                         f"(at schema location #{path})"
                     )
                 pending.append((value, f"{path}/{key}"))
@@ -1094,6 +1064,17 @@ class _Comparer:
         elif a_type == "array":
             self.compare_arrays(a, b, path)
 
+    def count_problem(
+        self, path: tuple[str, ...], what: str, a_count: int, b_count: int, unit: str
+    ) -> None:
+        """The two sides have a different number of union options or tuple items."""
+        if self.mode == "compat":
+            self.report(path, f"{what} {a_count} {unit}, expected {b_count}")
+        else:
+            self.report(
+                path, f"{what} {a_count} {unit} in {self.a_label} but {b_count} in {self.b_label}"
+            )
+
     def compare_unions(
         self, a: dict, b: dict, a_union: list | None, b_union: list | None, path: tuple[str, ...]
     ) -> None:
@@ -1101,14 +1082,7 @@ class _Comparer:
             self.type_problem(path, _describe(a), _describe(b))
             return
         if len(a_union) != len(b_union):
-            if self.mode == "compat":
-                self.report(path, f"union has {len(a_union)} options, expected {len(b_union)}")
-            else:
-                self.report(
-                    path,
-                    f"union has {len(a_union)} options in {self.a_label} but "
-                    f"{len(b_union)} in {self.b_label}",
-                )
+            self.count_problem(path, "union has", len(a_union), len(b_union), "options")
             return
         in_order: list[list[str]] = []
         for index, (a_branch, b_branch) in enumerate(zip(a_union, b_union, strict=True)):
@@ -1199,14 +1173,7 @@ class _Comparer:
         b_prefix = b.get("prefixItems")
         b_prefix = b_prefix if isinstance(b_prefix, list) else []
         if len(a_prefix) != len(b_prefix):
-            if self.mode == "compat":
-                self.report(path, f"tuple has {len(a_prefix)} items, expected {len(b_prefix)}")
-            else:
-                self.report(
-                    path,
-                    f"tuple has {len(a_prefix)} items in {self.a_label} but "
-                    f"{len(b_prefix)} in {self.b_label}",
-                )
+            self.count_problem(path, "tuple has", len(a_prefix), len(b_prefix), "items")
             return
         for index, (a_item, b_item) in enumerate(zip(a_prefix, b_prefix, strict=True)):
             self.compare(a_item, b_item, (*path, str(index)))

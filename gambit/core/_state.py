@@ -38,7 +38,7 @@ from typing import Any, Literal
 from pydantic import PrivateAttr, ValidationError
 
 from gambit.core._depth import MAX_VALUE_DEPTH, too_deep
-from gambit.core._errors import GambitError
+from gambit.core._errors import GambitError, read_text_file
 from gambit.core._ids import new_id
 from gambit.core._messages import ChatMessage, items_to_messages, messages_to_items
 from gambit.core._openresponses import ResponseItem, _CamelModel, construct, message_item
@@ -223,16 +223,7 @@ def state_to_dict(state: SavedState | Mapping[str, Any]) -> dict[str, Any]:
 def load_state(path: str | os.PathLike[str]) -> SavedState:
     """Read a SavedState JSON file; raises `StateError` naming the file and the problem."""
     name = str(path)
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise StateError("state file not found", file=name) from None
-    except IsADirectoryError:
-        raise StateError("is a directory, not a state file", file=name) from None
-    except UnicodeDecodeError as exc:
-        raise StateError(f"state file is not UTF-8 text ({exc.reason})", file=name) from None
-    except OSError as exc:
-        raise StateError(f"cannot read state file ({exc.strerror or exc})", file=name) from None
+    text = read_text_file(path, StateError, "state file")
     try:
         data = json.loads(text)
         deep = too_deep(data)

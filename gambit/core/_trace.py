@@ -50,7 +50,6 @@ from typing import IO, Annotated, Any, Literal
 
 from pydantic import (
     BaseModel,
-    ConfigDict,
     Discriminator,
     Field,
     Tag,
@@ -59,9 +58,10 @@ from pydantic import (
     field_validator,
 )
 
-from gambit.core._errors import GambitError
+from gambit.core._errors import GambitError, read_text_file
 from gambit.core._messages import ChatMessage
 from gambit.core._openresponses import (
+    _DEFER,
     ResponseItem,
     ResponseToolDefinition,
     ResponseUsage,
@@ -493,8 +493,6 @@ TraceEvent = Annotated[
 ]
 """A trace event, discriminated on `type` (see the module docstring)."""
 
-# Built on first use: building every validator at import made `import gambit` slow.
-_DEFER = ConfigDict(defer_build=True)
 _TRACE_ADAPTER: TypeAdapter[Any] = TypeAdapter(TraceEvent, config=_DEFER)
 
 
@@ -651,14 +649,7 @@ def read_trace(path: str | os.PathLike[str]) -> list[Any]:
     Raises `TraceError` naming the file, and the 1-based line number of a malformed line.
     """
     name = str(path)
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise TraceError("trace file not found", file=name) from None
-    except UnicodeDecodeError as exc:
-        raise TraceError(f"not UTF-8 text ({exc.reason})", file=name) from None
-    except OSError as exc:
-        raise TraceError(f"cannot read trace file ({exc.strerror or exc})", file=name) from None
+    text = read_text_file(path, TraceError, "trace file")
     events: list[Any] = []
     # Split on "\n" only: str.splitlines() would also split on U+2028 and friends, which
     # ensure_ascii=False leaves unescaped inside JSON strings.

@@ -61,8 +61,33 @@ class _Meter:
             self.cost = (self.cost or 0.0) + float(cost)
 
 
+@dataclass(kw_only=True)
+class _Spent:
+    """What a scenario run or a grade cost, and the error that ended it (if one did)."""
+
+    error: str | None = None
+    duration_ms: int | None = None
+    calls: int = 0
+    tokens: int = 0
+    cost: float | None = None
+
+    def note_spent(self, began: float, meter: _Meter) -> None:
+        """The time since `began` (a `time.perf_counter()`) and what `meter` counted."""
+        self.duration_ms = round((time.perf_counter() - began) * 1000)
+        self.calls, self.tokens, self.cost = meter.calls, meter.tokens, meter.cost
+
+    def spent_json(self) -> dict[str, Any]:
+        return {
+            "error": self.error,
+            "durationMs": self.duration_ms,
+            "calls": self.calls,
+            "tokens": self.tokens,
+            "cost": self.cost,
+        }
+
+
 @dataclass
-class ScenarioRunRecord:
+class ScenarioRunRecord(_Spent):
     """One scenario run: its conversation (even a partial one when it failed) and its cost."""
 
     id: str
@@ -72,12 +97,7 @@ class ScenarioRunRecord:
     status: Status = "queued"
     turns: int = 0
     stopped: str | None = None
-    error: str | None = None
     state: SavedState | None = None
-    duration_ms: int | None = None
-    calls: int = 0
-    tokens: int = 0
-    cost: float | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -88,16 +108,12 @@ class ScenarioRunRecord:
             "status": self.status,
             "turns": self.turns,
             "stopped": self.stopped,
-            "error": self.error,
-            "durationMs": self.duration_ms,
-            "calls": self.calls,
-            "tokens": self.tokens,
-            "cost": self.cost,
+            **self.spent_json(),
         }
 
 
 @dataclass
-class GradeRecord:
+class GradeRecord(_Spent):
     """One repeat of one grader over one scenario run."""
 
     id: str
@@ -108,11 +124,6 @@ class GradeRecord:
     repeat: int  # 1-based
     status: Status = "queued"
     grading: GradingRun | None = None
-    error: str | None = None
-    duration_ms: int | None = None
-    calls: int = 0
-    tokens: int = 0
-    cost: float | None = None
 
     @property
     def score(self) -> float | None:
@@ -128,11 +139,7 @@ class GradeRecord:
             "repeat": self.repeat,
             "status": self.status,
             "score": self.score,
-            "error": self.error,
-            "durationMs": self.duration_ms,
-            "calls": self.calls,
-            "tokens": self.tokens,
-            "cost": self.cost,
+            **self.spent_json(),
             "grading": self.grading.to_json() if self.grading is not None else None,
         }
 
@@ -448,8 +455,7 @@ async def run_verify(
                     record.error = grading.error
             except Exception as exc:  # recorded on the sample, never lost
                 record.error = f"{type(exc).__name__}: {exc}"
-            record.duration_ms = round((time.perf_counter() - began) * 1000)
-        record.calls, record.tokens, record.cost = meter.calls, meter.tokens, meter.cost
+            record.note_spent(began, meter)
         failed = record.error is not None or record.score is None
         record.status = "failed" if failed else "completed"
         progress.move("grade", "running", record.status)
@@ -489,8 +495,7 @@ async def run_verify(
                 record.error = f"{type(exc).__name__}: {exc}"
                 record.state = partial[-1] if partial else None
                 record.status = "failed"
-            record.duration_ms = round((time.perf_counter() - began) * 1000)
-        record.calls, record.tokens, record.cost = meter.calls, meter.tokens, meter.cost
+            record.note_spent(began, meter)
         progress.move("run", "running", record.status)
         report()
         if on_run is not None:

@@ -6,7 +6,7 @@ import asyncio
 import json
 from collections.abc import Mapping
 from contextlib import aclosing
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Self
 
 import httpx
 
@@ -93,6 +93,47 @@ class HttpProvider(BaseChatProvider):
     # the Responses API; Chat Completions carries text only, docs/endpoint.md "Images and
     # files").
     input_content: ClassVar[frozenset[str]] = frozenset({"input_image", "input_file"})
+    # What `from_env` reads: the variables of the API key and of the base URL, and whether
+    # a call needs the key.
+    env_api_key: ClassVar[str | None] = None
+    env_base_url: ClassVar[str | None] = None
+    api_key_required: ClassVar[bool] = False
+
+    @classmethod
+    def from_env(
+        cls, env: Mapping[str, str], *, settings: Mapping[str, Any] | None = None, **kwargs: Any
+    ) -> Self:
+        """The adapter as the environment and its `[providers.<name>]` table of gambit.toml
+        configure it: the API key (`env_api_key`), the base URL (`env_base_url`, else the
+        table's `base_url`, else `default_base_url`), the table's HTTP options and the
+        adapter's own (`settings_options`); `kwargs` win. Without a base URL, or without a
+        required key, it is built unconfigured: its calls fail saying which variable to set."""
+        settings = settings or {}
+        base = (
+            (env.get(cls.env_base_url) if cls.env_base_url else None)
+            or settings.get("base_url")
+            or cls.default_base_url
+        )
+        key = (env.get(cls.env_api_key) if cls.env_api_key else None) or None
+        options = {
+            **settings_http_options(settings),
+            **cls.settings_options(env, settings),
+            **kwargs,
+        }
+        provider = cls(base_url=base or "http://missing.invalid", api_key=key, **options)
+        if not base:
+            provider.missing_config = f"{cls.env_base_url} is not set"
+        elif cls.api_key_required and not key:
+            provider.missing_config = f"{cls.env_api_key} is not set"
+        return provider
+
+    @classmethod
+    def settings_options(
+        cls, env: Mapping[str, str], settings: Mapping[str, Any]
+    ) -> dict[str, Any]:
+        """Constructor options of this adapter's own, from its settings table (and the
+        environment); `from_env` passes them."""
+        return {}
 
     def __init__(
         self,

@@ -190,24 +190,28 @@ class JsonBody:
     data: Any
 
 
+# Each transport failure and how it reads ({url}, and {detail}: the exception's text); the
+# first class the exception is an instance of wins (ConnectTimeout before ConnectError).
+_TRANSPORT_ERRORS: tuple[tuple[type[BaseException] | tuple[type[BaseException], ...], str], ...] = (
+    (httpx.ConnectTimeout, "timed out connecting to {url}"),
+    (httpx.ConnectError, "cannot connect to {url}: {detail}"),
+    (httpx.ReadTimeout, "timed out waiting for data from {url} (read timeout)"),
+    ((httpx.WriteTimeout, httpx.PoolTimeout), "timed out sending the request to {url}"),
+    (httpx.RemoteProtocolError, "the server closed the connection ({detail})"),
+    (httpx.ReadError, "the connection was lost ({detail})"),
+    (
+        httpx.UnsupportedProtocol,
+        "cannot use the URL {url}: it needs an http:// or https:// scheme ({detail})",
+    ),
+    (httpx.DecodingError, "cannot decode the answer from {url} ({detail})"),
+)
+
+
 def describe_transport_error(exc: BaseException, url: str) -> str:
     detail = str(exc) or type(exc).__name__
-    if isinstance(exc, httpx.ConnectTimeout):
-        return f"timed out connecting to {url}"
-    if isinstance(exc, httpx.ConnectError):
-        return f"cannot connect to {url}: {detail}"
-    if isinstance(exc, httpx.ReadTimeout):
-        return f"timed out waiting for data from {url} (read timeout)"
-    if isinstance(exc, httpx.WriteTimeout | httpx.PoolTimeout):
-        return f"timed out sending the request to {url}"
-    if isinstance(exc, httpx.RemoteProtocolError):
-        return f"the server closed the connection ({detail})"
-    if isinstance(exc, httpx.ReadError):
-        return f"the connection was lost ({detail})"
-    if isinstance(exc, httpx.UnsupportedProtocol):
-        return f"cannot use the URL {url}: it needs an http:// or https:// scheme ({detail})"
-    if isinstance(exc, httpx.DecodingError):
-        return f"cannot decode the answer from {url} ({detail})"
+    for types, template in _TRANSPORT_ERRORS:
+        if isinstance(exc, types):
+            return template.format(url=url, detail=detail)
     return f"{type(exc).__name__}: {detail}"
 
 
@@ -385,6 +389,18 @@ class HttpClient:
 
     # ------------------------------------------------------------------ requests
 
+    async def _retry_after(self, exc: httpx.TransportError, url: str, attempt: int) -> int:
+        """The number of the next attempt after a transport failure, once its backoff has
+        passed; a retryable ProviderError when no attempt is left."""
+        if attempt >= self.retry.max_retries:
+            raise ProviderError(
+                describe_transport_error(exc, url) + _attempts(attempt),
+                provider=self.provider,
+                retryable=True,
+            ) from exc
+        await self._sleep(self.retry.backoff(attempt))
+        return attempt + 1
+
     async def _send(self, method: str, path: str, body: Any, *, accept: str) -> httpx.Response:
         """Send with retries; return an open (streaming) 2xx response, or raise ProviderError."""
         url = self.url(path)
@@ -404,15 +420,8 @@ class HttpClient:
                     describe_transport_error(exc, url), provider=self.provider
                 ) from exc
             except httpx.TransportError as exc:
-                if attempt < self.retry.max_retries:
-                    await self._sleep(self.retry.backoff(attempt))
-                    attempt += 1
-                    continue
-                raise ProviderError(
-                    describe_transport_error(exc, url) + _attempts(attempt),
-                    provider=self.provider,
-                    retryable=True,
-                ) from exc
+                attempt = await self._retry_after(exc, url, attempt)
+                continue
             if response.status_code < 400:
                 return response
             try:
@@ -441,15 +450,8 @@ class HttpClient:
             try:
                 raw = await response.aread()
             except httpx.TransportError as exc:
-                if attempt < self.retry.max_retries:
-                    await self._sleep(self.retry.backoff(attempt))
-                    attempt += 1
-                    continue
-                raise ProviderError(
-                    describe_transport_error(exc, self.url(path)) + _attempts(attempt),
-                    provider=self.provider,
-                    retryable=True,
-                ) from exc
+                attempt = await self._retry_after(exc, self.url(path), attempt)
+                continue
             except httpx.RequestError as exc:  # a body that cannot be decoded
                 raise ProviderError(
                     describe_transport_error(exc, self.url(path)), provider=self.provider

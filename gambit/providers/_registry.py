@@ -18,10 +18,11 @@ from typing import Any
 
 from gambit.core.provider import ModelProvider
 
-from .ollama import OLLAMA_DEFAULT_BASE_URL, OllamaProvider
-from .openai_api import OPENAI_DEFAULT_BASE_URL, OpenAIResponsesProvider
+from ._base import HttpProvider
+from .ollama import OllamaProvider
+from .openai_api import OpenAIResponsesProvider
 from .openresponses import OpenResponsesProvider
-from .openrouter import OPENROUTER_DEFAULT_BASE_URL, OpenRouterProvider
+from .openrouter import OpenRouterProvider
 
 __all__ = [
     "BUILTIN_PROVIDERS",
@@ -130,52 +131,46 @@ def _offline_factory(env: Mapping[str, str], **_: Any) -> ModelProvider:
     return ScriptedProvider(models=BUILTIN_MODELS, chunk_delay=delay)
 
 
+def _http_spec(
+    adapter: type[HttpProvider], description: str, *, extra_env: tuple[str, ...] = ()
+) -> ProviderSpec:
+    """An HTTP adapter's spec, from what its `from_env` reads: its API key and base URL
+    variables (one of them required: the key when the adapter needs one, else the base URL
+    when it has no default) and its default base URL."""
+    key, base_url = adapter.env_api_key, adapter.env_base_url
+    assert key is not None and base_url is not None
+    required = key if adapter.api_key_required else None
+    if adapter.default_base_url is None:
+        required = base_url
+    return ProviderSpec(
+        name=adapter.name,
+        description=description,
+        env_vars=(key, base_url, *extra_env),
+        required_env=(required,) if required else (),
+        base_url_env=base_url,
+        default_base_url=adapter.default_base_url,
+        factory=adapter.from_env,
+    )
+
+
 PROVIDERS: dict[str, ProviderSpec] = {
     spec.name: spec
     for spec in (
-        ProviderSpec(
-            name="openrouter",
-            description="OpenRouter (Chat Completions; Responses API in responses mode)",
-            env_vars=("OPENROUTER_API_KEY", "OPENROUTER_BASE_URL", "GAMBIT_OPENROUTER_RESPONSES"),
-            required_env=("OPENROUTER_API_KEY",),
-            base_url_env="OPENROUTER_BASE_URL",
-            default_base_url=OPENROUTER_DEFAULT_BASE_URL,
-            factory=OpenRouterProvider.from_env,
+        _http_spec(
+            OpenRouterProvider,
+            "OpenRouter (Chat Completions; Responses API in responses mode)",
+            extra_env=("GAMBIT_OPENROUTER_RESPONSES",),
         ),
-        ProviderSpec(
-            name="openai-api",
-            description="OpenAI Responses API (chaining, prompt cache, reasoning, cost)",
-            env_vars=("OPENAI_API_KEY", "OPENAI_BASE_URL"),
-            required_env=("OPENAI_API_KEY",),
-            base_url_env="OPENAI_BASE_URL",
-            default_base_url=OPENAI_DEFAULT_BASE_URL,
-            factory=OpenAIResponsesProvider.from_env,
+        _http_spec(
+            OpenAIResponsesProvider,
+            "OpenAI Responses API (chaining, prompt cache, reasoning, cost)",
         ),
-        ProviderSpec(
-            name="ollama",
-            description="Ollama (OpenAI-compatible API; Chat Completions fallback)",
-            env_vars=("OLLAMA_BASE_URL", "OLLAMA_API_KEY"),
-            required_env=(),
-            base_url_env="OLLAMA_BASE_URL",
-            default_base_url=OLLAMA_DEFAULT_BASE_URL,
-            factory=OllamaProvider.from_env,
-        ),
-        ProviderSpec(
-            name="openresponses",
-            description="any Open Responses server (Chat Completions fallback)",
-            env_vars=("OPENRESPONSES_BASE_URL", "OPENRESPONSES_API_KEY"),
-            required_env=("OPENRESPONSES_BASE_URL",),
-            base_url_env="OPENRESPONSES_BASE_URL",
-            default_base_url=None,
-            factory=OpenResponsesProvider.from_env,
-        ),
+        _http_spec(OllamaProvider, "Ollama (OpenAI-compatible API; Chat Completions fallback)"),
+        _http_spec(OpenResponsesProvider, "any Open Responses server (Chat Completions fallback)"),
         ProviderSpec(
             name="codex-cli",
             description="the Codex CLI as a coding agent (codex exec --json)",
             env_vars=("GAMBIT_CODEX_BIN",),
-            required_env=(),
-            base_url_env=None,
-            default_base_url=None,
             factory=_codex_factory,
             check=_executable_check("GAMBIT_CODEX_BIN", "codex"),
         ),
@@ -183,9 +178,6 @@ PROVIDERS: dict[str, ProviderSpec] = {
             name="claude-code-cli",
             description="Claude Code as a coding agent (claude --print stream-json)",
             env_vars=("GAMBIT_CLAUDE_CODE_BIN", "GAMBIT_CLAUDE_CODE_PERMISSION_MODE"),
-            required_env=(),
-            base_url_env=None,
-            default_base_url=None,
             factory=_claude_factory,
             check=_executable_check("GAMBIT_CLAUDE_CODE_BIN", "claude"),
         ),
@@ -193,9 +185,6 @@ PROVIDERS: dict[str, ProviderSpec] = {
             name="offline",
             description="offline demo models (no network; labelled offline)",
             env_vars=("GAMBIT_DEMO_DELAY_MS",),
-            required_env=(),
-            base_url_env=None,
-            default_base_url=None,
             factory=_offline_factory,
             offline=True,
         ),

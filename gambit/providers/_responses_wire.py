@@ -410,25 +410,15 @@ class ResponsesAccumulator:
             item = dict(self.items[index])
             if index not in self.done_items:
                 if item.get("type") == "message":
-                    content = [dict(p) for p in item.get("content") or []]
-                    for (out_idx, cidx), pieces in self.texts.items():
-                        if out_idx != index:
-                            continue
-                        while len(content) <= cidx:
-                            content.append({"type": "output_text", "text": ""})
-                        content[cidx]["text"] = "".join(pieces)
-                    item["content"] = content
+                    item["content"] = _streamed_parts(
+                        item.get("content"), self.texts.items(), index, "output_text"
+                    )
                 elif item.get("type") == "function_call" and index in self.args:
                     item["arguments"] = "".join(self.args[index])
                 elif item.get("type") == "reasoning":
-                    summary = [dict(p) for p in item.get("summary") or []]
-                    for (out_idx, sidx), pieces in sorted(self.summaries.items()):
-                        if out_idx != index:
-                            continue
-                        while len(summary) <= sidx:
-                            summary.append({"type": "summary_text", "text": ""})
-                        summary[sidx]["text"] = "".join(pieces)
-                    item["summary"] = summary
+                    item["summary"] = _streamed_parts(
+                        item.get("summary"), sorted(self.summaries.items()), index, "summary_text"
+                    )
                 item["status"] = item.get("status") or "in_progress"
             output.append(item)
         return output
@@ -438,3 +428,22 @@ class ResponsesAccumulator:
         if not data.get("output"):
             data["output"] = self.rebuilt_output()
         return parse_response(data)
+
+
+def _streamed_parts(
+    parts: Any,
+    pieces: Iterable[tuple[tuple[int, int], list[str]]],
+    index: int,
+    part_type: str,
+) -> list[dict[str, Any]]:
+    """The parts (content or summary) of the output item at `index` of a stream cut short,
+    each with the text its deltas brought so far (`pieces` by (item, part) index); a part
+    only deltas announced is added as `part_type`."""
+    rebuilt = [dict(p) for p in parts or []]
+    for (out_idx, part_idx), texts in pieces:
+        if out_idx != index:
+            continue
+        while len(rebuilt) <= part_idx:
+            rebuilt.append({"type": part_type, "text": ""})
+        rebuilt[part_idx]["text"] = "".join(texts)
+    return rebuilt

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Self
 
@@ -96,13 +97,28 @@ def _with_meta(state: SavedState | None, key: str, value: str | None) -> SavedSt
     return updated
 
 
+@dataclass
+class _AgentRun:
+    """One run of an agent: what it is asked (the deck's instructions, the conversation's
+    turns) and what it has told so far: its conversation id (to resume, from the state at
+    first), its usage, the text of each message it streams (Codex) and whether text is
+    streaming (Claude Code)."""
+
+    instructions: str
+    turns: list[tuple[str, str]]
+    resume: Any
+    usage: ResponseUsage | None = None
+    texts: dict[str, str] = field(default_factory=dict)
+    streamed: bool = False
+
+
 class _AgentBridge(BaseProvider):
-    name = ""
-    prefix = ""
+    name = ""  # also the routing prefix (`codex-cli/<model>`)
     offline = False
     binary_env = ""
     default_binary = ""
     env_prefixes: tuple[str, ...] = ()
+    meta_key = ""  # the key of the agent's conversation id in the state's meta
 
     def __init__(self, *, env: Mapping[str, str] | None = None, binary: str | None = None):
         self.env = dict(env or {})
@@ -123,6 +139,37 @@ class _AgentBridge(BaseProvider):
             return self.binary
         return find_executable(self.binary, self.env, provider=self.name, setting=self.binary_env)
 
+    async def execute(self, call: ProviderCall) -> ProviderResponse:
+        """Run the agent once over the conversation (resuming its own conversation when the
+        state holds its id) and build the response from its JSON lines (`_on_event`)."""
+        request, state = call.request, call.state
+        run = _AgentRun(
+            *_conversation(request),
+            resume=(state.meta or {}).get(self.meta_key) if state is not None else None,
+        )
+        argv = [*self._argv(self._executable(), request, run), _prompt(run.turns, bool(run.resume))]
+        builder = ResponseBuilder(request.model, call.on_event)
+        await builder.start()
+        async for event in json_lines(
+            argv,
+            cwd=_cwd(call.deck_path, self.env),
+            env=passthrough_env(self.env, self.env_prefixes),
+            provider=self.name,
+        ):
+            if isinstance(event, dict):
+                await self._on_event(event, builder, run)
+        response = await builder.finish(run.usage)
+        return ProviderResponse(response, _with_meta(state, self.meta_key, run.resume))
+
+    def _argv(self, executable: str, request: CreateResponseRequest, run: _AgentRun) -> list[str]:
+        """The agent's command line for `run` but the prompt (`execute` adds it last); it
+        resumes the agent's own conversation when `run.resume` is set."""
+        raise NotImplementedError
+
+    async def _on_event(self, event: dict[str, Any], out: ResponseBuilder, run: _AgentRun) -> None:
+        """Take one of the agent's JSON lines into the response."""
+        raise NotImplementedError
+
     async def aclose(self) -> None:
         return None
 
@@ -131,94 +178,72 @@ class CodexCliProvider(_AgentBridge):
     """`codex-cli/<model>` (or `codex-cli/default`): the Codex CLI's `exec --json` mode."""
 
     name = "codex-cli"
-    prefix = "codex-cli"
     binary_env = "GAMBIT_CODEX_BIN"
     default_binary = "codex"
     env_prefixes = ("CODEX_", "OPENAI_", "GAMBIT_CODEX_")
     meta_key = "codex.threadId"
 
-    async def execute(self, call: ProviderCall) -> ProviderResponse:
-        request, state, deck_path = call.request, call.state, call.deck_path
-        executable = self._executable()
-        instructions, turns = _conversation(request)
-        thread = (state.meta or {}).get(self.meta_key) if state is not None else None
+    def _argv(self, executable: str, request: CreateResponseRequest, run: _AgentRun) -> list[str]:
         argv = [executable, "exec"]
-        if thread:
-            argv += ["resume", str(thread)]
+        if run.resume:
+            argv += ["resume", str(run.resume)]
         argv += ["--json", "--skip-git-repo-check"]
-        model = _model(request, self.prefix)
+        model = _model(request, self.name)
         if model:
             argv += ["--model", model]
-        if instructions and not thread:
-            argv += ["-c", f"developer_instructions={json.dumps(instructions)}"]
+        if run.instructions and not run.resume:
+            argv += ["-c", f"developer_instructions={json.dumps(run.instructions)}"]
         for key, value in ((request.params or {}).get("codex") or {}).items():
             argv += ["-c", f"{key}={json.dumps(value)}"]
-        argv.append(_prompt(turns, bool(thread)))
-        builder = ResponseBuilder(request.model, call.on_event)
-        await builder.start()
-        usage: ResponseUsage | None = None
-        texts: dict[str, str] = {}
-        async for event in json_lines(
-            argv,
-            cwd=_cwd(deck_path, self.env),
-            env=passthrough_env(self.env, self.env_prefixes),
-            provider=self.name,
-        ):
-            if not isinstance(event, dict):
-                continue
-            kind = event.get("type")
-            if kind == "thread.started":
-                thread = event.get("thread_id") or thread
-            elif kind in ("item.updated", "item.completed"):
-                item = event.get("item") or {}
-                item_type = item.get("type") or item.get("item_type")
-                if item_type in ("agent_message", "assistant_message"):
-                    text = item.get("text") or ""
-                    seen = texts.get(item.get("id", ""), "")
-                    if text.startswith(seen):
-                        await builder.text_delta(text[len(seen) :])
-                    texts[item.get("id", "")] = text
-                    if kind == "item.completed":
-                        await builder.message_done(text)
-                elif kind == "item.completed" and item_type:
-                    data = {k: v for k, v in item.items() if k not in ("type", "item_type")}
-                    await builder.extension_item({"type": f"codex:{item_type}", **data})
-            elif kind == "turn.completed":
-                raw = event.get("usage") or {}
-                usage = usage_of(
-                    raw.get("input_tokens"),
-                    raw.get("output_tokens"),
-                    cached=raw.get("cached_input_tokens"),
-                    reasoning=raw.get("reasoning_output_tokens"),
-                )
-            elif kind in ("turn.failed", "error"):
-                error = event.get("error")
-                error = error if isinstance(error, dict) else event
-                raise ProviderError(
-                    f"codex-cli: {error.get('message') or 'the turn failed'}",
-                    provider=self.name,
-                    code="agent_failed",
-                    partial_text=builder.partial_text(),
-                )
-        response = await builder.finish(usage)
-        return ProviderResponse(response, _with_meta(state, self.meta_key, thread))
+        return argv
+
+    async def _on_event(self, event: dict[str, Any], out: ResponseBuilder, run: _AgentRun) -> None:
+        kind = event.get("type")
+        if kind == "thread.started":
+            run.resume = event.get("thread_id") or run.resume
+        elif kind in ("item.updated", "item.completed"):
+            item = event.get("item") or {}
+            item_type = item.get("type") or item.get("item_type")
+            if item_type in ("agent_message", "assistant_message"):
+                text = item.get("text") or ""
+                shown = run.texts.get(item.get("id", ""), "")
+                if text.startswith(shown):
+                    await out.text_delta(text[len(shown) :])
+                run.texts[item.get("id", "")] = text
+                if kind == "item.completed":
+                    await out.message_done(text)
+            elif kind == "item.completed" and item_type:
+                data = {k: v for k, v in item.items() if k not in ("type", "item_type")}
+                await out.extension_item({"type": f"codex:{item_type}", **data})
+        elif kind == "turn.completed":
+            raw = event.get("usage") or {}
+            run.usage = usage_of(
+                raw.get("input_tokens"),
+                raw.get("output_tokens"),
+                cached=raw.get("cached_input_tokens"),
+                reasoning=raw.get("reasoning_output_tokens"),
+            )
+        elif kind in ("turn.failed", "error"):
+            error = event.get("error")
+            error = error if isinstance(error, dict) else event
+            raise ProviderError(
+                f"codex-cli: {error.get('message') or 'the turn failed'}",
+                provider=self.name,
+                code="agent_failed",
+                partial_text=out.partial_text(),
+            )
 
 
 class ClaudeCodeProvider(_AgentBridge):
     """`claude-code-cli/<model>` (or `/default`): Claude Code's `--print` stream-json mode."""
 
     name = "claude-code-cli"
-    prefix = "claude-code-cli"
     binary_env = "GAMBIT_CLAUDE_CODE_BIN"
     default_binary = "claude"
     env_prefixes = ("ANTHROPIC_", "CLAUDE_", "GAMBIT_CLAUDE_CODE_")
     meta_key = "claudeCode.sessionId"
 
-    async def execute(self, call: ProviderCall) -> ProviderResponse:
-        request, state, deck_path = call.request, call.state, call.deck_path
-        executable = self._executable()
-        instructions, turns = _conversation(request)
-        session = (state.meta or {}).get(self.meta_key) if state is not None else None
+    def _argv(self, executable: str, request: CreateResponseRequest, run: _AgentRun) -> list[str]:
         # "default" asks before risky tools (and so declines them in --print mode); a user
         # who wants the agent to edit freely sets bypassPermissions or acceptEdits.
         mode = self.env.get("GAMBIT_CLAUDE_CODE_PERMISSION_MODE") or "default"
@@ -232,75 +257,63 @@ class ClaudeCodeProvider(_AgentBridge):
             "--permission-mode",
             mode,
         ]
-        model = _model(request, self.prefix)
+        model = _model(request, self.name)
         if model:
             argv += ["--model", model]
-        if session:
-            argv += ["--resume", str(session)]
-        elif instructions:
-            argv += ["--append-system-prompt", instructions]
-        argv.append(_prompt(turns, bool(session)))
-        builder = ResponseBuilder(request.model, call.on_event)
-        await builder.start()
-        usage: ResponseUsage | None = None
-        streamed = False
-        async for event in json_lines(
-            argv,
-            cwd=_cwd(deck_path, self.env),
-            env=passthrough_env(self.env, self.env_prefixes),
-            provider=self.name,
-        ):
-            if not isinstance(event, dict):
-                continue
-            kind = event.get("type")
-            session = event.get("session_id") or session
-            if kind == "stream_event":
-                inner = event.get("event") or {}
-                delta = inner.get("delta") or {}
-                if inner.get("type") == "content_block_delta" and delta.get("type") == "text_delta":
-                    streamed = True
-                    await builder.text_delta(delta.get("text", ""))
-            elif kind == "assistant":
-                for block in (event.get("message") or {}).get("content") or []:
-                    if block.get("type") == "text":
-                        await builder.message_done(block.get("text", "") if not streamed else None)
-                        streamed = False
-                    elif block.get("type") == "tool_use":
-                        await builder.extension_item(
-                            {
-                                "type": "claude-code:tool_use",
-                                "id": block.get("id"),
-                                "name": block.get("name"),
-                                "input": block.get("input"),
-                            }
-                        )
-            elif kind == "user":
-                for block in (event.get("message") or {}).get("content") or []:
-                    if isinstance(block, dict) and block.get("type") == "tool_result":
-                        await builder.extension_item(
-                            {
-                                "type": "claude-code:tool_result",
-                                "tool_use_id": block.get("tool_use_id"),
-                                "content": block.get("content"),
-                                "is_error": bool(block.get("is_error")),
-                            }
-                        )
-            elif kind == "result":
-                raw = event.get("usage") or {}
-                usage = usage_of(
-                    (raw.get("input_tokens") or 0) + (raw.get("cache_creation_input_tokens") or 0),
-                    raw.get("output_tokens"),
-                    cached=raw.get("cache_read_input_tokens"),
-                    cost=event.get("total_cost_usd"),
-                )
-                if event.get("is_error") or event.get("subtype") not in (None, "success"):
-                    raise ProviderError(
-                        f"claude-code-cli: {event.get('result') or event.get('subtype') or 'the run failed'}",
-                        provider=self.name,
-                        code="agent_failed",
-                        partial_text=builder.partial_text(),
+        if run.resume:
+            argv += ["--resume", str(run.resume)]
+        elif run.instructions:
+            argv += ["--append-system-prompt", run.instructions]
+        return argv
+
+    async def _on_event(self, event: dict[str, Any], out: ResponseBuilder, run: _AgentRun) -> None:
+        kind = event.get("type")
+        run.resume = event.get("session_id") or run.resume
+        if kind == "stream_event":
+            inner = event.get("event") or {}
+            delta = inner.get("delta") or {}
+            if inner.get("type") == "content_block_delta" and delta.get("type") == "text_delta":
+                run.streamed = True
+                await out.text_delta(delta.get("text", ""))
+        elif kind == "assistant":
+            for block in (event.get("message") or {}).get("content") or []:
+                if block.get("type") == "text":
+                    await out.message_done(block.get("text", "") if not run.streamed else None)
+                    run.streamed = False
+                elif block.get("type") == "tool_use":
+                    await out.extension_item(
+                        {
+                            "type": "claude-code:tool_use",
+                            "id": block.get("id"),
+                            "name": block.get("name"),
+                            "input": block.get("input"),
+                        }
                     )
-                if not builder.output and isinstance(event.get("result"), str):
-                    await builder.message_done(event["result"])
-        response = await builder.finish(usage)
-        return ProviderResponse(response, _with_meta(state, self.meta_key, session))
+        elif kind == "user":
+            for block in (event.get("message") or {}).get("content") or []:
+                if isinstance(block, dict) and block.get("type") == "tool_result":
+                    await out.extension_item(
+                        {
+                            "type": "claude-code:tool_result",
+                            "tool_use_id": block.get("tool_use_id"),
+                            "content": block.get("content"),
+                            "is_error": bool(block.get("is_error")),
+                        }
+                    )
+        elif kind == "result":
+            raw = event.get("usage") or {}
+            run.usage = usage_of(
+                (raw.get("input_tokens") or 0) + (raw.get("cache_creation_input_tokens") or 0),
+                raw.get("output_tokens"),
+                cached=raw.get("cache_read_input_tokens"),
+                cost=event.get("total_cost_usd"),
+            )
+            if event.get("is_error") or event.get("subtype") not in (None, "success"):
+                raise ProviderError(
+                    f"claude-code-cli: {event.get('result') or event.get('subtype') or 'the run failed'}",
+                    provider=self.name,
+                    code="agent_failed",
+                    partial_text=out.partial_text(),
+                )
+            if not out.output and isinstance(event.get("result"), str):
+                await out.message_done(event["result"])

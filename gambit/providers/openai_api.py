@@ -49,7 +49,7 @@ from gambit.core.provider import (
     item_text,
 )
 
-from ._base import HttpProvider, settings_http_options
+from ._base import HttpProvider
 from ._pricing import DEFAULT_OPENAI_PRICING, ModelPricing
 from ._responses_wire import WireOptions
 
@@ -128,6 +128,9 @@ class OpenAIResponsesProvider(HttpProvider):
     name = "openai-api"
     prefix = "openai-api"
     default_base_url = OPENAI_DEFAULT_BASE_URL
+    env_api_key = "OPENAI_API_KEY"
+    env_base_url = "OPENAI_BASE_URL"
+    api_key_required = True
     wire_options = WireOptions(
         drop_extension_items=True, provider_ids_only=True, verbosity_in_text=True
     )
@@ -148,30 +151,16 @@ class OpenAIResponsesProvider(HttpProvider):
         self.chaining = chaining
 
     @classmethod
-    def from_env(
-        cls,
-        env: Mapping[str, str],
-        *,
-        settings: Mapping[str, Any] | None = None,
-        **kwargs: Any,
-    ) -> OpenAIResponsesProvider:
-        settings = settings or {}
-        key = env.get("OPENAI_API_KEY") or None
-        options: dict[str, Any] = {**settings_http_options(settings)}
+    def settings_options(
+        cls, env: Mapping[str, str], settings: Mapping[str, Any]
+    ) -> dict[str, Any]:
+        options: dict[str, Any] = {}
         for name in ("prompt_cache_key", "prompt_cache_retention"):
             if settings.get(name):
                 options[name] = str(settings[name])
         if "chaining" in settings:
             options["chaining"] = bool(settings["chaining"])
-        options.update(kwargs)
-        provider = cls(
-            api_key=key,
-            base_url=env.get("OPENAI_BASE_URL") or settings.get("base_url") or None,
-            **options,
-        )
-        if not key:
-            provider.missing_config = "OPENAI_API_KEY is not set"
-        return provider
+        return options
 
     # ------------------------------------------------------------------ protocol
 

@@ -13,7 +13,6 @@ Responses events.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any
 
 from gambit.core.provider import (
@@ -25,7 +24,7 @@ from gambit.core.provider import (
     StreamEventCallback,
 )
 
-from ._base import HttpProvider, settings_http_options
+from ._base import HttpProvider
 
 __all__ = ["OpenResponsesProvider", "chat_only_base_urls", "forget_chat_only_base_urls"]
 
@@ -51,30 +50,11 @@ class OpenResponsesProvider(HttpProvider):
     name = "openresponses"
     prefix = "openresponses"
     env_base_url = "OPENRESPONSES_BASE_URL"
-    env_api_key: str | None = "OPENRESPONSES_API_KEY"
+    env_api_key = "OPENRESPONSES_API_KEY"
 
     def __init__(self, *, chat_fallback: bool = True, **kwargs: Any):
         super().__init__(**kwargs)
         self.chat_fallback = chat_fallback
-
-    @classmethod
-    def from_env(
-        cls,
-        env: Mapping[str, str],
-        *,
-        settings: Mapping[str, Any] | None = None,
-        **kwargs: Any,
-    ) -> OpenResponsesProvider:
-        settings = settings or {}
-        base = env.get(cls.env_base_url) or settings.get("base_url") or cls.default_base_url
-        api_key = env.get(cls.env_api_key) if cls.env_api_key else None
-        options = {**settings_http_options(settings), **kwargs}
-        provider = cls(
-            base_url=base or "http://missing.invalid", api_key=api_key or None, **options
-        )
-        if not base:
-            provider.missing_config = f"{cls.env_base_url} is not set"
-        return provider
 
     @property
     def uses_chat_completions(self) -> bool:

@@ -22,7 +22,7 @@ from typing import Any
 
 from gambit.core.provider import ProviderCall, ProviderResponse
 
-from ._base import HttpProvider, settings_http_options
+from ._base import HttpProvider
 from ._responses_wire import WireOptions
 
 __all__ = ["OPENROUTER_DEFAULT_BASE_URL", "OpenRouterProvider"]
@@ -42,6 +42,9 @@ class OpenRouterProvider(HttpProvider):
     name = "openrouter"
     prefix = "openrouter"
     default_base_url = OPENROUTER_DEFAULT_BASE_URL
+    env_api_key = "OPENROUTER_API_KEY"
+    env_base_url = "OPENROUTER_BASE_URL"
+    api_key_required = True
     wire_options = WireOptions(stub_context_tools=True, text_strict=False)
     chat_reasoning_object = True
 
@@ -59,30 +62,14 @@ class OpenRouterProvider(HttpProvider):
         self.responses_api = responses_api
 
     @classmethod
-    def from_env(
-        cls,
-        env: Mapping[str, str],
-        *,
-        settings: Mapping[str, Any] | None = None,
-        **kwargs: Any,
-    ) -> OpenRouterProvider:
-        settings = settings or {}
-        key = env.get("OPENROUTER_API_KEY") or None
-        options: dict[str, Any] = {**settings_http_options(settings)}
-        if settings.get("referer"):
-            options["referer"] = str(settings["referer"])
-        if settings.get("title"):
-            options["title"] = str(settings["title"])
-        options.update(kwargs)
-        provider = cls(
-            api_key=key,
-            base_url=env.get("OPENROUTER_BASE_URL") or settings.get("base_url") or None,
-            responses_api=_truthy(env.get("GAMBIT_OPENROUTER_RESPONSES")),
-            **options,
-        )
-        if not key:
-            provider.missing_config = "OPENROUTER_API_KEY is not set"
-        return provider
+    def settings_options(
+        cls, env: Mapping[str, str], settings: Mapping[str, Any]
+    ) -> dict[str, Any]:
+        options: dict[str, Any] = {"responses_api": _truthy(env.get("GAMBIT_OPENROUTER_RESPONSES"))}
+        for name in ("referer", "title"):
+            if settings.get(name):
+                options[name] = str(settings[name])
+        return options
 
     async def execute(self, call: ProviderCall) -> ProviderResponse:
         if call.mode == "responses" or self.responses_api:

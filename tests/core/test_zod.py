@@ -777,7 +777,17 @@ def test_the_package_uses_only_the_standard_library_and_no_environment():
             elif isinstance(node, ast.ImportFrom) and node.level == 0:
                 imported.add((node.module or "").split(".")[0])
         assert "os.environ" not in text and "getenv" not in text, path.name
-    assert imported <= {"__future__", "math", "os", "re", "dataclasses", "pathlib", "typing"}
+    assert imported <= {
+        "__future__",
+        "collections",
+        "dataclasses",
+        "functools",
+        "math",
+        "os",
+        "pathlib",
+        "re",
+        "typing",
+    }
 
 
 # ---- properties -------------------------------------------------------------------------------

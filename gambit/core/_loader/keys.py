@@ -63,21 +63,23 @@ def check_keys(load: Load, attrs: dict[str, Any], file: str) -> None:
         )
 
 
+# Top-level keys a PROMPT.md may not have: key -> (the error, the hint).
+_UNSUPPORTED_TOP_LEVEL = {
+    "execute": (
+        "Top-level execute in PROMPT.md is unsupported",
+        'declare compute code as an [[actions]] entry with execute = "./module.py", or make the deck a Python module with define_deck(run=...)',
+    ),
+    "mcpServers": (
+        "Deck-level [[mcpServers]] is unsupported in this phase",
+        "remove the [[mcpServers]] tables; declare external tools with [[tools]] and handle them with on_tool",
+    ),
+}
+
+
 def parse_top_level(load: Load, deck: Deck, attrs: dict[str, Any], file: str) -> None:
-    if "execute" in attrs:
-        load.diag.error(
-            "Top-level execute in PROMPT.md is unsupported",
-            file=file,
-            key="execute",
-            hint='declare compute code as an [[actions]] entry with execute = "./module.py", or make the deck a Python module with define_deck(run=...)',
-        )
-    if "mcpServers" in attrs:
-        load.diag.error(
-            "Deck-level [[mcpServers]] is unsupported in this phase",
-            file=file,
-            key="mcpServers",
-            hint="remove the [[mcpServers]] tables; declare external tools with [[tools]] and handle them with on_tool",
-        )
+    for key, (message, hint) in _UNSUPPORTED_TOP_LEVEL.items():
+        if key in attrs:
+            load.diag.error(message, file=file, key=key, hint=hint)
     deck.label = opt_str(load, attrs, "label", file)
     start_mode = attrs.get("startMode")
     if start_mode is not None:

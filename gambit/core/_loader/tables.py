@@ -8,6 +8,7 @@ inside a table warns and is ignored.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Literal, cast
 
@@ -24,7 +25,7 @@ from .._schema import Schema
 from .load import Load
 from .paths import local, resolve_deck_path
 from .schemas import resolve_schema
-from .values import non_json_paths, opt_number, opt_str, table, type_name
+from .values import flag_unknown_keys, non_json_paths, opt_number, opt_str, table, type_name
 
 _HandlerKind = Literal["onBusy", "onIdle", "onError"]
 
@@ -94,46 +95,46 @@ def parse_model_params(load: Load, value: Any, file: str) -> ModelParams:
     return params
 
 
-# The runtime's own keys of [modelParams] (docs/decks.md, "Context window and compaction").
-CONTEXT_KEYS = ("contextWindow", "compactRatio", "compact")
+# The runtime's own keys of [modelParams] (docs/decks.md, "Context window and compaction"):
+# key -> (the ModelParams attribute, whether a value is valid, its conversion, what a valid
+# value is, an example).
+_CONTEXT_RULES: dict[str, tuple[str, Callable[[Any], bool], Callable[[Any], Any], str, str]] = {
+    "contextWindow": (
+        "context_window",
+        lambda v: type(v) is int and v >= 256,
+        int,
+        "the model's context window in tokens, a whole number of at least 256",
+        "contextWindow = 128000",
+    ),
+    "compactRatio": (
+        "compact_ratio",
+        lambda v: type(v) in (int, float) and 0 < v <= 1,
+        float,
+        "a number above 0 and at most 1 (the share of contextWindow at which the conversation "
+        "is compacted)",
+        "compactRatio = 0.8",
+    ),
+    "compact": (
+        "compact",
+        lambda v: type(v) is bool,
+        bool,
+        "true or false",
+        "compact = false turns compaction off for this deck",
+    ),
+}
+CONTEXT_KEYS = tuple(_CONTEXT_RULES)
 
 
 def _parse_context_keys(load: Load, table: dict[str, Any], params: ModelParams, file: str) -> None:
-    prefix = "modelParams."
-    window = table.get("contextWindow")
-    if window is not None:
-        if type(window) is int and window >= 256:
-            params.context_window = window
+    for key, (attribute, valid, convert, wanted, hint) in _CONTEXT_RULES.items():
+        value = table.get(key)
+        if value is None:
+            continue
+        if valid(value):
+            setattr(params, attribute, convert(value))
         else:
             load.diag.error(
-                f"must be the model's context window in tokens, a whole number of at least "
-                f"256; got {window!r}",
-                file=file,
-                key=prefix + "contextWindow",
-                hint="contextWindow = 128000",
-            )
-    ratio = table.get("compactRatio")
-    if ratio is not None:
-        if type(ratio) in (int, float) and 0 < ratio <= 1:
-            params.compact_ratio = float(ratio)
-        else:
-            load.diag.error(
-                f"must be a number above 0 and at most 1 (the share of contextWindow at which "
-                f"the conversation is compacted); got {ratio!r}",
-                file=file,
-                key=prefix + "compactRatio",
-                hint="compactRatio = 0.8",
-            )
-    compact = table.get("compact")
-    if compact is not None:
-        if type(compact) is bool:
-            params.compact = compact
-        else:
-            load.diag.error(
-                f"must be true or false; got {compact!r}",
-                file=file,
-                key=prefix + "compact",
-                hint="compact = false turns compaction off for this deck",
+                f"must be {wanted}; got {value!r}", file=file, key="modelParams." + key, hint=hint
             )
 
 
@@ -153,14 +154,15 @@ def _parse_reasoning(load: Load, value: Any, file: str) -> dict[str, str] | None
                 file=file,
                 key=f"modelParams.reasoning.{key}",
             )
-    for key in reasoning:
-        if key not in ("effort", "summary"):
-            load.diag.error(
-                "unknown reasoning setting",
-                file=file,
-                key=f"modelParams.reasoning.{key}",
-                hint="reasoning supports effort and summary; put provider-specific settings in additionalParams",
-            )
+    flag_unknown_keys(
+        load.diag.error,
+        reasoning,
+        ("effort", "summary"),
+        file,
+        "modelParams.reasoning.",
+        "unknown reasoning setting",
+        "reasoning supports effort and summary; put provider-specific settings in additionalParams",
+    )
     return result
 
 
@@ -179,14 +181,15 @@ def parse_guardrails(load: Load, value: Any, file: str) -> Guardrails:
             load, limits, "timeoutMs", file, "guardrails.", integer=True, minimum=0
         ),
     )
-    for key in limits:
-        if key not in ("maxDepth", "maxPasses", "timeoutMs"):
-            load.diag.warn(
-                "unknown guardrail; it is ignored",
-                file=file,
-                key=f"guardrails.{key}",
-                hint="use maxDepth, maxPasses or timeoutMs",
-            )
+    flag_unknown_keys(
+        load.diag.warn,
+        limits,
+        ("maxDepth", "maxPasses", "timeoutMs"),
+        file,
+        "guardrails.",
+        "unknown guardrail; it is ignored",
+        "use maxDepth, maxPasses or timeoutMs",
+    )
     return guardrails
 
 
@@ -216,14 +219,15 @@ def parse_permissions(load: Load, value: Any, file: str, key: str) -> Permission
             else False
         )
     elif isinstance(raw_run, dict):
-        for sub in raw_run:
-            if sub not in ("paths", "commands"):
-                load.diag.warn(
-                    "unknown key; it is ignored",
-                    file=file,
-                    key=f"{key}.run.{sub}",
-                    hint="[permissions.run] has paths and commands",
-                )
+        flag_unknown_keys(
+            load.diag.warn,
+            raw_run,
+            ("paths", "commands"),
+            file,
+            f"{key}.run.",
+            "unknown key; it is ignored",
+            "[permissions.run] has paths and commands",
+        )
         lists: dict[str, list[str]] = {}
         for sub in ("paths", "commands"):
             entry = raw_run.get(sub)
@@ -385,14 +389,15 @@ def parse_item_extensions(load: Load, value: Any, file: str) -> dict[str, Schema
                 key=f"{where}.type",
             )
             continue
-        for extra in entry:
-            if extra not in ("type", "dataSchema", "description"):
-                load.diag.warn(
-                    "unknown key; it is ignored",
-                    file=file,
-                    key=f"{where}.{extra}",
-                    hint="keys are type, dataSchema and description",
-                )
+        flag_unknown_keys(
+            load.diag.warn,
+            entry,
+            ("type", "dataSchema", "description"),
+            file,
+            f"{where}.",
+            "unknown key; it is ignored",
+            "keys are type, dataSchema and description",
+        )
         if "dataSchema" not in entry:
             load.diag.error(
                 f"response item extension {kind!r} must include dataSchema",

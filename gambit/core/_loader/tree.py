@@ -242,20 +242,24 @@ def _apply_role_rules(load: Load, deck: Deck, role: DeckRole) -> None:
         context_problems, response_problems = grader_compatibility_problems(
             deck.context_schema, deck.response_schema
         )
-        for problem in context_problems:
-            load.diag.error(
-                f"not compatible with the built-in grader context schemas: {problem}",
-                file=deck.path,
-                key="contextSchema",
-                hint="extend a gambit://schemas/graders/contexts/* schema and make added fields optional",
-            )
-        for problem in response_problems:
-            load.diag.error(
-                f"not compatible with the built-in grader output schema: {problem}",
-                file=deck.path,
-                key="responseSchema",
-                hint="extend gambit://schemas/graders/grader_output.zod.ts and make added fields optional",
-            )
+        for key, problems, what, hint in (
+            (
+                "contextSchema",
+                context_problems,
+                "the built-in grader context schemas",
+                "extend a gambit://schemas/graders/contexts/* schema and make added fields optional",
+            ),
+            (
+                "responseSchema",
+                response_problems,
+                "the built-in grader output schema",
+                "extend gambit://schemas/graders/grader_output.zod.ts and make added fields optional",
+            ),
+        ):
+            for problem in problems:
+                load.diag.error(
+                    f"not compatible with {what}: {problem}", file=deck.path, key=key, hint=hint
+                )
 
 
 def _resolve_action_schemas(load: Load, decks: dict[str, Deck]) -> None:

@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import datetime as _dt
 import math
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
+from .._json_kinds import kind_words
 from .load import Load
 
 
@@ -84,19 +85,10 @@ def table(load: Load, value: Any, file: str, key: str) -> dict[str, Any] | None:
 
 
 def type_name(value: Any) -> str:
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, int | float):
-        return "a number"
-    if isinstance(value, str):
-        return "a string"
-    if isinstance(value, list):
-        return "an array"
-    if isinstance(value, dict):
-        return "a table"
+    """What a TOML value is, in an error message (a TOML object is a table)."""
     if isinstance(value, _dt.datetime | _dt.date | _dt.time):
         return "a date/time"
-    return type(value).__name__
+    return kind_words(value, dict_words="a table")
 
 
 def non_json_paths(value: Any, path: str) -> list[tuple[str, str]]:
@@ -118,6 +110,22 @@ def non_json_paths(value: Any, path: str) -> list[tuple[str, str]]:
     if value is None or isinstance(value, str | int | float | bool):
         return []
     return [(path, type(value).__name__)]
+
+
+def flag_unknown_keys(
+    report: Callable[..., None],
+    keys: Iterable[str],
+    known: tuple[str, ...],
+    file: str,
+    prefix: str,
+    message: str,
+    hint: str,
+) -> None:
+    """Report each of `keys` (a table's) that is not `known`, at `prefix` + the key, with
+    `report`: `load.diag.warn` where an unknown key is ignored, `.error` where it is not."""
+    for key in keys:
+        if key not in known:
+            report(message, file=file, key=prefix + key, hint=hint)
 
 
 MAX_SUGGESTIONS = 50  # "did you mean" for the first unknown keys of a table

@@ -90,20 +90,26 @@ class _Handlers:
             if handler.repeat_ms:
                 delay = handler.repeat_ms / 1000
 
+    async def _execute_handler(
+        self, handler: HandlerDecl, payload: dict[str, Any], parent_action_call_id: str
+    ) -> Any:
+        """Run a handler deck (a child of this deck) on `payload`; its output."""
+        return await _execute.execute_deck(
+            self.run,
+            self.run.deck(handler.path),
+            payload,
+            depth=self.depth + 1,
+            parent_action_call_id=parent_action_call_id,
+            limits=self.limits,
+            parent_permissions=self._handler_parent_permissions,
+        )
+
     async def _run_handler(
         self, handler: HandlerDecl, payload: dict[str, Any], parent: str | None
     ) -> str:
         """Run a busy or idle handler; its failures never affect the run."""
         try:
-            output = await _execute.execute_deck(
-                self.run,
-                self.run.deck(handler.path),
-                payload,
-                depth=self.depth + 1,
-                parent_action_call_id=parent or self.action_call_id,
-                limits=self.limits,
-                parent_permissions=self._handler_parent_permissions,
-            )
+            output = await self._execute_handler(handler, payload, parent or self.action_call_id)
         except asyncio.CancelledError:
             raise
         except Exception:
@@ -128,15 +134,7 @@ class _Handlers:
             "childInput": call.args,
         }
         try:
-            out = await _execute.execute_deck(
-                self.run,
-                self.run.deck(handler.path),
-                payload,
-                depth=self.depth + 1,
-                parent_action_call_id=call.call_id,
-                limits=self.limits,
-                parent_permissions=self._handler_parent_permissions,
-            )
+            out = await self._execute_handler(handler, payload, call.call_id)
         except asyncio.CancelledError:
             raise
         except Exception:

@@ -54,6 +54,7 @@ from .._trace import (
     MonologEvent,
     ToolCallEvent,
     ToolResultEvent,
+    _TraceBase,
 )
 from ._common import _MISSING, CONTEXT_TOOL, RunError, _json, _Paused
 from ._context import _ContextKeeper
@@ -111,6 +112,24 @@ class _LlmExecution(_ToolCalls, _RequestParts):
         if self.root_state is not None:
             self.root_state.publish(self.items)
 
+    def trace_model_event(self, event: type[_TraceBase], /, **fields: Any) -> None:
+        """A model.call, model.result or model.stream event of this deck's execution."""
+        self.run.trace(
+            event,
+            action_call_id=self.action_call_id,
+            deck_path=self.deck.path,
+            parent_action_call_id=self.parent,
+            **fields,
+        )
+
+    def _trace_deck_end(self) -> None:
+        self.run.trace(
+            DeckEndEvent,
+            deck_path=self.deck.path,
+            action_call_id=self.action_call_id,
+            parent_action_call_id=self.parent,
+        )
+
     async def start(self, context: Any, message: Any, resumed: bool) -> Any:
         deck = self.deck
         if resumed and self.root_state is not None:
@@ -162,12 +181,7 @@ class _LlmExecution(_ToolCalls, _RequestParts):
                 if isinstance(finished, _Paused):  # the host answers the calls later
                     return finished
                 if finished is not _MISSING:
-                    self.run.trace(
-                        DeckEndEvent,
-                        deck_path=deck.path,
-                        action_call_id=self.action_call_id,
-                        parent_action_call_id=self.parent,
-                    )
+                    self._trace_deck_end()
                     return finished
                 continue
             self._append_supplemental(output.items)
@@ -187,12 +201,7 @@ class _LlmExecution(_ToolCalls, _RequestParts):
             result = _validate_output(
                 deck.response_schema, output.text, deck_path=deck.path, is_root=self.depth == 0
             )
-            self.run.trace(
-                DeckEndEvent,
-                deck_path=deck.path,
-                action_call_id=self.action_call_id,
-                parent_action_call_id=self.parent,
-            )
+            self._trace_deck_end()
             return result
         raise RunError(
             f"Model did not complete within guardrails ({max_passes} passes) in {deck.path}",
@@ -258,11 +267,8 @@ class _LlmExecution(_ToolCalls, _RequestParts):
         request = await self.compaction.fit(request, resolved, provider)
         counted = self.compaction.count
         budget = self.compaction.budget
-        self.run.trace(
+        self.trace_model_event(
             ModelCallEvent,
-            action_call_id=self.action_call_id,
-            deck_path=self.deck.path,
-            parent_action_call_id=self.parent,
             model=resolved.model,
             provider=getattr(provider, "name", None),
             offline=True if getattr(provider, "offline", False) else None,
@@ -324,7 +330,7 @@ class _LlmExecution(_ToolCalls, _RequestParts):
             if isinstance(item, FunctionCallItem)
         ]
         run.usage.add(result.response.usage)
-        incomplete = _incomplete_details(result.response)
+        incomplete = result.response.incomplete_details_or_none()
         if run.on_trace is not None:  # the dicts below are built for a sink only
             self._trace_result(provider, resolved.model, calls, reply, result, started, incomplete)
         self.last_activity = self.limits.clock.monotonic()
@@ -341,11 +347,8 @@ class _LlmExecution(_ToolCalls, _RequestParts):
         incomplete: dict[str, Any] | None,
     ) -> None:
         response = result.response
-        self.run.trace(
+        self.trace_model_event(
             ModelResultEvent,
-            action_call_id=self.action_call_id,
-            deck_path=self.deck.path,
-            parent_action_call_id=self.parent,
             model=model,
             provider=getattr(provider, "name", None),
             offline=True if getattr(provider, "offline", False) else None,
@@ -416,15 +419,6 @@ class _LlmExecution(_ToolCalls, _RequestParts):
             incomplete_details=incomplete,
         )
         return ProviderResponse(response=response, updated_state=result.updated_state)
-
-
-def _incomplete_details(response: CreateResponseResponse) -> dict[str, Any] | None:
-    """`{"reason": ...}` of a response that stopped short (status `incomplete`), else None."""
-    if response.status != "incomplete":
-        return None
-    details = (response.model_extra or {}).get("incomplete_details")
-    reason = details.get("reason") if isinstance(details, dict) else None
-    return {"reason": reason if isinstance(reason, str) and reason else "unknown"}
 
 
 def _finish_reason(calls: list[_ToolCall], incomplete: dict[str, Any] | None) -> str:

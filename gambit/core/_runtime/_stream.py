@@ -75,14 +75,7 @@ class _StreamTracer:
         if is_response:
             self._response_event(kind, event)
             return
-        ex.run.trace(
-            ModelStreamEvent,
-            action_call_id=ex.action_call_id,
-            deck_path=ex.deck.path,
-            parent_action_call_id=ex.parent,
-            model=self.model,
-            event=event,
-        )
+        ex.trace_model_event(ModelStreamEvent, model=self.model, event=event)
         if projected_kind and ex.run.on_trace is not None:
             self._project_tool_event(projected_kind, event)
 

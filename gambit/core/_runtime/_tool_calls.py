@@ -104,16 +104,33 @@ class _ToolCalls(_Handlers):
             return end_signal
         return finished
 
-    def _respond(self, call: _ToolCall) -> tuple[dict[str, Any], bool]:
-        args = call.args
+    def _internal_call(self, call: _ToolCall) -> None:
+        """The trace of a call to an internal tool (gambit_respond, gambit_end)."""
         self.run.trace(
             ToolCallEvent,
             action_call_id=call.call_id,
-            name=RESPOND_TOOL,
-            args=args,
+            name=call.name,
+            args=call.args,
             tool_kind="internal",
             parent_action_call_id=self.action_call_id,
         )
+
+    def _internal_result(self, call: _ToolCall, result: dict[str, Any]) -> dict[str, Any]:
+        """An internal tool's answer: the tool output the model sees, and its trace."""
+        self.items.append(FunctionCallOutputItem(call_id=call.call_id, output=_json(result)))
+        self.run.trace(
+            ToolResultEvent,
+            action_call_id=call.call_id,
+            name=call.name,
+            result=result,
+            tool_kind="internal",
+            parent_action_call_id=self.action_call_id,
+        )
+        return result
+
+    def _respond(self, call: _ToolCall) -> tuple[dict[str, Any], bool]:
+        args = call.args
+        self._internal_call(call)
         payload = args.get("payload", args) if "payload" in args else args
         try:
             payload = _validate_output(
@@ -122,47 +139,18 @@ class _ToolCalls(_Handlers):
         except RunError as exc:
             # Improvement over the legacy runtime: the model is told and may try again.
             error = {"status": 400, "code": "invalid_payload", "message": str(exc)}
-            return self._respond_result(call, error), False
+            return self._internal_result(call, error), False
         envelope: dict[str, Any] = {"payload": payload, **_envelope_fields(args)}
-        return self._respond_result(call, envelope), True
-
-    def _respond_result(self, call: _ToolCall, result: dict[str, Any]) -> dict[str, Any]:
-        """`gambit_respond`'s answer: the tool output the model sees, and its trace."""
-        self.items.append(FunctionCallOutputItem(call_id=call.call_id, output=_json(result)))
-        self.run.trace(
-            ToolResultEvent,
-            action_call_id=call.call_id,
-            name=RESPOND_TOOL,
-            result=result,
-            tool_kind="internal",
-            parent_action_call_id=self.action_call_id,
-        )
-        return result
+        return self._internal_result(call, envelope), True
 
     def _end(self, call: _ToolCall) -> dict[str, Any]:
         args = call.args
-        self.run.trace(
-            ToolCallEvent,
-            action_call_id=call.call_id,
-            name=END_TOOL,
-            args=args,
-            tool_kind="internal",
-            parent_action_call_id=self.action_call_id,
-        )
+        self._internal_call(call)
         signal: dict[str, Any] = {END_SIGNAL_KEY: True}
         for key in (*_ENVELOPE_KEYS, "payload"):
             if key in args:
                 signal[key] = args[key]
-        self.items.append(FunctionCallOutputItem(call_id=call.call_id, output=_json(signal)))
-        self.run.trace(
-            ToolResultEvent,
-            action_call_id=call.call_id,
-            name=END_TOOL,
-            result=signal,
-            tool_kind="internal",
-            parent_action_call_id=self.action_call_id,
-        )
-        return signal
+        return self._internal_result(call, signal)
 
     def _envelope(self, call: _ToolCall, body: dict[str, Any]) -> dict[str, Any]:
         envelope = {

@@ -141,6 +141,18 @@ class _Arguments(_FileErrors):
             )
         return value
 
+    def _object_of(
+        self, value: Any, keys: frozenset[str], what: str, line: int, construct: str
+    ) -> None:
+        """Fail unless `value` is an object with no key but `keys` (`what`: its name)."""
+        if not isinstance(value, dict) or not set(value) <= keys:
+            raise self.fail(
+                f"{construct}: unsupported {what} {_describe_value(value)} "
+                f"(supported keys: {', '.join(sorted(keys))})",
+                line,
+                construct,
+            )
+
     def params(self, args: list, start: int, line: int, construct: str) -> dict[str, Any]:
         """The optional trailing params object of a factory; returns meta (description)."""
         if len(args) <= start:
@@ -149,13 +161,7 @@ class _Arguments(_FileErrors):
         value = args[start]
         if isinstance(value, str):
             return {}
-        if not isinstance(value, dict) or not set(value) <= _PARAM_KEYS:
-            raise self.fail(
-                f"{construct}: unsupported parameters {_describe_value(value)} "
-                f"(supported keys: {', '.join(sorted(_PARAM_KEYS))})",
-                line,
-                construct,
-            )
+        self._object_of(value, _PARAM_KEYS, "parameters", line, construct)
         description = value.get("description")
         if description is None:
             return {}
@@ -171,10 +177,4 @@ class _Arguments(_FileErrors):
         value = args[start]
         if isinstance(value, str):
             return
-        if not isinstance(value, dict) or not set(value) <= _CHECK_OPTION_KEYS:
-            raise self.fail(
-                f"{construct}: unsupported options {_describe_value(value)} "
-                f"(supported keys: {', '.join(sorted(_CHECK_OPTION_KEYS))})",
-                line,
-                construct,
-            )
+        self._object_of(value, _CHECK_OPTION_KEYS, "options", line, construct)

@@ -168,30 +168,24 @@ class _Lexer(_FileErrors):
                         line += 1
                     j += 1
                     continue
-                if e == "x":
-                    digits = src[j + 1 : j + 3]
-                    if len(digits) != 2 or not set(digits) <= _HEX:
-                        raise self.fail("invalid \\x escape in a string", line)
-                    out.append(chr(int(digits, 16)))
-                    j += 3
+                if e == "u" and src.startswith("{", j + 1):
+                    end = src.find("}", j + 2)
+                    digits = src[j + 2 : end] if end > 0 else ""
+                    if not 1 <= len(digits) <= 6 or not set(digits) <= _HEX:
+                        raise self.fail("invalid \\u{...} escape in a string", line)
+                    code = int(digits, 16)
+                    if code > 0x10FFFF:
+                        raise self.fail("invalid \\u{...} escape in a string", line)
+                    out.append(chr(code))
+                    j = end + 1
                     continue
-                if e == "u":
-                    if src.startswith("{", j + 1):
-                        end = src.find("}", j + 2)
-                        digits = src[j + 2 : end] if end > 0 else ""
-                        if not 1 <= len(digits) <= 6 or not set(digits) <= _HEX:
-                            raise self.fail("invalid \\u{...} escape in a string", line)
-                        code = int(digits, 16)
-                        if code > 0x10FFFF:
-                            raise self.fail("invalid \\u{...} escape in a string", line)
-                        out.append(chr(code))
-                        j = end + 1
-                        continue
-                    digits = src[j + 1 : j + 5]
-                    if len(digits) != 4 or not set(digits) <= _HEX:
-                        raise self.fail("invalid \\u escape in a string", line)
+                if e in "xu":  # \xHH and \uHHHH: exactly 2 or 4 hex digits
+                    width = 2 if e == "x" else 4
+                    digits = src[j + 1 : j + 1 + width]
+                    if len(digits) != width or not set(digits) <= _HEX:
+                        raise self.fail(f"invalid \\{e} escape in a string", line)
                     out.append(chr(int(digits, 16)))
-                    j += 5
+                    j += 1 + width
                     continue
                 out.append(_ESCAPES.get(e, e))
                 j += 1

@@ -17,7 +17,9 @@ sit on the `anyOf` wrapper, before it on the inner branch.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import replace
+from functools import partial
 from typing import Any
 
 from ._arguments import _Arguments
@@ -358,14 +360,6 @@ def _optionality(
     return _with_shape(s, shape)
 
 
-def _m_partial(ev: _Arguments, s: _Schema, args: list, line: int, construct: str) -> _Schema:
-    return _optionality(ev, s, args, line, construct, True)
-
-
-def _m_required(ev: _Arguments, s: _Schema, args: list, line: int, construct: str) -> _Schema:
-    return _optionality(ev, s, args, line, construct, False)
-
-
 def _m_pick(ev: _Arguments, s: _Schema, args: list, line: int, construct: str) -> _Schema:
     ev.arity(args, 1, 1, line, construct)
     shape = _shape_of(s)
@@ -428,14 +422,6 @@ def _enum_subset(
     return _enum_schema(remaining, dict(s.meta))
 
 
-def _m_extract(ev: _Arguments, s: _Schema, args: list, line: int, construct: str) -> _Schema:
-    return _enum_subset(ev, s, args, line, construct, True)
-
-
-def _m_exclude(ev: _Arguments, s: _Schema, args: list, line: int, construct: str) -> _Schema:
-    return _enum_subset(ev, s, args, line, construct, False)
-
-
 def _m_rest(ev: _Arguments, s: _Schema, args: list, line: int, construct: str) -> _Schema:
     ev.arity(args, 1, 1, line, construct)
     return replace(s, extra=ev.want_schema(args[0], line, construct))
@@ -444,7 +430,7 @@ def _m_rest(ev: _Arguments, s: _Schema, args: list, line: int, construct: str) -
 # ---- dispatch ----------------------------------------------------------------------------------
 
 # Method name -> function; string formats, `.trim()` and `.finite()` are handled in `_apply_method`.
-_METHOD_HANDLERS = {
+_METHOD_HANDLERS: dict[str, Callable[..., _Schema]] = {
     "optional": _m_optional,
     "nullable": _m_nullable,
     "nullish": _m_nullish,
@@ -472,8 +458,6 @@ _METHOD_HANDLERS = {
     "step": _m_multipleOf,
     "extend": _m_extend,
     "merge": _m_merge,
-    "partial": _m_partial,
-    "required": _m_required,
     "pick": _m_pick,
     "omit": _m_omit,
     "strict": _m_strict,
@@ -481,7 +465,10 @@ _METHOD_HANDLERS = {
     "passthrough": _m_passthrough,
     "catchall": _m_catchall,
     "keyof": _m_keyof,
-    "extract": _m_extract,
-    "exclude": _m_exclude,
     "rest": _m_rest,
+    # one function, two methods each
+    "partial": partial(_optionality, optional=True),
+    "required": partial(_optionality, optional=False),
+    "extract": partial(_enum_subset, keep=True),
+    "exclude": partial(_enum_subset, keep=False),
 }

@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from .._json_kinds import json_type, kind_words
 from ._schema import _kind_label, _Schema
 
 
@@ -50,23 +51,11 @@ def _describe_value(value: Any) -> str:
         return f"{_kind_label(value)} schema"
     if isinstance(value, _ZodRef):
         return f"{value.display} (not called)"
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, (int, float)):
-        return "a number"
-    if isinstance(value, str):
-        return "a string"
-    if value is None:
-        return "null"
     if value is _UNDEFINED:
         return "undefined"
-    if isinstance(value, list):
-        return "an array"
-    if isinstance(value, dict):
-        return "an object"
     if isinstance(value, _Regex):
         return "a regular expression"
-    return type(value).__name__  # pragma: no cover - defensive
+    return kind_words(value)
 
 
 def _is_number(value: Any) -> bool:
@@ -74,14 +63,6 @@ def _is_number(value: Any) -> bool:
 
 
 def _literal_type(value: Any) -> str | None:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, int):
-        return "integer"
-    if isinstance(value, float):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    return None
+    """The JSON type of a z.literal() value: a string, number, boolean or null; else None."""
+    json_type_name = json_type(value)
+    return None if json_type_name in ("array", "object") else json_type_name
