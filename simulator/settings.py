@@ -44,6 +44,7 @@ MIDDLEWARE = [
     "django.middleware.csp.ContentSecurityPolicyMiddleware",
     "decks_app.web.middleware.access_token",
     "decks_app.web.middleware.admin_needs_a_user",
+    "decks_app.web.toasts.toasts",
 ]
 
 ROOT_URLCONF = "simulator.urls"

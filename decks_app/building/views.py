@@ -15,6 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from django.contrib import messages
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.template.loader import render_to_string
@@ -195,8 +196,10 @@ def build_save(request: HttpRequest) -> HttpResponse:
     problems = build.deck_view(workspace, deck)["problems"] if deck in known else []
     if is_htmx(request):
         errors = sum(1 for p in problems if p.get("severity") == "error")
+        status_text = f"Saved, with {errors} error(s) in the deck." if errors else "Saved."
+        (messages.warning if errors else messages.success)(request, status_text)
         ctx = {
-            "status_text": f"Saved, with {errors} error(s) in the deck." if errors else "Saved.",
+            "status_text": status_text,
             "version": saved["version"],
             "problems": problems,
             "oob": True,
@@ -233,6 +236,7 @@ def build_new(request: HttpRequest) -> HttpResponse:
         return json_response(
             {"deck": deck, "url": query_url("building:build_deck", path=deck)}, status=201
         )
+    messages.success(request, f"Created deck {deck}.")
     return redirect(query_url("building:build_file", path=deck, deck=deck))
 
 
@@ -246,6 +250,7 @@ def build_delete(request: HttpRequest) -> HttpResponse:
         return error_response(request, str(exc), 400)
     if wants_json(request):
         return json_response({"deleted": deck})
+    messages.success(request, f"Deleted deck {deck}.")
     return redirect("building:build")
 
 
