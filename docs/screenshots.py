@@ -1,6 +1,7 @@
 """Regenerate the README's screenshots (docs/images/*.png) from the running simulator.
 
     .venv/bin/python docs/screenshots.py [--out docs/images] [--width 1280] [--height 800]
+                                         [--scheme light|dark]
 
 It copies the bundled examples to a temporary folder, starts `gambit serve` on them with no
 API key (the offline demo model answers, as after `./dev start` on a fresh clone), then
@@ -64,14 +65,14 @@ def serve(folder: Path) -> tuple[subprocess.Popen, str]:
     raise SystemExit("gambit serve did not start:\n" + (folder / "serve.log").read_text())
 
 
-def shoot(url: str, out: Path, width: int, height: int) -> list[Path]:
+def shoot(url: str, out: Path, width: int, height: int, scheme: str = "light") -> list[Path]:
     from playwright.sync_api import expect, sync_playwright
 
     out.mkdir(parents=True, exist_ok=True)
     saved = []
     with sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
-        page = browser.new_page(viewport={"width": width, "height": height}, color_scheme="light")
+        page = browser.new_page(viewport={"width": width, "height": height}, color_scheme=scheme)
         page.set_default_timeout(30_000)
 
         # Test: a conversation with the support deck, its trace beside it.
@@ -88,13 +89,13 @@ def shoot(url: str, out: Path, width: int, height: int) -> list[Path]:
         page.goto(session_url)  # as it opens, the trace's first run expanded
         saved.append(_save(page, out / "test.png"))
 
-        # Grade: the conversation graded by the deck's grader.
+        # Grade: the conversation graded by the deck's grader, each score with its reason.
         session_id = session_url.rstrip("/").rsplit("/", 1)[-1]
         page.goto(f"{url}/grade?session={session_id}")
         page.click("#run-grader")
         page.wait_for_url(re.compile(r".*/grade/runs/run-[0-9a-f]{24}$"))
         expect(page.locator("#grade-result [data-status]")).to_have_text("completed")
-        page.goto(f"{url}/grade?session={session_id}")
+        page.reload()  # as it opens once done
         saved.append(_save(page, out / "grade.png"))
 
         # Build: the deck's prompt in the editor, checked as it is typed.
@@ -116,11 +117,12 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--out", type=Path, default=ROOT / "docs" / "images")
     parser.add_argument("--width", type=int, default=1280)
     parser.add_argument("--height", type=int, default=800)
+    parser.add_argument("--scheme", choices=["light", "dark"], default="light")
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="gambit-screenshots-") as tmp:
         proc, url = serve(Path(tmp))
         try:
-            for path in shoot(url, args.out, args.width, args.height):
+            for path in shoot(url, args.out, args.width, args.height, args.scheme):
                 print(path)
         finally:
             proc.terminate()

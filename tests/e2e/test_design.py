@@ -1,4 +1,4 @@
-"""The design system in the browser (docs/design.md): the dark colour scheme keeps AA
+"""The design system in the browser (docs/design-system.md): the dark colour scheme keeps AA
 contrast on every page (axe-core, as the accessibility suite does for the light one), the
 buttons say which is the main action and which destroys, and a save is confirmed by a toast
 that leaves by itself."""
@@ -54,6 +54,12 @@ def test_primary_secondary_and_danger_buttons_differ(page, site, pages):  # noqa
     page.goto(site + pages["grade tab"])
     show = _colours(page, "form[method=get] button[type=submit]")  # secondary
     assert show[0] == "rgb(255, 255, 255)" and show[1] == "rgb(29, 35, 48)"
+    page.goto(site + pages["grade run"])
+    flag = _colours(page, ".flag-form button[type=submit]")  # a toggle in a POST form
+    assert flag == show
+    page.goto(site + pages["session"])
+    assert _colours(page, ".delete-session button[type=submit]") == delete
+    assert _colours(page, "#send") == add
 
 
 def test_saving_in_the_editor_shows_a_toast_that_leaves(page, site, pages):  # noqa: F811
