@@ -25,3 +25,14 @@ def test_sheets_load_in_order_and_the_current_tab_is_marked(client):
     assert sheets == ["tokens", "app", "components"]
     assert re.search(r'<a href="/grade" class="active" aria-current="page">Grade</a>', html)
     assert 'aria-current="page">Test<' not in html
+
+
+def test_the_top_bar_names_the_served_folder_on_every_page(client, settings):
+    from pathlib import Path
+
+    root = str(Path(settings.GAMBIT_WORKSPACE).resolve())
+    session = client.post("/test/new", {"deck": "support/PROMPT.md"})
+    assert session.status_code == 302, session.content
+    for url in ("/build", "/test", "/grade", "/nowhere", session["Location"]):
+        html = client.get(url).content.decode()
+        assert f'<span class="workspace" title="Served folder: {root}">{root}</span>' in html, url
