@@ -236,7 +236,6 @@ def build_new(request: HttpRequest) -> HttpResponse:
         return json_response(
             {"deck": deck, "url": query_url("building:build_deck", path=deck)}, status=201
         )
-    messages.success(request, f"Created deck {deck}.")
     return redirect(query_url("building:build_file", path=deck, deck=deck))
 
 

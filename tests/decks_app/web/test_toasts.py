@@ -33,19 +33,37 @@ def test_every_page_has_an_empty_toast_region(client, ws):
     assert "data-toast" not in html
 
 
-def test_a_new_deck_is_confirmed_once_on_the_page_it_redirects_to(client, ws):
-    created = client.post("/build/new", {"name": "tiny<b>"})
-    assert created.status_code == 400  # a bad name: no toast, the error says why
-    created = client.post("/build/new", {"name": "tiny"})
-    assert created.status_code == 302
-    page = client.get(created["Location"]).content.decode()
-    region = _toasts(page)
+def test_a_deletion_is_confirmed_once_on_the_page_it_redirects_to(client, ws):
+    refused = client.post("/build/delete", {"path": "hello/deck.py", "confirm": "nope"})
+    assert refused.status_code == 400  # not confirmed: no toast, the error says why
+    deleted = client.post("/build/delete", {"path": "hello/deck.py", "confirm": "hello"})
+    assert deleted.status_code == 302
+    page = client.get(deleted["Location"]).content.decode()
     assert (
-        'class="toast success" data-toast><span class="toast-text">Created deck tiny/PROMPT.md.'
-        in region
+        'class="toast success" data-toast><span class="toast-text">Deleted deck hello/deck.py.'
+        in _toasts(page)
     )
-    again = client.get(created["Location"]).content.decode()
+    again = client.get(deleted["Location"]).content.decode()
     assert "data-toast" not in again  # consumed
+
+
+def test_a_page_that_shows_its_messages_itself_gets_no_toast_for_them(client, rf):
+    from django.contrib.messages.storage.fallback import FallbackStorage
+    from django.template import Context, Template
+
+    request = rf.get("/")
+    request.session = client.session
+    storage = FallbackStorage(request)
+    storage.add(25, "Added a grader")
+    inline = Template(
+        "<p>{% for m in messages %}{{ m.message }}{% endfor %}</p>"
+        '{% include "web/toasts.html#items" %}'
+    ).render(Context({"messages": storage}))
+    assert inline == "<p>Added a grader</p>"
+    fresh = FallbackStorage(request)
+    fresh.add(25, "Saved.")
+    shown = Template('{% include "web/toasts.html#items" %}').render(Context({"messages": fresh}))
+    assert '<span class="toast-text">Saved.</span>' in shown
 
 
 def test_an_htmx_save_gets_its_toast_out_of_band(client, ws):
