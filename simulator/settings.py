@@ -39,12 +39,13 @@ MIDDLEWARE = [
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
+    # Unread messages appended to an htmx response as toasts (reads request.htmx on the way out).
+    "decks_app.web.toasts.toasts",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
     "django.middleware.csp.ContentSecurityPolicyMiddleware",
     "decks_app.web.middleware.access_token",
     "decks_app.web.middleware.admin_needs_a_user",
-    "decks_app.web.toasts.toasts",
 ]
 
 ROOT_URLCONF = "simulator.urls"

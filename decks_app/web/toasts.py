@@ -19,8 +19,9 @@ from django.template.loader import render_to_string
 
 def toasts(get_response: Callable[[HttpRequest], HttpResponse]):
     """Append the request's unread messages to an htmx HTML response as an out-of-band swap
-    into `#toasts`. Listed after MessageMiddleware, so it runs before the messages are
-    stored for the next request."""
+    into `#toasts`. Listed right after MessageMiddleware, so it runs before the messages
+    are stored for the next request, and outside HtmxMiddleware, whose `request.htmx` it
+    reads on the way out."""
 
     def middleware(request: HttpRequest) -> HttpResponse:
         response = get_response(request)
