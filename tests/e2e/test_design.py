@@ -51,8 +51,7 @@ def test_primary_secondary_and_danger_buttons_differ(page, site, pages):  # noqa
     delete = _colours(page, "form[action$='/delete'] button[type=submit]")
     assert add[0] == "rgb(36, 81, 184)" and add[1] == "rgb(255, 255, 255)"
     assert delete[0] == "rgb(176, 0, 32)" and delete[1] == "rgb(255, 255, 255)"
-    page.goto(site + pages["grade tab"])
-    show = _colours(page, "form[method=get] button[type=submit]")  # secondary
+    show = _colours(page, "form[method=dialog] button")  # the shortcuts' Close: secondary
     assert show[0] == "rgb(255, 255, 255)" and show[1] == "rgb(29, 35, 48)"
     page.goto(site + pages["grade run"])
     flag = _colours(page, ".flag-form button[type=submit]")  # a toggle in a POST form
