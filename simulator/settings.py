@@ -39,6 +39,8 @@ MIDDLEWARE = [
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
+    # Unread messages appended to an htmx response as toasts (reads request.htmx on the way out).
+    "decks_app.web.toasts.toasts",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
     "django.middleware.csp.ContentSecurityPolicyMiddleware",
@@ -67,6 +69,7 @@ TEMPLATES = [
                 "django.template.context_processors.request",
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
+                "decks_app.web.shell.top_bar",
             ],
         },
     }

@@ -200,8 +200,10 @@ def build_save(request: HttpRequest) -> HttpResponse:
     problems = build.deck_view(workspace, deck)["problems"] if deck in known else []
     if is_htmx(request):
         errors = sum(1 for p in problems if p.get("severity") == "error")
+        status_text = f"Saved, with {errors} error(s) in the deck." if errors else "Saved."
+        (messages.warning if errors else messages.success)(request, status_text)
         ctx = {
-            "status_text": f"Saved, with {errors} error(s) in the deck." if errors else "Saved.",
+            "status_text": status_text,
             "version": saved["version"],
             "problems": problems,
             "oob": True,
@@ -265,6 +267,7 @@ def build_delete(request: HttpRequest) -> HttpResponse:
         return error_response(request, str(exc), 400)
     if wants_json(request):
         return json_response({"deleted": deck})
+    messages.success(request, f"Deleted deck {deck}.")
     return redirect("building:build")
 
 
