@@ -78,3 +78,33 @@ def test_the_compare_page_fits_a_1440_pixel_window(page, live_url):
     expect(page.locator("#compare-rows tbody")).to_contain_text("A1002x")
     width = page.evaluate("document.documentElement.scrollWidth")
     assert width <= 1440, width
+
+
+def test_older_and_newer_pages_and_the_status_filter(page, live_url):
+    _chat(page, live_url, "a finished chat, for the status filter")
+    page.goto(live_url + "/test")
+    token = next(c["value"] for c in page.context.cookies() if c["name"] == "csrftoken")
+    for _ in range(55):
+        made = page.request.post(
+            live_url + "/test/new?format=json",
+            form={"deck": "hello/deck.py"},
+            headers={"X-CSRFToken": token, "Referer": live_url + "/test"},
+        )
+        assert made.status == 201, made.text()
+    errors = _console_errors(page)
+    page.goto(live_url + "/test")
+    rows = page.locator("#sessions-table tbody tr[data-session]")
+    expect(rows).to_have_count(50)
+    first_page = rows.evaluate_all("rs => rs.map(r => r.dataset.session)")
+    page.get_by_role("link", name="Older →").click()
+    expect(page).to_have_url(re.compile(r".*/test\?before=.+"))
+    expect(rows.first).not_to_have_attribute("data-session", first_page[0])
+    older = rows.evaluate_all("rs => rs.map(r => r.dataset.session)")
+    assert not set(older) & set(first_page)
+    page.get_by_role("link", name="← Newer").click()
+    expect(rows.first).to_have_attribute("data-session", first_page[0])
+    assert rows.evaluate_all("rs => rs.map(r => r.dataset.session)") == first_page
+    page.select_option("select[name=status]", "completed")
+    expect(page).to_have_url(re.compile(r".*status=completed"))
+    expect(rows.first.locator(".badge")).to_have_text("completed")
+    assert errors == []
