@@ -59,8 +59,12 @@ def conversation_match(ws: list[str]) -> RawSQL | None:
             output_field=BooleanField(),
         )
     if connection.vendor == "postgresql":
+        # A subquery of its own, so the GIN index answers it even when the outer query ORs
+        # it with the cheap matches on id, label and model.
         return RawSQL(
-            f"to_tsvector('simple'::regconfig, {TEXT_PG}) @@ to_tsquery('simple'::regconfig, %s)",
+            "decks_app_session.id IN (SELECT s.id FROM decks_app_session s WHERE"
+            " to_tsvector('simple'::regconfig, gambit_session_text(s.messages, s.items))"
+            " @@ to_tsquery('simple'::regconfig, %s))",
             [_match_pg(ws)],
             output_field=BooleanField(),
         )
