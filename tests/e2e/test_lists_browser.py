@@ -108,3 +108,30 @@ def test_older_and_newer_pages_and_the_status_filter(page, live_url):
     expect(page).to_have_url(re.compile(r".*status=completed"))
     expect(rows.first.locator(".badge")).to_have_text("completed")
     assert errors == []
+
+
+def test_gambit_serve_with_debug_on_still_hides_its_routes(tmp_path):
+    """GAMBIT_DEBUG=1 turns Django's debug pages on: an unknown URL still gets our page."""
+    import os
+    import urllib.error
+    import urllib.request
+
+    from tests.e2e.conftest import _free_port, serve_simulator, stop
+
+    env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "REDIS_URL")}
+    env.update({"GAMBIT_SIM_DB": str(tmp_path / "sim.sqlite3"), "GAMBIT_DEBUG": "1"})
+    port = _free_port()
+    with (tmp_path / "serve.log").open("w") as log:
+        proc = serve_simulator(env, port, log)
+        try:
+            for path in ("/no/such/page", "/admin/nope", "/test/nope/trace/calls/9"):
+                try:
+                    urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=10)
+                    raise AssertionError(f"{path} answered 200")
+                except urllib.error.HTTPError as exc:
+                    body = exc.read().decode()
+                    assert exc.code == 404, (path, exc.code)
+                    assert "URLconf" not in body and "admin/" not in body, path
+                    assert "Traceback" not in body and "DEBUG = True" not in body, path
+        finally:
+            stop(proc)
