@@ -135,3 +135,19 @@ def test_gambit_serve_with_debug_on_still_hides_its_routes(tmp_path):
                     assert "Traceback" not in body and "DEBUG = True" not in body, path
         finally:
             stop(proc)
+
+
+def test_hello_greets_its_context_then_each_message(page, live_url):
+    """Issue 26: Hello ignored its context field ("Ada" gave "expects a user message")."""
+    page.goto(live_url + "/test")
+    page.select_option("select[name=deck]", "hello/deck.py")
+    field = page.locator("#session-context [name=ctx]")
+    expect(field).to_be_visible()
+    field.fill("Ada")
+    page.click("#new-session")
+    page.wait_for_url(re.compile(r".*/test/session-[0-9a-f]{24}$"))
+    expect(page.locator("#conversation")).to_contain_text("Hello, Ada!", timeout=20_000)
+    expect(page.locator("main")).not_to_contain_text("expects a user message")
+    page.fill("textarea[name=message]", "go")
+    page.click("#send")
+    expect(page.locator("#conversation")).to_contain_text("Hello, go!", timeout=20_000)
