@@ -26,8 +26,6 @@ MAX_WORDS = 8
 START, STOP = "\ue000", "\ue001"  # private-use characters around a highlight
 SNIPPET_CHARS = 220
 
-TEXT_PG = "gambit_session_text(decks_app_session.messages, decks_app_session.items)"
-
 
 def words(q: str) -> list[str]:
     return WORD.findall(q or "")[:MAX_WORDS]
@@ -59,8 +57,12 @@ def conversation_match(ws: list[str]) -> RawSQL | None:
             output_field=BooleanField(),
         )
     if connection.vendor == "postgresql":
+        # A subquery of its own, so the GIN index answers it even when the outer query ORs
+        # it with the cheap matches on id, label and model.
         return RawSQL(
-            f"to_tsvector('simple'::regconfig, {TEXT_PG}) @@ to_tsquery('simple'::regconfig, %s)",
+            "decks_app_session.id IN (SELECT s.id FROM decks_app_session s WHERE"
+            " to_tsvector('simple'::regconfig, gambit_session_text(s.messages, s.items))"
+            " @@ to_tsquery('simple'::regconfig, %s))",
             [_match_pg(ws)],
             output_field=BooleanField(),
         )
@@ -122,12 +124,17 @@ def snippets(session_ids: list[str], q: str) -> dict[str, Snippet]:
                 [*marks, _match_sqlite(ws), *session_ids],
             )
         elif connection.vendor == "postgresql":
+            # The first line holding any of the words, highlighted whole (ts_headline over
+            # that line only, not over the whole conversation).
             options = f"StartSel={START}, StopSel={STOP}, HighlightAll=true"
             cursor.execute(
-                f"SELECT id, ts_headline('simple'::regconfig, {TEXT_PG},"
-                " to_tsquery('simple'::regconfig, %s), %s)"
-                f" FROM decks_app_session WHERE id IN ({holders})",
-                [_match_pg(ws), options, *session_ids],
+                "SELECT s.id, (SELECT ts_headline('simple'::regconfig, line, q, %s)"
+                " FROM regexp_split_to_table("
+                "gambit_session_text(s.messages, s.items), E'\\n') AS line"
+                " WHERE to_tsvector('simple'::regconfig, line) @@ q LIMIT 1)"
+                " FROM decks_app_session s, to_tsquery('simple'::regconfig, %s) AS q"
+                f" WHERE s.id IN ({holders})",
+                [options, " | ".join(f"{w}:*" for w in ws), *session_ids],
             )
         else:
             return {}

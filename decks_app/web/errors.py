@@ -36,13 +36,19 @@ V1_TYPES = {
 
 
 def _message(status: int, exception: BaseException | None) -> str:
-    """Our own sentence: an Http404's message when a view of ours wrote one (a plain
-    string), never a Resolver404's (the list of patterns tried) nor another exception's."""
+    """Our own words: an Http404's message when a view of ours wrote one (a plain string,
+    "no such session"), never a Resolver404's (the list of patterns tried) nor another
+    exception's."""
     if status == 404 and type(exception) is Http404 and exception.args:
         text = exception.args[0]
         if isinstance(text, str) and text and len(text) <= 200:
-            return text[:1].upper() + text[1:] + ("" if text.endswith(".") else ".")
+            return text
     return SENTENCES[status]
+
+
+def _sentence(message: str) -> str:
+    """A message as the page shows it: capitalised, with its full stop."""
+    return message[:1].upper() + message[1:] + ("" if message.endswith(".") else ".")
 
 
 def _wants_json(request: HttpRequest) -> bool:
@@ -61,6 +67,7 @@ def error_page(request: HttpRequest, status: int, exception: BaseException | Non
         return JsonResponse({"error": error}, status=status)
     if _wants_json(request):
         return JsonResponse({"error": message}, status=status)
+    message = _sentence(message)
     if getattr(request, "htmx", False):  # shown inline by the page that asked
         return render(request, "web/error.html#error", {"message": message}, status=status)
     ctx = {"message": message, "status": status, "back": "/", "path": request.path}

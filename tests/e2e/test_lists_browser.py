@@ -78,3 +78,76 @@ def test_the_compare_page_fits_a_1440_pixel_window(page, live_url):
     expect(page.locator("#compare-rows tbody")).to_contain_text("A1002x")
     width = page.evaluate("document.documentElement.scrollWidth")
     assert width <= 1440, width
+
+
+def test_older_and_newer_pages_and_the_status_filter(page, live_url):
+    _chat(page, live_url, "a finished chat, for the status filter")
+    page.goto(live_url + "/test")
+    token = next(c["value"] for c in page.context.cookies() if c["name"] == "csrftoken")
+    for _ in range(55):
+        made = page.request.post(
+            live_url + "/test/new?format=json",
+            form={"deck": "hello/deck.py"},
+            headers={"X-CSRFToken": token, "Referer": live_url + "/test"},
+        )
+        assert made.status == 201, made.text()
+    errors = _console_errors(page)
+    page.goto(live_url + "/test")
+    rows = page.locator("#sessions-table tbody tr[data-session]")
+    expect(rows).to_have_count(50)
+    first_page = rows.evaluate_all("rs => rs.map(r => r.dataset.session)")
+    page.get_by_role("link", name="Older →").click()
+    expect(page).to_have_url(re.compile(r".*/test\?before=.+"))
+    expect(rows.first).not_to_have_attribute("data-session", first_page[0])
+    older = rows.evaluate_all("rs => rs.map(r => r.dataset.session)")
+    assert not set(older) & set(first_page)
+    page.get_by_role("link", name="← Newer").click()
+    expect(rows.first).to_have_attribute("data-session", first_page[0])
+    assert rows.evaluate_all("rs => rs.map(r => r.dataset.session)") == first_page
+    page.select_option("select[name=status]", "completed")
+    expect(page).to_have_url(re.compile(r".*status=completed"))
+    expect(rows.first.locator(".badge")).to_have_text("completed")
+    assert errors == []
+
+
+def test_gambit_serve_with_debug_on_still_hides_its_routes(tmp_path):
+    """GAMBIT_DEBUG=1 turns Django's debug pages on: an unknown URL still gets our page."""
+    import os
+    import urllib.error
+    import urllib.request
+
+    from tests.e2e.conftest import _free_port, serve_simulator, stop
+
+    env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "REDIS_URL")}
+    env.update({"GAMBIT_SIM_DB": str(tmp_path / "sim.sqlite3"), "GAMBIT_DEBUG": "1"})
+    port = _free_port()
+    with (tmp_path / "serve.log").open("w") as log:
+        proc = serve_simulator(env, port, log)
+        try:
+            for path in ("/no/such/page", "/admin/nope", "/test/nope/trace/calls/9"):
+                try:
+                    urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=10)
+                    raise AssertionError(f"{path} answered 200")
+                except urllib.error.HTTPError as exc:
+                    body = exc.read().decode()
+                    assert exc.code == 404, (path, exc.code)
+                    assert "URLconf" not in body and "admin/" not in body, path
+                    assert "Traceback" not in body and "DEBUG = True" not in body, path
+        finally:
+            stop(proc)
+
+
+def test_hello_greets_its_context_then_each_message(page, live_url):
+    """Issue 26: Hello ignored its context field ("Ada" gave "expects a user message")."""
+    page.goto(live_url + "/test")
+    page.select_option("select[name=deck]", "hello/deck.py")
+    field = page.locator("#session-context [name=ctx]")
+    expect(field).to_be_visible()
+    field.fill("Ada")
+    page.click("#new-session")
+    page.wait_for_url(re.compile(r".*/test/session-[0-9a-f]{24}$"))
+    expect(page.locator("#conversation")).to_contain_text("Hello, Ada!", timeout=20_000)
+    expect(page.locator("main")).not_to_contain_text("expects a user message")
+    page.fill("textarea[name=message]", "go")
+    page.click("#send")
+    expect(page.locator("#conversation")).to_contain_text("Hello, go!", timeout=20_000)

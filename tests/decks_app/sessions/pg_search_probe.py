@@ -18,6 +18,7 @@ from django.test import Client  # noqa: E402
 
 from decks_app.models import Session  # noqa: E402
 from decks_app.sessions.actions import create_session  # noqa: E402
+from decks_app.sessions.listing import SessionFilter, listed_sessions  # noqa: E402
 from decks_app.workspaces.served import current_workspace  # noqa: E402
 
 
@@ -63,14 +64,9 @@ def main() -> None:
         pages.append(len(data["sessions"]))
         url = data["page"]["olderUrl"]
     out["pages"] = pages
-    with connection.cursor() as cursor:
+    with connection.cursor() as cursor:  # the list's own query, as the planner runs it
         cursor.execute("SET enable_seqscan = off")
-        cursor.execute(
-            "EXPLAIN SELECT id FROM decks_app_session WHERE to_tsvector('simple'::regconfig,"
-            " gambit_session_text(decks_app_session.messages, decks_app_session.items))"
-            " @@ to_tsquery('simple'::regconfig, 'a1002:*')"
-        )
-        out["plan"] = "\n".join(row[0] for row in cursor.fetchall())
+    out["plan"] = listed_sessions(workspace, SessionFilter(q="a1002")).explain()
     print(json.dumps(out))
 
 

@@ -70,6 +70,7 @@ def test_a_missing_session_says_what_is_missing(client, debug):
 def test_json_twins_and_v1_get_json_errors(client):
     twin = client.get("/nothing/here.json")
     assert twin.status_code == 404 and twin.json() == {"error": "There is no page at this address."}
+    assert client.get("/test/nope.json").json() == {"error": "no such session"}
     v1 = client.get("/v1/nothing")
     assert v1.status_code == 404
     assert v1.json()["error"]["type"] == "not_found"
