@@ -224,12 +224,15 @@ def _rows(
 def build_tree(
     payloads: Sequence[dict[str, Any]] | Iterable[tuple[int, dict[str, Any]]],
     *,
-    deck_label: Callable[[str | None], str] = _short_path,
+    deck_label: Callable[[str | None], str] | None = None,
 ) -> list[Node]:
     """The tree of the given events: payloads in order, or `(event id, payload)` pairs (then
     node ids are stable across builds, which the live page's in-place updates rely on).
-    `deck_label` names a deck from its path (the trace page's names it as the workspace
-    does, `trace_labels.deck_labeler`); an absolute path is never shown."""
+    `deck_label` names a deck from its path as the workspace does (the trace page passes
+    `trace_items.deck_labeler`), and a run by its deck; without it a deck is named by the
+    last two parts of its path and a run by its id (the session page's panel). An absolute
+    path is never shown."""
+    label = deck_label or _short_path
     roots: list[Node] = []
     run: Node | None = None
     decks: dict[str, Node] = {}
@@ -256,13 +259,13 @@ def build_tree(
         last_ts = max(last_ts, ts)
         if isinstance(event, RunStartEvent) or run is None:
             run_id = getattr(event, "run_id", None) or ""
-            run = Node("run", "run", status="running", ts=ts, run_id=run_id)
+            run = Node("run", run_id or "run", status="running", ts=ts, run_id=run_id)
             run.opened, run.changed = pk, pk
             roots.append(run)
             decks, tools, models = {}, {}, {}  # call ids belong to their run
             if isinstance(event, RunStartEvent):
                 run.id = f"tn-{pk}"
-                run.label = deck_label(event.deck_path)
+                run.label = label(event.deck_path) if deck_label else run_id or "run"
                 continue
             run.id = f"tn-{pk}-run"  # events without their run.start: this one goes inside
         run.end_ts = max(run.end_ts, ts)
@@ -280,7 +283,7 @@ def build_tree(
                 if event.error:
                     run.detail = str(event.error)
             case DeckStartEvent():
-                node = Node("deck", deck_label(event.deck_path), status="running", ts=ts)
+                node = Node("deck", label(event.deck_path), status="running", ts=ts)
                 parent = container(event.parent_action_call_id) or run
                 decks[event.action_call_id or ""] = add(parent, node, pk)
             case DeckEndEvent():

@@ -264,7 +264,7 @@ def test_statuses_are_final_when_a_run_fails_is_canceled_or_interrupted(status):
         [*EVENTS[:5], {"type": "run.end", "status": status, "error": "boom", "ts": 20}]
     )
     states = {(n.kind, n.label): n.status for n in walk([run])}
-    assert states[("run", "root/PROMPT.md")] == status and run.run_id == "run-1"
+    assert states[("run", "run-1")] == status and run.run_id == "run-1"
     assert states[("deck", "root/PROMPT.md")] == status and states[("tool", "lookup")] == status
     assert not {"running", "calling"} & set(states.values())
     assert run.detail == "boom"
