@@ -9,6 +9,7 @@ import re
 import pytest
 from playwright.sync_api import expect
 
+from tests.e2e.test_accessibility import serious_violations
 from tests.support.fake_model_server import FunctionCall, Reply
 
 
@@ -103,6 +104,8 @@ def test_walk_the_tree_select_a_tool_call_and_read_its_result(trace_page):
     expect(result.locator(".json-status")).to_have_text("Copied")
     copied = json.loads(page.evaluate("navigator.clipboard.readText()"))
     assert copied["order_id"] == "A1002" and "runId" not in copied
+    # the page as it now is (a node selected, JSON open, the envelope shown) stays accessible
+    assert serious_violations(page) == []
 
 
 def test_a_model_call_shows_its_figures_and_loads_what_it_sent(trace_page):
