@@ -12,7 +12,6 @@ from playwright.sync_api import expect
 from tests.e2e.test_accessibility import serious_violations
 from tests.support.fake_model_server import FunctionCall, Reply
 
-
 USAGE = {"input_tokens": 120, "output_tokens": 30, "cost": 0.00042}
 
 
@@ -128,3 +127,43 @@ def test_a_model_call_shows_its_figures_and_loads_what_it_sent(trace_page):
     # back in the history: the run's detail again (htmx restores the page)
     page.go_back()
     expect(page.locator("#trace-detail h2")).to_contain_text("run")
+
+
+def test_an_older_run_is_folded_and_opens_from_the_keyboard(page, live_url, fake_model):
+    fake_model.queue(*["Noted."] * 4)
+    page.goto(live_url + "/test")
+    page.select_option("select[name=deck]", "support/PROMPT.md")
+    page.fill("input[name=model]", "openresponses/fake")
+    page.click("#new-session")
+    page.wait_for_url(re.compile(r".*/test/session-[0-9a-f]{24}$"))
+    for n in range(4):
+        page.fill("#composer textarea[name=message]", f"message {n}")
+        page.click("#send")
+        replies = page.locator("#conversation .bubble.assistant", has_text="Noted.")
+        expect(replies).to_have_count(n + 1, timeout=20_000)
+        expect(page.locator("#status")).to_have_text("completed")
+    page.goto(page.url + "/trace")
+    runs = page.locator("[role=tree] [role=treeitem][aria-level='1']")
+    expect(runs).to_have_count(4)
+    oldest = runs.first
+    expect(oldest).to_contain_text("message 0")  # a run shows its first user message
+    expect(oldest).to_have_attribute("aria-expanded", "false")  # only the newest 3 are open
+    expect(page.locator("[role=treeitem][aria-level='2']")).to_have_count(3 * 2)
+    runs.last.focus()
+    page.keyboard.press("Home")
+    assert "message 0" in focused(page)
+    page.keyboard.press("ArrowRight")  # opens it: its children load
+    expect(oldest).to_have_attribute("aria-expanded", "true")
+    expect(oldest).to_have_attribute("aria-owns", re.compile(r"^nav-tn-\d+-children$"))
+    group = page.locator(f"#{oldest.get_attribute('aria-owns')}")
+    expect(group.locator("[role=treeitem]").first).to_be_visible()
+    page.keyboard.press("ArrowRight")  # to its first child
+    assert page.evaluate("document.activeElement.getAttribute('aria-level')") == "2"
+    page.keyboard.press("Enter")
+    expect(page.locator("#trace-detail .tdetail-path")).to_contain_text("run")
+    # the triangle closes a run without selecting it
+    selected = page.locator("[aria-selected=true]").get_attribute("id")
+    oldest.locator(".twisty").click()
+    expect(oldest).to_have_attribute("aria-expanded", "false")
+    expect(group).to_be_hidden()
+    assert page.locator("[aria-selected=true]").get_attribute("id") == selected
