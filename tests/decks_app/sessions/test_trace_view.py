@@ -431,7 +431,7 @@ def test_the_page_shows_the_selection_beside_the_tree_and_the_notes_above(client
     assert "&quot;runId&quot;" not in result.split('<details class="envelope">')[0]
     assert "<summary>Envelope" in result
     assert "Copy</button>" in result and "Expand all</button>" in result
-    assert f'<a href="/test/{s.id}/trace?node={ids[1]}"' in detail  # the breadcrumb
+    assert f'<li><a href="/test/{s.id}/trace?node={ids[1]}"' in detail  # the breadcrumb
 
 
 def test_the_detail_of_one_node_page_fragment_and_twin(client, workspace):
