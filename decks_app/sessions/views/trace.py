@@ -50,29 +50,41 @@ class TraceRun:
 
 
 @dataclass
-class TracePage(PageData):
-    """A session's trace: its runs, the selected node and one page of its raw events (the
-    page of one run has that run alone and no events)."""
+class SessionData(PageData):
+    """A page of one session's (the top bar shows its workspace)."""
 
     session: Session
-    tree: list[Node]
-    selected: Node | None
-    events: Page | None = None
-    missing: str = ""  # a `?node=` that names no node of this trace
-    open_runs: set[str] = field(default_factory=set)
     tab = "test"
 
     @property
-    def runs(self) -> list[TraceRun]:
-        return [TraceRun(n, n.id not in self.open_runs) for n in self.tree]
+    def workspace(self) -> Any:
+        return self.session.workspace
+
+
+@dataclass
+class TraceData(SessionData):
+    """Runs of a session's trace and the node selected in them."""
+
+    tree: list[Node]
+    selected: Node | None
 
     @property
     def selected_path(self) -> list[Node]:
         return ancestors(self.tree, self.selected)
 
+
+@dataclass
+class TracePage(TraceData):
+    """A session's trace: its runs, the selected node and one page of its raw events (the
+    page of one run has that run alone and no events)."""
+
+    events: Page | None = None
+    missing: str = ""  # a `?node=` that names no node of this trace
+    open_runs: set[str] = field(default_factory=set)
+
     @property
-    def workspace(self) -> Any:
-        return self.session.workspace
+    def runs(self) -> list[TraceRun]:
+        return [TraceRun(n, n.id not in self.open_runs) for n in self.tree]
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -176,31 +188,16 @@ def trace_node(
     found = _find(roots, node)
     if found is None:
         raise Http404("no trace node starts at this event")
-    data = NodePage(session, found, roots)
+    data = NodePage(session, roots, found)
     return render_page(request, "sessions/trace_node.html", data, fmt, fragment="detail")
 
 
 @dataclass
-class NodePage(PageData):
-    session: Session
-    node: Node
-    roots: list[Node]
-    tab = "test"
-
-    @property
-    def selected(self) -> Node:  # the detail partial reads `page.selected`
-        return self.node
-
-    @property
-    def selected_path(self) -> list[Node]:
-        return ancestors(self.roots, self.node)
-
-    @property
-    def workspace(self) -> Any:
-        return self.session.workspace
+class NodePage(TraceData):
+    """One node's detail (the twin: the node without its subtree)."""
 
     def to_json(self) -> dict[str, Any]:
-        return node_json(self.node)
+        return node_json(self.selected) if self.selected else {}
 
 
 @require_GET
@@ -219,17 +216,11 @@ def trace_call(
 
 
 @dataclass
-class CallPage(PageData):
+class CallPage(SessionData):
     """Everything one model call sent (the twin is the call itself)."""
 
-    session: Session
     event_id: int
     call: dict[str, Any]
-    tab = "test"
-
-    @property
-    def workspace(self) -> Any:
-        return self.session.workspace
 
     def to_json(self) -> dict[str, Any]:
         return self.call
