@@ -491,3 +491,15 @@ def test_each_trace_view_404s_for_an_unknown_session_or_node(client, workspace, 
         assert client.get(url).status_code == 404, url
         answer = client.get(url + ".json")
         assert answer.status_code == 404 and "error" in answer.json(), url
+
+
+def test_htmx_restoring_a_pushed_trace_url_gets_the_whole_page(client, workspace):
+    # A node's link pushes `trace?node=<key>`; when htmx has no snapshot of it (back after
+    # its history cache is gone), it asks again with this header and swaps in the body.
+    s, ids, _ = _action_session(workspace)
+    html = client.get(
+        f"/test/{s.id}/trace?node={ids[5]}",
+        HTTP_HX_REQUEST="true",
+        HTTP_HX_HISTORY_RESTORE_REQUEST="true",
+    ).content.decode()
+    assert html.startswith("<!doctype html>") and 'role="tree"' in html
