@@ -137,7 +137,7 @@ def trace_page(request: HttpRequest, session_id: str, fmt: str | None = None) ->
         selected = tree[-1]
     open_runs = {n.id for n in tree[-RUNS_OPEN:]}
     if selected is not None:  # the run holding the selection is open
-        open_runs |= {r.id for r in tree if selected in walk([r])}
+        open_runs |= {r.id for r in tree if any(n is selected for n in walk([r]))}
     events = TraceEvent.objects.filter(session=session).order_by("id")
     current = Paginator(events, EVENTS_PER_PAGE).get_page(_page_number(request))
     current.object_list = light_payloads(current.object_list)
