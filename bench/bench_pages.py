@@ -88,7 +88,7 @@ def make_session(folder: Path, events_wanted: int):
         state = result.state
         rows = event_log.coalesce(trace)
         run = Run.objects.create(
-            session=session, status="completed", kind="manual", message=f"turn {turn}"
+            session=session, status="completed", kind="manual", params={"message": f"turn {turn}"}
         )
         TraceEvent.objects.bulk_create(
             TraceEvent(

@@ -179,9 +179,16 @@ def deck_labeler(
     with contextlib.suppress(OSError):
         roots.append(PurePath(os.path.realpath(root)))
 
+    known: dict[str, str] = {}  # a session's runs name the same few decks again and again
+
     def label(path: str | None) -> str:
         if not path:
             return "deck"
+        if path not in known:
+            known[path] = name(path)
+        return known[path]
+
+    def name(path: str) -> str:
         full = PurePath(os.path.normpath(path))
         rel = next((full.relative_to(r) for r in roots if full.is_relative_to(r)), None)
         if rel is None:

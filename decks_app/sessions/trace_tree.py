@@ -140,6 +140,12 @@ class Node:
         return self.id.removeprefix("tn-")
 
     @property
+    def short_preview(self) -> str:
+        """The first user message as a tree row shows it (48 characters at most)."""
+        text = " ".join(self.preview.split())
+        return text if len(text) <= 48 else text[:47] + "…"
+
+    @property
     def sent_summary(self) -> str:
         return sent_summary(self.request)
 
