@@ -105,6 +105,14 @@ def test_walk_the_tree_select_a_tool_call_and_read_its_result(trace_page):
     assert copied["order_id"] == "A1002" and "runId" not in copied
     # the page as it now is (a node selected, JSON open, the envelope shown) stays accessible
     assert serious_violations(page) == []
+    # and so do a node's own page and a run's
+    node_page = selected.get_attribute("hx-get")
+    run_event = run.get_attribute("id").removeprefix("nav-tn-")
+    trace_url = page.url.split("?")[0]
+    for url in (node_page, f"{trace_url}/runs/{run_event}"):
+        page.goto(url if url.startswith("http") else trace_url.split("/test/")[0] + url)
+        expect(page.locator("#trace-detail h2")).to_be_visible()
+        assert serious_violations(page) == [], url
 
 
 def test_a_model_call_shows_its_figures_and_loads_what_it_sent(trace_page):
