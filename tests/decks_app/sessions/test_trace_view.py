@@ -503,3 +503,34 @@ def test_htmx_restoring_a_pushed_trace_url_gets_the_whole_page(client, workspace
         HTTP_HX_HISTORY_RESTORE_REQUEST="true",
     ).content.decode()
     assert html.startswith("<!doctype html>") and 'role="tree"' in html
+
+
+def test_a_graders_trace_names_the_grader_by_its_label(client, workspace):
+    from decks_app.models import Session
+
+    root = workspace.root.rstrip("/")
+    grader = "support/graders/tone/PROMPT.md"
+    s = Session.objects.create(
+        workspace=workspace, deck_path=grader, deck_label="Tone check", origin="grade"
+    )
+    run = Run.objects.create(
+        session=s, status="completed", kind="grader", params={"grader": grader}
+    )
+    for i, p in enumerate(
+        [
+            {"type": "run.start", "runId": "run-g", "deckPath": f"{root}/{grader}", "ts": 1},
+            {"type": "deck.start", "actionCallId": "a", "deckPath": f"{root}/{grader}", "ts": 2},
+            {"type": "deck.end", "actionCallId": "a", "ts": 3},
+            {"type": "run.end", "status": "completed", "ts": 4},
+        ],
+        1,
+    ):
+        TraceEvent.objects.create(run=run, session=s, seq=i, type=p["type"], payload=p, ts=p["ts"])
+    data = client.get(f"/test/{s.id}/trace.json").json()
+    [node] = data["tree"]
+    assert (node["label"], node["children"][0]["label"]) == ("Tone check", "Tone check")
+    html = client.get(f"/test/{s.id}/trace").content.decode()
+    assert "Trace of Tone check" in html
+    # no absolute path in the tree or the detail (the raw events keep the record as it is)
+    shown = html.split('<div class="trace-layout">')[1].split('<details class="panel raw-events')[0]
+    assert root not in shown
