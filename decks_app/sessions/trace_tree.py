@@ -13,12 +13,23 @@ timeline (waterfall) of its calls and actions.
 
 from __future__ import annotations
 
-import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from decks_app.runs.events import call_payloads
+from decks_app.sessions.trace_items import (
+    cost_text,
+    duration_text,
+    parse_json,
+    request_detail,
+    request_settings,
+    result_items,
+    sent_summary,
+    split_envelope,
+    tokens_text,
+)
+from decks_app.sessions.trace_items import text as _text
 from gambit.core import (
     ActionStartEvent,
     DeckEndEvent,
@@ -35,6 +46,8 @@ from gambit.core import (
     json_dict,
     trace_event_view,
 )
+
+__all__ = ["Bar", "Node", "TreeUpdate", "build_tree", "request_detail", "tree_rows", "updates"]
 
 OPEN = ("running", "calling")
 
@@ -83,6 +96,14 @@ class Node:
     end_ts: int = 0
     bars: list[Bar] = field(default_factory=list)  # runs: the timeline
     span_ms: int = 0
+    bar: Bar | None = None  # its own row of its run's timeline (decks, model and tool calls)
+    run_id: str = ""  # runs: the runtime's id of the run (shown small: a name comes first)
+    preview: str = ""  # runs: the first user message
+    args: Any = None  # tool calls: the arguments, as JSON data
+    result: Any = None  # tool calls: what came back (an action's payload, out of its envelope)
+    envelope: dict[str, Any] | None = None  # the whole result with runId, actionCallId...
+    total_tokens: int | None = None  # this node and everything under it
+    total_cost: float | None = None  # None unless every model call under it has a cost
 
     @property
     def tokens(self) -> dict[str, int | None] | None:
@@ -108,9 +129,56 @@ class Node:
             "total": pick("totalTokens", "total_tokens"),
         }
 
-    def to_dict(self) -> dict[str, Any]:
+    @property
+    def event_id(self) -> int:
+        """The event that opened the node (its detail is `/trace/nodes/<event_id>`)."""
+        return self.opened
+
+    @property
+    def key(self) -> str:
+        """The node in URLs (`?node=<key>`, `/trace/nodes/<key>`): its id without `tn-`."""
+        return self.id.removeprefix("tn-")
+
+    @property
+    def short_preview(self) -> str:
+        """The first user message as a tree row shows it (48 characters at most)."""
+        text = " ".join(self.preview.split())
+        return text if len(text) <= 48 else text[:47] + "…"
+
+    @property
+    def sent_summary(self) -> str:
+        return sent_summary(self.request)
+
+    @property
+    def figures(self) -> dict[str, str]:
+        """Latency, tokens and cost as the tree's columns show them ("" when a node has no
+        such figure; cost "—" where calls under the node have no known price)."""
+        has_calls = self.kind in ("model", "run") or self.total_tokens is not None
+        return {
+            "latency": duration_text(self.duration_ms),
+            "tokens": tokens_text(self.total_tokens),
+            "cost": cost_text(self.total_cost) if has_calls else "",
+        }
+
+    @property
+    def tokens_line(self) -> str:
+        """Known token counts: "input 120 · cached 100 · output 30 · reasoning 12 · total 150"."""
+        tokens = self.tokens or {}
+        names = ("input", "cached", "output", "reasoning", "total")
+        return " · ".join(f"{n} {tokens[n]}" for n in names if tokens.get(n) is not None)
+
+    @property
+    def envelope_keys(self) -> str:
+        return ", ".join(self.envelope or {})
+
+    @property
+    def offset_ms(self) -> int | None:
+        return self.bar.offset_ms if self.bar else None
+
+    def to_dict(self, children: bool = True) -> dict[str, Any]:
         out = {
             "id": self.id,
+            "eventId": self.opened,
             "kind": self.kind,
             "label": self.label,
             "status": self.status or None,
@@ -120,21 +188,20 @@ class Node:
             "tokens": self.tokens,
             "cost": self.cost,
             "durationMs": self.duration_ms,
-            "children": [c.to_dict() for c in self.children],
+            "ts": self.ts or None,
+            "offsetMs": self.offset_ms,
+            "totals": {"tokens": self.total_tokens, "costUsd": self.total_cost},
         }
+        if children:
+            out["children"] = [c.to_dict() for c in self.children]
         if self.kind == "model":
             out["request"] = self.request
+        if self.kind == "tool":
+            out.update(args=self.args, result=self.result, envelope=self.envelope)
         if self.kind == "run":
+            out.update(runId=self.run_id or None, preview=self.preview or None)
             out["timeline"] = [b.to_dict() for b in self.bars]
         return out
-
-
-def _text(value: Any) -> str:
-    if value is None:
-        return ""
-    if isinstance(value, str):
-        return value
-    return json.dumps(value, ensure_ascii=False)
 
 
 def _short_path(path: str | None) -> str:
@@ -142,108 +209,6 @@ def _short_path(path: str | None) -> str:
         return "deck"
     parts = path.replace("\\", "/").split("/")
     return "/".join(parts[-2:])
-
-
-def _content_text(content: Any) -> str:
-    if isinstance(content, list):
-        return "".join(str(p.get("text", "")) for p in content if isinstance(p, dict))
-    return _text(content)
-
-
-def item_summary(item: dict[str, Any]) -> dict[str, Any]:
-    kind = item.get("type", "?")
-    if kind == "message":
-        return {
-            "type": "message",
-            "role": item.get("role"),
-            "text": _content_text(item.get("content")),
-        }
-    if kind == "function_call":
-        return {
-            "type": "function_call",
-            "name": item.get("name"),
-            "text": _text(item.get("arguments")),
-        }
-    if kind == "function_call_output":
-        return {
-            "type": "function_call_output",
-            "name": item.get("call_id"),
-            "text": _text(item.get("output")),
-        }
-    if kind == "reasoning":
-        summary = item.get("summary") or []
-        text = " ".join(str(s.get("text", "")) for s in summary if isinstance(s, dict))
-        return {"type": "reasoning", "text": text}
-    return {"type": kind, "text": _text(item)[:2000]}
-
-
-def _result_items(event: ModelResultEvent) -> list[dict[str, Any]]:
-    items = event.output_items
-    if isinstance(items, list) and items:
-        return [item_summary(i) for i in items if isinstance(i, dict)]
-    message = json_dict(event.message)
-    out = []
-    if message.get("content"):
-        out.append({"type": "message", "role": "assistant", "text": _text(message.get("content"))})
-    for call in event.tool_calls or []:
-        if isinstance(call, dict):
-            out.append(
-                {"type": "function_call", "name": call.get("name"), "text": _text(call.get("args"))}
-            )
-    return out
-
-
-def request_detail(payload: dict[str, Any]) -> dict[str, Any]:
-    """Everything a model call sent: instructions (system and developer messages), the other
-    input items, the tools offered (name and description) and the parameters. Built on
-    demand from the one `model.call` event (its items are the whole conversation so far)."""
-    items = payload.get("items") or payload.get("responseItems") or []
-    instructions = []
-    inputs = []
-    for item in items if isinstance(items, list) else []:
-        if not isinstance(item, dict):
-            continue
-        if item.get("type") == "message" and item.get("role") in ("system", "developer"):
-            instructions.append(_content_text(item.get("content")))
-        else:
-            inputs.append(item_summary(item))
-    if isinstance(payload.get("instructions"), str):
-        instructions.insert(0, payload["instructions"])
-    tools = []
-    for tool in payload.get("tools") or []:
-        if not isinstance(tool, dict):
-            continue
-        fn = tool.get("function")
-        fn = fn if isinstance(fn, dict) else tool
-        tools.append(
-            {
-                "name": fn.get("name") or tool.get("type"),
-                "description": fn.get("description"),
-                "parameters": fn.get("parameters"),
-            }
-        )
-    return {
-        **_request(trace_event_view(payload)),
-        "instructions": "\n\n".join(i for i in instructions if i),
-        "input": inputs,
-        "tools": tools,
-    }
-
-
-def _request(event: ModelCallEvent) -> dict[str, Any]:
-    """What the tree keeps of a model call's request: its size and settings. The items
-    themselves are read on demand (`request_detail`): each call carries the whole
-    conversation, so a long session's calls would be quadratic in its length."""
-    params = event.params
-    count = event.message_count
-    return {
-        "itemCount": count if isinstance(count, int) else None,
-        "toolCount": event.tool_count or 0,
-        "params": params if isinstance(params, dict) and params else None,
-        "mode": event.mode,
-        "stream": event.stream,
-        "provider": event.provider,
-    }
 
 
 def _cost(usage: dict[str, Any] | None) -> float | None:
@@ -264,9 +229,16 @@ def _rows(
 
 def build_tree(
     payloads: Sequence[dict[str, Any]] | Iterable[tuple[int, dict[str, Any]]],
+    *,
+    deck_label: Callable[[str | None], str] | None = None,
 ) -> list[Node]:
     """The tree of the given events: payloads in order, or `(event id, payload)` pairs (then
-    node ids are stable across builds, which the live page's in-place updates rely on)."""
+    node ids are stable across builds, which the live page's in-place updates rely on).
+    `deck_label` names a deck from its path as the workspace does (the trace page passes
+    `trace_items.deck_labeler`), and a run by its deck; without it a deck is named by the
+    last two parts of its path and a run by its id (the session page's panel). An absolute
+    path is never shown."""
+    label = deck_label or _short_path
     roots: list[Node] = []
     run: Node | None = None
     decks: dict[str, Node] = {}
@@ -292,13 +264,14 @@ def build_tree(
         ts = event.ts if isinstance(event.ts, int) else 0
         last_ts = max(last_ts, ts)
         if isinstance(event, RunStartEvent) or run is None:
-            run = Node("run", getattr(event, "run_id", None) or "run", status="running", ts=ts)
+            run_id = getattr(event, "run_id", None) or ""
+            run = Node("run", run_id or "run", status="running", ts=ts, run_id=run_id)
             run.opened, run.changed = pk, pk
             roots.append(run)
             decks, tools, models = {}, {}, {}  # call ids belong to their run
             if isinstance(event, RunStartEvent):
                 run.id = f"tn-{pk}"
-                run.detail = _short_path(event.deck_path)
+                run.label = label(event.deck_path) if deck_label else run_id or "run"
                 continue
             run.id = f"tn-{pk}-run"  # events without their run.start: this one goes inside
         run.end_ts = max(run.end_ts, ts)
@@ -318,9 +291,9 @@ def build_tree(
                 run.cost = _cost(run.usage)
                 run.duration_ms = event.duration_ms
                 if event.error:
-                    run.detail = f"{run.detail} — {event.error}"
+                    run.detail = str(event.error)
             case DeckStartEvent():
-                node = Node("deck", _short_path(event.deck_path), status="running", ts=ts)
+                node = Node("deck", label(event.deck_path), status="running", ts=ts)
                 parent = container(event.parent_action_call_id) or run
                 decks[event.action_call_id or ""] = add(parent, node, pk)
             case DeckEndEvent():
@@ -331,12 +304,13 @@ def build_tree(
             case MessageUserEvent():
                 text = _text(json_dict(event.message).get("content"))
                 node = Node("user", "user message", detail=text, ts=ts)
+                run.preview = run.preview or text[:200]
                 add(container(event.action_call_id) or run, node, pk)
             case ModelCallEvent():
                 node = Node("model", event.model or "model", status="calling", ts=ts)
                 count = event.message_count if event.message_count is not None else "?"
                 node.detail = f"{count} items, {event.tool_count or 0} tools"
-                node.request = _request(event)
+                node.request = request_settings(event)
                 models[event.action_call_id or ""] = add(
                     container(event.action_call_id) or run, node, pk
                 )
@@ -356,7 +330,7 @@ def build_tree(
                     if isinstance(duration, int)
                     else (ts - node.ts if ts and node.ts else None)
                 )
-                node.items = _result_items(event)
+                node.items = result_items(event)
             case ActionStartEvent() | ToolCallEvent():
                 call_id = event.action_call_id or ""
                 node = tools.get(call_id)
@@ -369,6 +343,7 @@ def build_tree(
                 node.changed = pk
                 if isinstance(event, ToolCallEvent):
                     node.items.append({"type": "arguments", "text": _text(event.args)})
+                    node.args = parse_json(event.args)
                     node.detail = event.tool_kind or node.detail
             case ToolResultEvent():
                 node = tools.get(event.action_call_id or "")
@@ -377,6 +352,7 @@ def build_tree(
                     node.duration_ms = ts - node.ts if ts and node.ts else None
                     result = _text(event.result)[:4000]
                     node.items.append({"type": "result", "text": result})
+                    node.result, node.envelope = split_envelope(event.result)
             case LogEvent():
                 text = event.message or event.title or event.body
                 node = Node("log", event.level or "log", detail=_text(text), ts=ts)
@@ -386,7 +362,38 @@ def build_tree(
                 add(container(event.action_call_id) or run, node, pk)
     for root in roots:
         _timeline(root, last_ts)
+        _totals(root)
     return roots
+
+
+def _totals(node: Node) -> list[Node]:
+    """Set `total_tokens` and `total_cost` of the node and everything under it, and return
+    the model calls at and under it. A model call counts its own; a run its `run.end` usage
+    when it has one. Cost is known only when every model call under the node reported one
+    (`usage.costUsd`: the provider's own figure or the pricing table's, docs/simulator.md)."""
+    calls = [node] if node.kind == "model" else []
+    for child in node.children:
+        calls.extend(_totals(child))
+    tokens = [t for t in (_call_tokens(c) for c in calls) if t is not None]
+    node.total_tokens = sum(tokens) if tokens else None
+    costs = [c.cost for c in calls]
+    node.total_cost = round(sum(c for c in costs if c is not None), 10) if calls else None
+    if None in costs:
+        node.total_cost = None
+    if node.kind == "run":
+        run_tokens = (node.tokens or {}).get("total")
+        node.total_tokens = run_tokens if run_tokens is not None else node.total_tokens
+        node.total_cost = node.cost if node.cost is not None else node.total_cost
+    return calls
+
+
+def _call_tokens(call: Node) -> int | None:
+    tokens = call.tokens or {}
+    if tokens.get("total") is not None:
+        return tokens["total"]
+    if tokens.get("input") is None and tokens.get("output") is None:
+        return None
+    return (tokens.get("input") or 0) + (tokens.get("output") or 0)
 
 
 def _close_open(node: Node, status: str, pk: int) -> None:
@@ -414,9 +421,10 @@ def _timeline(run: Node, now_ts: int) -> None:
                     duration = max(0, end - child.ts)
                 else:
                     duration = 0
-                bars.append(
-                    Bar(child.kind, child.label, child.status, depth, child.ts - start, duration)
+                child.bar = Bar(
+                    child.kind, child.label, child.status, depth, child.ts - start, duration
                 )
+                bars.append(child.bar)
             walk(child, depth + 1)
 
     walk(run, 0)

@@ -10,6 +10,7 @@ from decks_app.web.routes import EVENT_ID, ID, json_route, page_route
 app_name = "sessions"
 
 SESSION = rf"test/(?P<session_id>{ID})"
+NODE = rf"{EVENT_ID}(?:-run)?"  # a trace node's key: the event that opened it
 
 urlpatterns = [
     page_route("test", sessions.sessions_list, "sessions"),
@@ -35,6 +36,7 @@ urlpatterns = [
     page_route(f"{SESSION}/trace", trace.trace_page, "trace"),
     page_route(rf"{SESSION}/trace/calls/(?P<event_id>{EVENT_ID})", trace.trace_call, "trace_call"),
     page_route(rf"{SESSION}/trace/runs/(?P<event_id>{EVENT_ID})", trace.trace_run, "trace_run"),
+    page_route(rf"{SESSION}/trace/nodes/(?P<node>{NODE})", trace.trace_node, "trace_node"),
     json_route(
         rf"{SESSION}/trace/events/(?P<event_id>{EVENT_ID})", trace.trace_event, "trace_event"
     ),

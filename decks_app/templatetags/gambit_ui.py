@@ -13,7 +13,9 @@ from django.urls import NoReverseMatch, reverse
 from django.utils.html import escape
 from django.utils.safestring import mark_safe
 
+from decks_app.web.json_view import json_view_html
 from decks_app.web.routes import query_url
+from decks_app.web.times import reltime_html
 
 register = template.Library()
 
@@ -161,3 +163,16 @@ def twin_url(context: template.Context) -> str:
 def socket_url(name: str, **kwargs: Any) -> str:
     """A websocket route's path by name (decks_app/routing.py), like `{% url %}` for pages."""
     return reverse(name, kwargs=kwargs, urlconf="decks_app.routing")
+
+
+@register.filter
+def reltime(value: Any) -> str:
+    """`{{ session.created_at|reltime }}` -> `<time datetime=... title="exact time">3 min
+    ago</time>`; also takes epoch milliseconds (a trace event's `ts`) or an ISO string."""
+    return reltime_html(value)
+
+
+@register.simple_tag
+def json_view(value: Any, label: str = "JSON") -> str:
+    """`{% json_view node.result "Result" %}`: JSON as a collapsible tree with Copy."""
+    return json_view_html(value, label)

@@ -18,6 +18,15 @@ def is_htmx(request: HttpRequest) -> bool:
     return bool(getattr(request, "htmx", False))
 
 
+def wants_fragment(request: HttpRequest) -> bool:
+    """An htmx request for a page's partial: not a boosted link, and not htmx restoring a
+    pushed URL it has no snapshot of (that one needs the whole page)."""
+    htmx = getattr(request, "htmx", None)
+    if not htmx:
+        return False
+    return not htmx.boosted and not htmx.history_restore_request
+
+
 def json_response(data: Any, status: int = 200) -> JsonResponse:
     return JsonResponse(data, status=status, safe=False, json_dumps_params={"ensure_ascii": False})
 
@@ -49,7 +58,7 @@ def render_page(
     requests, the named partial `fragment` alone)."""
     if wants_json(request, fmt):
         return json_response(data.to_json())
-    if fragment and is_htmx(request) and not request.htmx.boosted:  # type: ignore[attr-defined]
+    if fragment and wants_fragment(request):
         return render(request, f"{template}#{fragment}", data.context())
     return render(request, template, data.context())
 
@@ -71,8 +80,7 @@ def page(
     """The HTML page, its JSON twin, or (for htmx requests) one named partial."""
     if wants_json(request, fmt):
         return json_response(data)
-    # the ignore: request.htmx is set by django_htmx's middleware, unknown to HttpRequest
-    if fragment and is_htmx(request) and not request.htmx.boosted:  # type: ignore[attr-defined]
+    if fragment and wants_fragment(request):
         return render(request, f"{template}#{fragment}", context)
     return render(request, template, context)
 

@@ -24,6 +24,8 @@ PAGES = [
     ("sessions:trace", ["session-0123456789abcdef01234567"]),
     ("sessions:trace_call", ["session-0123456789abcdef01234567", 7]),
     ("sessions:trace_run", ["session-0123456789abcdef01234567", 7]),
+    ("sessions:trace_node", ["session-0123456789abcdef01234567", 7]),
+    ("sessions:trace_node", ["session-0123456789abcdef01234567", "7-run"]),
     ("sessions:replay", ["session-0123456789abcdef01234567"]),
     ("sessions:replay_rerun", ["session-0123456789abcdef01234567"]),
     ("sessions:compare", ["session-0123456789abcdef01234567"]),
