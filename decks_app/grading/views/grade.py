@@ -2,7 +2,8 @@
 
 - `GET /grade/` (`/grade.json`): sessions to grade, the selected session's graders and its
   grade history (simulator runs and gradings imported from the CLI).
-- `POST /grade/run`: queue a grade run; redirects to its page.
+- `POST /grade/run`: queue a grade run of the picked session; redirects to its page (with
+  `show`, only shows the picked session).
 - `GET /grade/runs/<run>/` (`.json`): one grade run: status, per-turn or conversation
   results with score, reason, evidence, the input the grader saw, and flags.
 - `POST /grade/runs/<run>/flag/<n>` toggles the flag of result n (an optional reason);
@@ -62,7 +63,11 @@ def grade_tab(request: HttpRequest, fmt: str | None = None) -> HttpResponse:
         runs=[grading.grade_run_dict(r) for r in grading.grade_runs(selected)] if selected else [],
         imported=grading.imported_gradings(selected) if selected else [],
     )
-    return render_page(request, "grading/grade.html", data, fmt, fragment="history")
+    # the session picker swaps the whole tab (its form and history); anything else htmx asks
+    # for is the history
+    target = getattr(getattr(request, "htmx", None), "target", None)
+    fragment = "tab" if target == "grade-tab" else "history"
+    return render_page(request, "grading/grade.html", data, fmt, fragment=fragment)
 
 
 @dataclass
@@ -103,9 +108,13 @@ class GradeTabPage(PageData):
 
 @require_POST
 def grade_start(request: HttpRequest) -> HttpResponse:
+    """Grade the session picked in the form (the picker itself: there is no other session
+    field). Its "Show this session" button (`show`) only shows the picked session."""
     session = get_session(request.POST.get("session", ""))
     if session is None or session.workspace_id != current_workspace().id:
         return error_response(request, "pick a session to grade", 400)
+    if request.POST.get("show"):
+        return redirect(f"{reverse('grading:grade')}?session={session.id}")
     try:
         run = grading.start_grading(session, request.POST.get("grader", ""))
     except grading.GradingError as exc:

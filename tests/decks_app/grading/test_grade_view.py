@@ -100,6 +100,28 @@ def test_flags_toggle_with_a_reason_and_a_reason_needs_a_flag(client, workspace)
     assert too_long.status_code == 400
 
 
+def test_the_picker_is_the_session_that_is_graded(client, workspace):
+    # issue 26: a hidden copy of the shown session won over the picker
+    first, second = chat_session(workspace), chat_session(workspace)
+    html = client.get(f"/grade?session={first.id}").content.decode()
+    form = html[html.index('<form method="post"') : html.index("</form>")]
+    assert form.count('name="session"') == 1 and 'type="hidden" name="session"' not in form
+    assert '<select id="grade-session" name="session"' in form
+    # without JavaScript, "Show this session" shows the picked one
+    shown = client.post("/grade/run", {"session": second.id, "grader": TONE, "show": "1"})
+    assert shown.status_code == 302 and shown["Location"] == f"/grade?session={second.id}"
+    assert not Run.objects.filter(kind="grade").exists()
+    # with htmx, the picker swaps the whole tab (form and history) for the picked session
+    tab = client.get(
+        f"/grade?session={second.id}", HTTP_HX_REQUEST="true", HTTP_HX_TARGET="grade-tab"
+    ).content.decode()
+    assert 'id="grade-tab"' in tab and 'id="grade-history"' in tab and "<html" not in tab
+    assert f'<option value="{second.id}" selected>' in tab
+    started = client.post("/grade/run", {"session": second.id, "grader": TONE})
+    run_id = started["Location"].rstrip("/").split("/")[-1]
+    assert client.get(f"/grade/runs/{run_id}.json").json()["session"] == second.id
+
+
 def test_a_flag_shows_on_the_grade_run_it_was_set_on_only(client, workspace):
     # issue: a flag set on one grade run showed on both runs of the message in the history
     session, first = _graded(client, workspace)
