@@ -142,9 +142,14 @@ def test_a_scenario_run_streams_and_a_batch_finishes(page, grade_url):
     page.fill("#scenario-form input[name=concurrency]", "2")
     page.click("#run-scenario")
     page.wait_for_url(re.compile(r".*/grade/verify/run-[0-9a-f]{24}$"))
+    # issue 26: a batch without a grader read "Grades: 0 completed ... of ?" forever
+    expect(page.locator("progress#batch-progress")).to_have_attribute("max", "3")
+    expect(page.locator("[data-progress=grade]")).to_contain_text("no grader")
     expect(page.locator("#verify-batch [data-status]")).to_have_text("completed", timeout=60_000)
-    expect(page.locator("[data-progress=run]")).to_contain_text("3 completed")
-    expect(page.locator("table.runs tbody tr")).to_have_count(3)
+    expect(page.locator("[data-progress=run]")).to_contain_text("3 of 3 done (3 completed")
+    expect(page.locator("progress#batch-progress")).to_have_attribute("value", "3")
+    expect(page.locator("#verify-batch")).not_to_contain_text("?")
+    expect(page.locator("table.runs tbody tr[data-run]")).to_have_count(3)
 
 
 def _chat(page, base: str, message: str) -> str:

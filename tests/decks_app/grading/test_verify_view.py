@@ -7,8 +7,12 @@ import asyncio
 
 import pytest
 
+from decks_app.grading import verify as verify_service
+from decks_app.grading.views.verify import live_batch
 from decks_app.models import Run, Session, TraceEvent
 from decks_app.runs import executor, queue
+from decks_app.sessions import scenarios
+from gambit.core.verify import ScenarioRunRecord
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -50,8 +54,10 @@ def test_a_batch_runs_grades_and_reports(client, workspace):
     assert _execute(run_id) == "completed"
     batch = client.get(f"/grade/verify/{run_id}.json").json()
     assert batch["progress"]["run"] == {
-        "total": 2, "queued": 0, "running": 0, "completed": 2, "failed": 0,
+        "total": 2, "done": 2, "queued": 0, "running": 0, "completed": 2, "failed": 0,
     }  # fmt: skip
+    assert (batch["progress"]["work"], batch["progress"]["done"]) == (6, 6)
+    assert batch["progress"]["percent"] == 100 and batch["progress"]["graded"] is True
     assert batch["progress"]["grade"]["completed"] == 4
     (summary,) = batch["summaries"].values()
     assert summary["samples"] == 4 and summary["consistency"]["pairs"] == 2
@@ -153,3 +159,92 @@ def test_unknown_ids_are_404(client, workspace, url):
 
 def test_posts_need_the_csrf_token(csrf_client, workspace):
     assert csrf_client.post("/grade/verify/run", FORM).status_code == 403
+
+
+SCENARIO = FORM["scenario"]
+
+
+def test_a_batch_without_graders_shows_real_progress_and_finishes(client, workspace):
+    # issue 26: a batch started from the Test tab read "Grades: 0 completed ... of ?" and
+    # "0/?" forever: it has no grader, so there is no grade to count
+    batch = scenarios.start_batch(
+        workspace, "support/PROMPT.md", SCENARIO, runs=3, concurrency=2, max_turns=1
+    )
+    queued = client.get(f"/grade/verify/{batch.id}.json").json()["progress"]
+    assert (queued["work"], queued["done"], queued["graded"]) == (3, 0, False)
+    html = client.get(f"/grade/verify/{batch.id}").content.decode()
+    assert '<progress id="batch-progress" max="3" value="0"' in html
+    assert "no grader" in html and "of ?" not in html and "estimating the time left" in html
+    assert _execute(batch.id) == "completed"
+    data = client.get(f"/grade/verify/{batch.id}.json").json()
+    assert data["progress"]["done"] == 3 and data["progress"]["percent"] == 100
+    assert data["progress"]["run"]["completed"] == 3 and data["grades"] == []
+    html = client.get(f"/grade/verify/{batch.id}").content.decode()
+    assert '<progress id="batch-progress" max="3" value="3"' in html
+    assert html.count("<tr data-run=") == 3 and "of ?" not in html
+    listed = client.get("/grade/verify").content.decode()
+    row = listed[listed.index(f'data-batch="{batch.id}"') :].split("</tr>")[0]
+    assert "3/3" in row and "?" not in row
+
+
+def test_the_runs_table_fills_in_while_the_batch_runs(client, workspace):
+    # each scenario run is saved as it finishes; the page lists it before the batch ends
+    batch = scenarios.start_batch(
+        workspace, "support/PROMPT.md", SCENARIO, runs=2, concurrency=1, max_turns=1
+    )
+    record = ScenarioRunRecord(
+        id="r1", scenario=SCENARIO, scenario_label="Late", index=1, status="completed", turns=1
+    )
+    verify_service._save_scenario_run(batch.session, batch.id, record, [])
+    data = client.get(f"/grade/verify/{batch.id}.json").json()
+    assert data["status"] == "queued" and [r["id"] for r in data["runs"]] == ["r1"]
+    assert data["runs"][0]["scenarioLabel"] == "Late" and data["runs"][0]["session"]
+    live = live_batch(batch.session_id, batch.id)
+    assert 'hx-swap-oob="true"' in live and '<tr data-run="r1"' in live
+    assert live_batch("session-000000000000000000000000", batch.id) == ""
+
+
+def test_the_matrix_opens_each_cell_on_its_reasons_and_the_conversation(client, workspace):
+    run_id = _start(client)
+    _execute(run_id)
+    data = client.get(f"/grade/verify/{run_id}.json").json()
+    (scenario,) = data["matrix"]["scenarios"]
+    assert data["matrix"]["graders"] == [FORM["grader"]]
+    assert len(scenario["rows"]) == 2
+    cell = scenario["rows"][0]["cells"][FORM["grader"]]
+    assert cell["verdict"] in ("pass", "fail", "error") and len(cell["scores"]) == 2
+    tally = scenario["graders"][FORM["grader"]]
+    assert tally["passed"] + tally["failed"] + tally["errors"] == 4
+    (summary,) = data["summaries"].values()
+    assert summary["passRateInterval"]["method"] == "wilson"
+    assert summary["verdicts"]["passed"] == summary["passed"]
+    html = client.get(f"/grade/verify/{run_id}").content.decode()
+    assert 'id="verify-matrix"' in html and 'id="only-failures"' in html
+    assert html.count('<details><summary><span class="verdict') == 2
+    assert 'data-figure="passRateInterval">[' in html
+    assert "pairs of repeats over 2 runs" in html
+
+
+def test_the_compare_page_names_the_change_and_the_rule(client, workspace):
+    first, second = _start(client), _start(client)
+    _execute(first)
+    _execute(second)
+    data = client.get(f"/grade/verify/compare.json?before={first}&after={second}").json()
+    (grader,) = data["graders"].values()
+    assert grader["passRate"]["direction"] == "no clear change"
+    assert grader["passRate"]["beforeInterval"]["method"] == "wilson"
+    html = client.get(f"/grade/verify/compare?before={first}&after={second}").content.decode()
+    assert "two-proportion" in html and "no clear change" in html
+    assert data["changes"] == ["The deck's files are the same in both batches."]
+    (scenario,) = data["scenarios"]
+    assert scenario["graders"][FORM["grader"]]["before"]["graded"] >= 0
+
+
+def test_the_compare_page_names_a_changed_setting_and_deck(client, workspace):
+    first, second = _start(client), _start(client, runs="3")
+    _execute(first)
+    Session.objects.filter(runs__id=second).update(meta={"deckHash": "0123456789abcdef"})
+    _execute(second)
+    data = client.get(f"/grade/verify/compare.json?before={first}&after={second}").json()
+    assert "The runs per scenario changed: 2 → 3." in data["changes"]
+    assert any(c.startswith("The deck's files changed (") for c in data["changes"])
