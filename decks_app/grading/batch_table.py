@@ -122,16 +122,27 @@ def samples(runs: list[dict[str, Any]], grades: list[dict[str, Any]]) -> list[Gr
     return out
 
 
-def progress(run: Run, settings: dict[str, Any], live: dict[str, Any] | None) -> dict[str, Any]:
-    """What is done of the batch, out of what the settings ask, and the time left."""
+def progress(
+    run: Run,
+    settings: dict[str, Any],
+    live: dict[str, Any] | None,
+    saved: tuple[int, int] = (0, 0),
+) -> dict[str, Any]:
+    """What is done of the batch, out of what the settings ask, and the time left.
+
+    `saved` counts the runs and grades already saved: the live counts are written twice a
+    second, a run is saved (and shown) as it finishes, so the bar never lags the table."""
     runs_total = int(settings.get("runs") or 0) * len(settings.get("scenarios") or [])
     grades_total = (
         runs_total * int(settings.get("repeats") or 0) * len(settings.get("graders") or [])
     )
     phases = {}
-    for phase, total in (("run", runs_total), ("grade", grades_total)):
+    for phase, total, stored in (
+        ("run", runs_total, saved[0]),
+        ("grade", grades_total, saved[1]),
+    ):
         counts = (live or {}).get(phase) or {}
-        done = int(counts.get("completed") or 0) + int(counts.get("failed") or 0)
+        done = max(stored, int(counts.get("completed") or 0) + int(counts.get("failed") or 0))
         phases[phase] = {
             "total": int(counts.get("total") or total),
             "done": done,

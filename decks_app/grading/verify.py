@@ -433,7 +433,7 @@ def batch_dict(run: Run) -> dict[str, Any]:
         "error": run.error or None,
         "settings": settings.to_json(),
         "progress": batch_table.progress(
-            run, settings.to_json(), result.progress if result else None
+            run, settings.to_json(), result.progress if result else None, (len(runs), len(grades))
         ),
         "model": run.model or None,
         "deckHash": (run.session.meta or {}).get("deckHash"),
