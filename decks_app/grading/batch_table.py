@@ -166,3 +166,42 @@ def progress(
         "percent": round(100 * done / work) if work else 100,
         "secondsLeft": seconds_left,
     }
+
+
+def corrected_pass_rates(
+    run: Run, grades: list[dict[str, Any]], samples: list[GradeSample], threshold: float
+) -> dict[str, dict[str, Any]]:
+    """Per grader of the batch, its pass rate corrected for its errors (Rogan-Gladen, with
+    its interval), from the human ratings of its grades anywhere in the workspace: the rows of
+    the workspace's grades export that carry a rating, joined by the core as `gambit verify
+    --ratings` joins an exported file (the grader's version preferred). A grader without
+    rated grades gets a note instead."""
+    from decks_app.grading.grades import export_rows
+    from gambit.core.verify import RowError, read_rows, summarize
+
+    rated = [
+        (f"row {i}", row)
+        for i, row in enumerate(export_rows(run.session.workspace), start=1)
+        if row.get("humanRating") is not None and row.get("score") is not None
+    ]
+    if not rated:
+        return {}
+    try:
+        rows = read_rows(rated)
+    except RowError:
+        return {}
+    out: dict[str, dict[str, Any]] = {}
+    for grader, grade in {g["grader"]: g for g in grades}.items():
+        folder = grader.rsplit("/", 2)[-2] if grader.endswith("/PROMPT.md") else grader
+        pairs, note = rows.pairs_for(
+            [grade.get("graderLabel"), folder, grader], grade.get("graderHash")
+        )
+        entry: dict[str, Any] = {"note": note}
+        if pairs:
+            summary = summarize(samples, threshold=threshold, ratings={grader: pairs})[grader]
+            if summary.corrected is not None:
+                entry["correctedPassRate"] = summary.corrected.to_json()
+            if summary.calibration is not None:
+                entry["evidence"] = summary.calibration.evidence.to_json()
+        out[grader] = entry
+    return out

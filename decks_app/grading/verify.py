@@ -425,6 +425,19 @@ def batch_dict(run: Run) -> dict[str, Any]:
     labels = {g["grader"]: g.get("graderLabel") or g["grader"] for g in grades}
     for path in settings.graders:
         labels.setdefault(path, Path(path).parent.name)
+    summaries = {
+        (_relative(run.session.workspace, name) or name): {
+            **summary,
+            "grader": _relative(run.session.workspace, name) or name,
+        }
+        for name, summary in (report.get("summaries") or {}).items()
+    }
+    samples = batch_table.samples(runs, grades)
+    if summaries and run.status == "completed":
+        corrections = batch_table.corrected_pass_rates(run, grades, samples, settings.threshold)
+        for name, entry in corrections.items():
+            if name in summaries:
+                summaries[name] = {**summaries[name], **entry}
     return {
         "id": run.id,
         "deck": run.session.deck_path,
@@ -440,13 +453,10 @@ def batch_dict(run: Run) -> dict[str, Any]:
         "createdAt": run.created_at.isoformat() if run.created_at else None,
         "finishedAt": run.finished_at.isoformat() if run.finished_at else None,
         "durationMs": run.duration_ms,
-        "summaries": {
-            _relative(run.session.workspace, name) or name: summary
-            for name, summary in (report.get("summaries") or {}).items()
-        },
+        "summaries": summaries,
         "runs": runs,
         "grades": grades,
-        "matrix": matrix(batch_table.samples(runs, grades), settings.threshold).to_json(),
+        "matrix": matrix(samples, settings.threshold).to_json(),
     }
 
 

@@ -248,3 +248,30 @@ def test_the_compare_page_names_a_changed_setting_and_deck(client, workspace):
     data = client.get(f"/grade/verify/compare.json?before={first}&after={second}").json()
     assert "The runs per scenario changed: 2 → 3." in data["changes"]
     assert any(c.startswith("The deck's files changed (") for c in data["changes"])
+
+
+def test_pass_rates_are_corrected_for_the_graders_errors_when_it_was_rated(client, workspace):
+    # issue 28 §2: beside the raw pass rate, the Rogan-Gladen rate from the ratings of the
+    # grader's grades (here: of this batch's own conversations, rated in the Test tab)
+    first = _start(client)
+    _execute(first)
+    before = client.get(f"/grade/verify/{first}.json").json()
+    (summary,) = before["summaries"].values()
+    assert summary["correctedPassRate"] is None  # nothing rated yet: no column
+    assert "Corrected for the grader" not in client.get(f"/grade/verify/{first}").content.decode()
+    sessions = [Session.objects.get(pk=r["session"]) for r in before["runs"]]
+    for session, score in zip(sessions, (2, -2), strict=True):
+        # the graded message (the grader's results name it)
+        ref = session.meta["gradingRuns"][0]["results"][0]["messageRefId"]
+        rated = client.post(f"/test/{session.id}/feedback/{ref}", {"score": str(score)})
+        assert rated.status_code in (200, 204, 302), rated.content
+    data = client.get(f"/grade/verify/{first}.json").json()
+    (summary,) = data["summaries"].values()
+    corrected = summary["correctedPassRate"]
+    assert corrected["pairs"] == 2 and corrected["raw"]["value"] == summary["passRate"]
+    # two pairs: either a figure with its interval, or why the correction is undefined
+    assert corrected["corrected"]["value"] is not None or corrected["undefined"]
+    assert summary["evidence"]["enoughEvidence"] is False
+    html = client.get(f"/grade/verify/{first}").content.decode()
+    assert "Corrected for the grader" in html and 'data-figure="correctedPassRate"' in html
+    assert "too few ratings to judge" in html
