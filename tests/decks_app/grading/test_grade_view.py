@@ -275,6 +275,13 @@ def test_posts_need_the_csrf_token(csrf_client, workspace):
     session = chat_session(workspace)
     response = csrf_client.post("/grade/run", {"session": session.id, "grader": TONE})
     assert response.status_code == 403
+    shown = csrf_client.post("/grade/run", {"session": session.id, "show": "1"})
+    assert shown.status_code == 403
+
+
+def test_show_needs_a_session_of_this_workspace(client, workspace):
+    response = client.post("/grade/run?format=json", {"session": "nope", "show": "1"})
+    assert response.status_code == 400 and "pick a session" in response.json()["error"]
 
 
 def test_grades_export_as_csv_and_jsonl_with_flags_and_ratings(client, workspace):

@@ -137,7 +137,13 @@ def test_htmx_gets_the_batch_fragment_and_the_page_follows_its_socket(client, wo
 
 @pytest.mark.parametrize(
     ("method", "url"),
-    [("get", "/grade/verify/run"), ("post", "/grade/verify"), ("get", "/grade/verify/{run}/stop")],
+    [
+        ("get", "/grade/verify/run"),
+        ("post", "/grade/verify"),
+        ("get", "/grade/verify/{run}/stop"),
+        ("post", "/grade/verify/{run}"),
+        ("post", "/grade/verify/compare"),
+    ],
 )
 def test_wrong_methods_are_405(client, workspace, method, url):
     run_id = _start(client)
@@ -151,14 +157,29 @@ def test_wrong_methods_are_405(client, workspace, method, url):
         "/grade/verify/bad",
         "/grade/verify?deck=../../etc/passwd",
         "/grade/verify/compare?before=x&after=y",
+        "/grade/verify/compare.json?before=run-000000000000000000000000&after=x",
+        "/grade/verify/run-000000000000000000000000.json",
     ],
 )
 def test_unknown_ids_are_404(client, workspace, url):
     assert client.get(url).status_code == 404
 
 
-def test_posts_need_the_csrf_token(csrf_client, workspace):
+def test_posts_need_the_csrf_token(csrf_client, client, workspace):
     assert csrf_client.post("/grade/verify/run", FORM).status_code == 403
+    run_id = _start(client)
+    assert csrf_client.post(f"/grade/verify/{run_id}/stop").status_code == 403
+
+
+def test_htmx_gets_the_batch_with_its_progress_and_table(client, workspace):
+    run_id = _start(client)
+    _execute(run_id)
+    html = client.get(f"/grade/verify/{run_id}", HTTP_HX_REQUEST="true").content.decode()
+    assert html.startswith('\n  <div id="verify-batch"') or html.lstrip().startswith(
+        '<div id="verify-batch"'
+    )
+    assert 'id="batch-progress"' in html and 'id="verify-matrix"' in html
+    assert 'id="only-failures"' not in html  # the filter stays outside the swapped part
 
 
 SCENARIO = FORM["scenario"]
