@@ -67,3 +67,19 @@ def label_of(labels: Any, name: Any) -> str:
     if isinstance(labels, dict):
         return str(labels.get(name, name))
     return str(name)
+
+
+@register.filter
+def points(value: Any) -> str:
+    """A change of a rate in percentage points: 0.333 -> "+33 points"."""
+    if not _number(value):
+        return "–"
+    return f"{value * 100:+.0f} points".replace("-", "−")
+
+
+@register.filter
+def change(value: Any) -> str:
+    """A change of a mean score: 0.1667 -> "+0.17"."""
+    if not _number(value):
+        return "–"
+    return f"{value:+.2f}".replace("-", "−")
