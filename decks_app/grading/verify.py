@@ -445,6 +445,7 @@ def batch_dict(run: Run) -> dict[str, Any]:
         "status": run.status,
         "error": run.error or None,
         "settings": settings.to_json(),
+        "recordedProgress": result.progress if result else None,  # as the run wrote it
         "progress": batch_table.progress(
             run, settings.to_json(), result.progress if result else None, (len(runs), len(grades))
         ),
