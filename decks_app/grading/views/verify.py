@@ -189,7 +189,7 @@ class VerifyBatchPage(PageData):
             rows = []
             for run in runs:
                 row = cells.get(run["id"]) or {"cells": {}, "verdict": None}
-                verdict = row["verdict"] or ("fail" if run.get("status") == "failed" else "pending")
+                verdict = row["verdict"] or _ungraded_verdict(run, graded=bool(graders))
                 rows.append(
                     {
                         **run,
@@ -232,6 +232,14 @@ def live_batch(session_id: str, run_id: str) -> str:
     if run is None or run.session_id != session_id:
         return ""
     return live_part(BATCH_TEMPLATE + "#batch", VerifyBatchPage.of(run))
+
+
+def _ungraded_verdict(run: dict[str, Any], *, graded: bool) -> str:
+    """A run without grades (yet): failed ("not_run" for its graders), still to be graded
+    ("pending"), or, in a batch without graders, simply run ("done")."""
+    if run.get("status") == "failed":
+        return "not_run"
+    return "pending" if graded else "done"
 
 
 def _chart_data(batch: dict) -> dict:

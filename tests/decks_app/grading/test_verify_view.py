@@ -203,6 +203,7 @@ def test_a_batch_without_graders_shows_real_progress_and_finishes(client, worksp
     html = client.get(f"/grade/verify/{batch.id}").content.decode()
     assert '<progress id="batch-progress" max="3" value="3"' in html
     assert html.count("<tr data-run=") == 3 and "of ?" not in html
+    assert html.count('data-verdict="done"') == 3  # run, not graded: not a "pass"
     listed = client.get("/grade/verify").content.decode()
     row = listed[listed.index(f'data-batch="{batch.id}"') :].split("</tr>")[0]
     assert "3/3" in row and "?" not in row
