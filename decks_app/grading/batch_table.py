@@ -176,6 +176,40 @@ def corrected_pass_rates(
     the workspace's grades export that carry a rating, joined by the core as `gambit verify
     --ratings` joins an exported file (the grader's version preferred). A grader without
     rated grades gets a note instead."""
+    key = (run.id, threshold, *_ratings_state(run))
+    if key in _CORRECTIONS:
+        return _CORRECTIONS[key]
+    found = _corrected(run, grades, samples, threshold)
+    if len(_CORRECTIONS) >= 64:  # the batch pages open at once, not every batch ever
+        _CORRECTIONS.pop(next(iter(_CORRECTIONS)))
+    _CORRECTIONS[key] = found
+    return found
+
+
+# Corrections by (batch, threshold, state of the workspace's ratings and grades): the batch
+# page's live part is rendered again on every poll of its socket, and the correction reads
+# every graded session of the workspace and bootstraps; it changes only with them.
+_CORRECTIONS: dict[tuple[Any, ...], dict[str, dict[str, Any]]] = {}
+
+
+def _ratings_state(run: Run) -> tuple[Any, ...]:
+    from django.db.models import Count, Max
+
+    from decks_app.models import Feedback
+
+    workspace = run.session.workspace_id
+    ratings = Feedback.objects.filter(session__workspace_id=workspace).aggregate(
+        n=Count("id"), last=Max("updated_at")
+    )
+    sessions = Session.objects.filter(workspace_id=workspace).aggregate(
+        n=Count("id"), last=Max("updated_at")
+    )
+    return (ratings["n"], ratings["last"], sessions["n"], sessions["last"])
+
+
+def _corrected(
+    run: Run, grades: list[dict[str, Any]], samples: list[GradeSample], threshold: float
+) -> dict[str, dict[str, Any]]:
     from decks_app.grading.grades import export_rows
     from gambit.core.verify import RowError, read_rows, summarize
 
