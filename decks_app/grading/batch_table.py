@@ -68,23 +68,12 @@ def runs_and_grades(run: Run, report: dict[str, Any]) -> tuple[list[dict], list[
                     "repeat": grading.get("repeat"),
                     "status": "completed" if grading.get("status") == "completed" else "failed",
                     "score": grading.get("score"),
-                    "reason": _reason(grading),
+                    "reason": grading.get("reason") or grading.get("error"),
                     "error": grading.get("error"),
                     "session": session.id,
                 }
             )
     return runs, grades
-
-
-def _reason(grading: dict[str, Any]) -> str | None:
-    """The lowest-scored result's reason (as `gambit.core.verify.grade_reason`)."""
-    if grading.get("error"):
-        return str(grading["error"])
-    results = [r for r in grading.get("results") or [] if isinstance(r, dict)]
-    scored = sorted(
-        (r for r in results if isinstance(r.get("score"), int | float)), key=lambda r: r["score"]
-    )
-    return next((r["reason"] for r in [*scored, *results] if r.get("reason")), None)
 
 
 def samples(runs: list[dict[str, Any]], grades: list[dict[str, Any]]) -> list[GradeSample]:

@@ -46,6 +46,7 @@ from gambit.core.verify import (
     GradeSample,
     ScenarioRunRecord,
     VerifyProgress,
+    grade_reason,
     matrix,
     run_verify,
 )
@@ -398,6 +399,7 @@ def _save_grade(session_id: str | None, record: GradeRecord, batch_run_id: str) 
                 "graderPath": _relative(session.workspace, record.grader) or record.grader,
                 "repeat": record.repeat,
                 "verifyBatchRunId": batch_run_id,  # the Grade tab links back to the batch
+                "reason": grade_reason(record.grading),  # the batch page's cell shows it
             }
         )
         meta = dict(session.meta or {})

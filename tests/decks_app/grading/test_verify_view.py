@@ -12,7 +12,8 @@ from decks_app.grading.views.verify import live_batch
 from decks_app.models import Run, Session, TraceEvent
 from decks_app.runs import executor, queue
 from decks_app.sessions import scenarios
-from gambit.core.verify import ScenarioRunRecord
+from gambit.core._grading import Grade, GradingRun
+from gambit.core.verify import GradeRecord, ScenarioRunRecord
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -183,6 +184,7 @@ def test_htmx_gets_the_batch_with_its_progress_and_table(client, workspace):
 
 
 SCENARIO = FORM["scenario"]
+TONE_PATH = "support/graders/tone/PROMPT.md"
 
 
 def test_a_batch_without_graders_shows_real_progress_and_finishes(client, workspace):
@@ -221,8 +223,18 @@ def test_the_runs_table_fills_in_while_the_batch_runs(client, workspace):
     data = client.get(f"/grade/verify/{batch.id}.json").json()
     assert data["status"] == "queued" and [r["id"] for r in data["runs"]] == ["r1"]
     assert data["runs"][0]["scenarioLabel"] == "Late" and data["runs"][0]["session"]
+    # its grade, saved as it finishes, fills its cell (the lowest-scored turn's reason)
+    turns = [Grade(2, "kind"), Grade(-1, "never gives a date")]
+    grading = GradingRun("g1", TONE_PATH, "Tone", "turns", turns, "completed", "now")
+    grade = GradeRecord("g1", "r1", TONE_PATH, "Tone", "hash", 1, "completed", grading)
+    verify_service._save_grade(data["runs"][0]["session"], grade, batch.id)
+    data = client.get(f"/grade/verify/{batch.id}.json").json()
+    (cell,) = data["matrix"]["scenarios"][0]["rows"][0]["cells"].values()
+    assert cell["verdict"] == "pass" and cell["reasons"] == ["never gives a date"]
+    assert data["progress"]["run"]["done"] == 1  # the bar counts what the table shows
     live = live_batch(batch.session_id, batch.id)
     assert 'hx-swap-oob="true"' in live and '<tr data-run="r1"' in live
+    assert "never gives a date" in live
     assert live_batch("session-000000000000000000000000", batch.id) == ""
 
 
