@@ -4,6 +4,11 @@ Flags are kept in the graded session's saved state, `meta.gradingFlags`, one
 `{id, refId, runId, turnIndex, reason, createdAt}` each (docs/simulator.md, "Grade, Verify
 and calibration"), so exporting and importing a session keeps them. Only the simulator flags
 grades; the engine records grades (`meta.gradingRuns`) but never reads a flag.
+
+A flag belongs to one grade run: the `refId` of a per-turn result is the graded message's
+ref, which every grade run of that message shares, so a flag is found by its `refId` *and*
+its `runId` (a flag set on one run of a grader never shows on another run of the same
+message). A flag without a `runId` (written by another tool) matches every run.
 """
 
 from __future__ import annotations
@@ -26,6 +31,17 @@ def grading_flags(meta: dict[str, Any] | None) -> list[dict[str, Any]]:
     return [f for f in flags if isinstance(f, dict)] if isinstance(flags, list) else []
 
 
+def _is(flag: dict[str, Any], ref_id: str, run_id: str | None) -> bool:
+    return flag.get("refId") == ref_id and (
+        run_id is None or not flag.get("runId") or flag.get("runId") == run_id
+    )
+
+
+def find_flag(flags: list[dict[str, Any]], ref_id: str, run_id: str | None) -> dict | None:
+    """The flag of `ref_id` in the grade run `run_id`, or None."""
+    return next((f for f in flags if _is(f, ref_id, run_id)), None)
+
+
 def toggle_grading_flag(
     meta: dict[str, Any] | None,
     *,
@@ -37,7 +53,7 @@ def toggle_grading_flag(
 ) -> tuple[dict[str, Any], dict[str, Any] | None]:
     """Flag `ref_id`, or unflag it when it is flagged; returns (new meta, the flag or None)."""
     flags = grading_flags(meta)
-    kept = [f for f in flags if f.get("refId") != ref_id]
+    kept = [f for f in flags if not _is(f, ref_id, run_id)]
     flag = None
     if len(kept) == len(flags):
         flag = {
@@ -53,12 +69,13 @@ def toggle_grading_flag(
 
 
 def set_grading_flag_reason(
-    meta: dict[str, Any] | None, *, ref_id: str, reason: str
+    meta: dict[str, Any] | None, *, ref_id: str, reason: str, run_id: str | None = None
 ) -> dict[str, Any]:
-    """Change the reason of an existing flag. Giving a reason never flags: a `refId` that is
-    not flagged is a KeyError (the page reports it) rather than a new flag."""
+    """Change the reason of an existing flag (of the grade run `run_id`, when given). Giving
+    a reason never flags: a `refId` that is not flagged is a KeyError (the page reports it)
+    rather than a new flag."""
     flags = grading_flags(meta)
-    if not any(f.get("refId") == ref_id for f in flags):
+    if find_flag(flags, ref_id, run_id) is None:
         raise KeyError(f"Flag not found for refId: {ref_id}")
-    updated = [{**f, "reason": reason} if f.get("refId") == ref_id else f for f in flags]
+    updated = [{**f, "reason": reason} if _is(f, ref_id, run_id) else f for f in flags]
     return {**(meta or {}), "gradingFlags": updated}

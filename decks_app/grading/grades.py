@@ -21,6 +21,7 @@ from django.db import transaction
 from pydantic import ConfigDict
 
 from decks_app.grading.flags import (
+    find_flag,
     flag_ref_id,
     grading_flags,
     set_grading_flag_reason,
@@ -274,7 +275,7 @@ def _message_text(session: Session, index: int | None) -> tuple[str | None, str 
 
 def result_rows(session: Session, grading: dict[str, Any]) -> list[dict[str, Any]]:
     """One row per graded turn (or one for the conversation), with its flag."""
-    flags = {f.get("refId"): f for f in grading_flags(session.meta)}
+    flags = grading_flags(session.meta)
     run_id = grading.get("runId") or grading.get("id") or ""
     rows = []
     results = grading.get("results") or []
@@ -287,7 +288,7 @@ def result_rows(session: Session, grading: dict[str, Any]) -> list[dict[str, Any
             else (f"gradingRun:{run_id}")
         )
         prior, graded = _message_text(session, index)
-        flag = flags.get(ref)
+        flag = find_flag(flags, ref, run_id)
         rows.append(
             {
                 "position": position,
@@ -364,7 +365,7 @@ def set_flag_reason(session: Session, run: Run, position: int, reason: str) -> N
         locked = Session.objects.select_for_update().get(pk=session.pk)
         try:
             meta = set_grading_flag_reason(
-                locked.meta, ref_id=rows[position]["refId"], reason=reason
+                locked.meta, ref_id=rows[position]["refId"], reason=reason, run_id=run.id
             )
         except KeyError as exc:
             raise GradingError(str(exc.args[0])) from None
@@ -419,7 +420,7 @@ def export_rows(workspace: Workspace, *, batch_run_id: str | None = None) -> lis
     rows = []
     for session in sessions:
         meta = session.meta or {}
-        flags = {f.get("refId"): f for f in grading_flags(meta)}
+        flags = grading_flags(meta)
         scenario = meta.get("scenarioPath")
         for grading in reversed(meta.get("gradingRuns") or []):  # oldest first
             if not isinstance(grading, dict):
@@ -433,7 +434,7 @@ def export_rows(workspace: Workspace, *, batch_run_id: str | None = None) -> lis
                     if turns
                     else f"gradingRun:{run_id}"
                 )
-                flag = flags.get(flag_id)
+                flag = find_flag(flags, flag_id, run_id)
                 human = (
                     ratings.get((session.id, ref))
                     if turns and ref

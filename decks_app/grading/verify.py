@@ -7,8 +7,10 @@ root deck as its deck and its context input as the session's `context`); the run
 batch is queued, cancellable and interrupted like any run. While it works:
 
 - live progress (queued / running / completed / failed, for scenario runs and grades) is
-  written to the run's result (`VerifyResult.progress`) about twice a second, and the page
-  polls it;
+  written to the run's result (`VerifyResult.progress`) about twice a second; each write and
+  each saved run notifies the batch's session, whose socket re-renders the page's live part
+  (decks_app.web.live): the progress bar, and the table of runs as they finish
+  (`batch_table.runs_and_grades` reads the runs saved so far);
 - every finished scenario run becomes a session of its own (origin "scenario", `source` =
   the batch's session) with its conversation, its trace and its usage, so outliers link to
   a real session page; its grades are recorded in that session's `meta.gradingRuns`, like
@@ -30,21 +32,23 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 
+from decks_app.grading import batch_table
 from decks_app.models import Run, Session, TraceEvent, Workspace
 from decks_app.runs import deck_trees, providers
+from decks_app.runs import events as event_log
 from decks_app.runs.registry import JSONObject, Payload
 from decks_app.runs.state import with_message_refs
 from decks_app.sessions.kinds import ScenarioParams, ScenarioResult
 from decks_app.workspaces.served import PathOutsideWorkspace, find_deck, jailed_path, project_root
-from gambit.core import check_deck_tree, is_valid_id, state_to_dict
+from gambit.core import check_deck_tree, deck_files_hash, is_valid_id, state_to_dict
 from gambit.core.verify import (
     GradeRecord,
     GradeSample,
     ScenarioRunRecord,
     VerifyProgress,
-    compare,
+    grade_reason,
+    matrix,
     run_verify,
-    summarize,
 )
 
 PROGRESS_SECONDS = 0.5
@@ -178,7 +182,8 @@ def start_verify(workspace: Workspace, deck_path: str, settings: VerifyParams) -
             origin="verify",
             context=settings.context,
             format="responses",
-            meta={"deckPath": deck.path},
+            # the deck's files as they were (the compare page says whether they changed)
+            meta={"deckPath": deck.path, "deckHash": _deck_hash(workspace, deck.path)},
         )
         run = Run.objects.create(
             session=session,
@@ -188,6 +193,13 @@ def start_verify(workspace: Workspace, deck_path: str, settings: VerifyParams) -
             offline=offline,
         )
     return run
+
+
+def _deck_hash(workspace: Workspace, deck_path: str) -> str | None:
+    tree, _ = check_deck_tree(
+        jailed_path(workspace, deck_path), project_root=project_root(workspace)
+    )
+    return deck_files_hash(tree) if tree is not None else None
 
 
 def verify_run_or_none(run_id: str) -> Run | None:
@@ -255,6 +267,7 @@ async def execute_verify(
                 )
             else:
                 await db(_save_grade, sessions_by_run.get(record.run_id), record, run.id)
+            await event_log.notify(session.id)  # the batch page's table fills in at once
 
     async def report_progress() -> None:
         while True:
@@ -262,6 +275,7 @@ async def execute_verify(
             if latest["progress"] != latest["written"]:
                 latest["written"] = latest["progress"]
                 await db(_write_progress, run.id, latest["progress"])
+                await event_log.notify(session.id)
 
     persister = asyncio.create_task(persist())
     ticker = asyncio.create_task(report_progress())
@@ -322,6 +336,9 @@ def _save_scenario_run(
         **(data.get("meta") or {}),
         "deckPath": batch.deck_path,
         "verifyBatchRunId": batch_run_id,
+        "verifyRunId": record.id,  # the run's id in the batch's report
+        "verifyRunIndex": record.index,
+        "scenarioLabel": record.scenario_label,
         "scenarioPath": _relative(batch.workspace, record.scenario) or record.scenario,
     }
     with transaction.atomic():
@@ -382,6 +399,7 @@ def _save_grade(session_id: str | None, record: GradeRecord, batch_run_id: str) 
                 "graderPath": _relative(session.workspace, record.grader) or record.grader,
                 "repeat": record.repeat,
                 "verifyBatchRunId": batch_run_id,  # the Grade tab links back to the batch
+                "reason": grade_reason(record.grading),  # the batch page's cell shows it
             }
         )
         meta = dict(session.meta or {})
@@ -400,63 +418,70 @@ def _report(run: Run) -> JSONObject:
 
 
 def batch_dict(run: Run) -> dict[str, Any]:
+    """The batch's record (the page's JSON twin): settings, progress, and its runs and grades
+    (those saved so far while it runs); once it ended, the report's metrics per grader."""
     result = run.read_result(VerifyResult)
     report = (result.report if result else None) or {}
-    labels = {g["grader"]: g.get("graderLabel") or g["grader"] for g in report.get("grades") or []}
+    settings = run.read_params(VerifyParams)
+    runs, grades = _workspace_paths(run, *batch_table.runs_and_grades(run, report))
+    labels = {g["grader"]: g.get("graderLabel") or g["grader"] for g in grades}
+    for path in settings.graders:
+        labels.setdefault(path, Path(path).parent.name)
+    summaries = {
+        (_relative(run.session.workspace, name) or name): {
+            **summary,
+            "grader": _relative(run.session.workspace, name) or name,
+        }
+        for name, summary in (report.get("summaries") or {}).items()
+    }
+    samples = batch_table.samples(runs, grades)
+    if summaries and run.status == "completed":
+        corrections = batch_table.corrected_pass_rates(run, grades, samples, settings.threshold)
+        for name, entry in corrections.items():
+            if name in summaries:
+                summaries[name] = {**summaries[name], **entry}
     return {
         "id": run.id,
         "deck": run.session.deck_path,
         "graderLabels": labels,
         "status": run.status,
         "error": run.error or None,
-        "settings": run.read_params(VerifyParams).to_json(),
-        "progress": result.progress if result else None,
+        "settings": settings.to_json(),
+        "recordedProgress": result.progress if result else None,  # as the run wrote it
+        "progress": batch_table.progress(
+            run, settings.to_json(), result.progress if result else None, (len(runs), len(grades))
+        ),
+        "model": run.model or None,
+        "deckHash": (run.session.meta or {}).get("deckHash"),
         "createdAt": run.created_at.isoformat() if run.created_at else None,
         "finishedAt": run.finished_at.isoformat() if run.finished_at else None,
         "durationMs": run.duration_ms,
-        "summaries": report.get("summaries") or {},
-        "runs": report.get("runs") or [],
-        "grades": report.get("grades") or [],
+        "summaries": summaries,
+        "runs": runs,
+        "grades": grades,
+        "matrix": matrix(samples, settings.threshold).to_json(),
     }
 
 
 def samples_of(run: Run) -> list[GradeSample]:
-    """The grade samples of a finished batch (for comparing batches)."""
-    report = _report(run)
-    runs = {r["id"]: r for r in report.get("runs") or []}
-    out = []
-    for grade in report.get("grades") or []:
-        scenario_run = runs.get(grade["runId"], {})
-        scenario = scenario_run.get("scenarioLabel") or scenario_run.get("scenario")
-        if scenario_run.get("status") == "failed":
-            out.append(
-                GradeSample(
-                    grade["grader"],
-                    grade["runId"],
-                    scenario,
-                    execution_error=scenario_run.get("error") or "failed",
-                )
-            )
-        else:
-            out.append(
-                GradeSample(
-                    grade["grader"],
-                    grade["runId"],
-                    scenario,
-                    score=grade.get("score"),
-                    grader_error=grade.get("error")
-                    or (None if grade.get("score") is not None else "no score"),
-                )
-            )
-    return out
+    """The grade samples of a batch (for comparing batches)."""
+    runs, grades = _workspace_paths(run, *batch_table.runs_and_grades(run, _report(run)))
+    return batch_table.samples(runs, grades)
 
 
-def compare_batches(before: Run, after: Run) -> dict[str, Any]:
-    threshold = after.read_params(VerifyParams).threshold
-    comparison = compare(samples_of(before), samples_of(after), threshold=threshold)
-    return {name: c.to_json() for name, c in comparison.items()}
-
-
-def summaries_of(run: Run) -> dict[str, Any]:
-    threshold = run.read_params(VerifyParams).threshold
-    return {k: v.to_json() for k, v in summarize(samples_of(run), threshold=threshold).items()}
+def _workspace_paths(
+    run: Run, runs: list[dict[str, Any]], grades: list[dict[str, Any]]
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """Scenarios and graders by workspace-relative path (the report has absolute ones), so a
+    batch names them the same way while it runs and once it ended."""
+    workspace = run.session.workspace
+    return (
+        [
+            {**r, "scenario": _relative(workspace, r.get("scenario") or "") or r.get("scenario")}
+            for r in runs
+        ],
+        [
+            {**g, "grader": _relative(workspace, g.get("grader") or "") or g.get("grader")}
+            for g in grades
+        ],
+    )

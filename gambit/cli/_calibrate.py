@@ -378,30 +378,13 @@ def ratings_for_report(report: Any, paths: tuple[Path, ...]) -> list[str]:
     (graderHash). Returns notes to print (a grader with no pairs, a version mismatch)."""
     data = load(list(paths))
     notes = []
-    names = data.graders()
     for grade in {g.grader: g for g in report.grades}.values():
         path = Path(grade.grader)
-        candidates = [
-            grade.grader_label,
-            path.parent.name if path.name == "PROMPT.md" else path.stem,
-            grade.grader,
-        ]
-        name = next((c for c in candidates if c and c in names), None)
-        label = grade.grader_label or candidates[1]
-        if name is None:
-            notes.append(f"{label}: no rows of --ratings name this grader; pass rate not corrected")
-            continue
-        versions = data.versions_of(name)
-        same = [v for v in versions if v.version == grade.grader_hash]
-        version = same[0] if same else versions[-1]
-        pairs = data.pairs(version)
-        if not pairs:
-            notes.append(f"{label}: no rated item among its grades in --ratings; not corrected")
-            continue
-        if not same:
-            notes.append(
-                f"{label}: --ratings has no grades of this version ({grade.grader_hash}); "
-                f"correcting with version {version.version}'s errors"
-            )
-        report.ratings[grade.grader] = pairs
+        folder = path.parent.name if path.name == "PROMPT.md" else path.stem
+        label = grade.grader_label or folder
+        pairs, note = data.pairs_for([grade.grader_label, folder, grade.grader], grade.grader_hash)
+        if note is not None:
+            notes.append(f"{label}: {note}" + ("" if pairs else " (--ratings)"))
+        if pairs:
+            report.ratings[grade.grader] = pairs
     return notes

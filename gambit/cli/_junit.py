@@ -6,7 +6,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any
 
-from gambit.core.verify import VerifyReport
+from gambit.core.verify import GraderSummary, VerifyReport, grade_reason, tally
 
 __all__ = ["grader_label", "junit_xml", "score_text"]
 
@@ -14,16 +14,24 @@ __all__ = ["grader_label", "junit_xml", "score_text"]
 def junit_xml(report: VerifyReport) -> str:
     """JUnit XML: a test suite per grader, a test case per scenario run.
 
-    A case fails when a repeat scored below the threshold and errors when the run or the
-    grader failed; the scores and reasons are in the case's system-out.
+    A case's verdict is the core's (`gambit.core.verify.tally` of the run's repeats, the one
+    definition the report and the simulator use): it fails when a repeat scored below the
+    threshold, errors when the run or the grader failed; the scores and reasons are in its
+    system-out. Each suite's <properties> carry the grader's pass rate with its 95% Wilson
+    interval, the threshold and, with --ratings, the pass rate corrected for its errors.
     """
     by_run = {run.id: run for run in report.runs}
+    samples: dict[tuple[str, str], list[Any]] = {}
+    for sample in report.samples():
+        samples.setdefault((sample.grader, sample.conversation), []).append(sample)
+    summaries = report.summaries()
     suites = ET.Element("testsuites", name="gambit verify", time=f"{report.duration_ms / 1000:.3f}")
     graders = list(dict.fromkeys(grade.grader for grade in report.grades))
     totals = {"tests": 0, "failures": 0, "errors": 0}
     for grader in graders:
         grades = [g for g in report.grades if g.grader == grader]
         suite = ET.SubElement(suites, "testsuite", name=grader_label(report, grader))
+        _properties(suite, summaries.get(grader), report.threshold)
         counts = {"tests": 0, "failures": 0, "errors": 0}
         seconds = 0.0
         for run_id in dict.fromkeys(g.run_id for g in grades):
@@ -44,23 +52,22 @@ def junit_xml(report: VerifyReport) -> str:
                 lines.append(
                     f"repeat {g.repeat}: score {score_text(g.score, '+g')}"
                     + (f" error {g.error}" if g.error else "")
-                    + (f" reason {r}" if (r := _reason(g)) else "")
+                    + (f" reason {r}" if (r := grade_reason(g.grading)) else "")
                 )
-            if run.status == "failed":
-                ET.SubElement(case, "error", message=run.error or "the scenario run failed")
-                counts["errors"] += 1
-            elif any(g.error or g.score is None for g in repeats):
-                first = next(g for g in repeats if g.error or g.score is None)
-                ET.SubElement(case, "error", message=first.error or "the grader gave no score")
-                counts["errors"] += 1
-            elif any(g.score is not None and g.score < report.threshold for g in repeats):
-                low = min(g.score for g in repeats if g.score is not None)
+            group = samples.get((grader, run_id), [])
+            verdict = tally(group, report.threshold).verdict
+            if verdict == "fail":
+                low = min(s.score for s in group if s.verdict(report.threshold) == "fail")
                 ET.SubElement(
                     case,
                     "failure",
-                    message=f"score {low:+g} is below the threshold {report.threshold:+g}",
+                    message=f"score {low:+.3g} is below the threshold {report.threshold:+g}",
                 )
                 counts["failures"] += 1
+            elif verdict in ("error", "not_run"):
+                first = next(s for s in group if s.verdict(report.threshold) != "pass")
+                ET.SubElement(case, "error", message=first.explanation() or "failed")
+                counts["errors"] += 1
             ET.SubElement(case, "system-out").text = "\n".join(lines)
         for key, value in counts.items():
             suite.set(key, str(value))
@@ -74,13 +81,31 @@ def junit_xml(report: VerifyReport) -> str:
     )
 
 
-def _reason(grade: Any) -> str | None:
-    if grade.grading is None:
-        return None
-    for result in grade.grading.grades:
-        if result.reason:
-            return result.reason
-    return None
+def _properties(suite: ET.Element, summary: GraderSummary | None, threshold: float) -> None:
+    if summary is None:
+        return
+    properties = ET.SubElement(suite, "properties")
+
+    def add(name: str, value: Any) -> None:
+        if value is not None:
+            ET.SubElement(properties, "property", name=name, value=str(value))
+
+    add("threshold", f"{threshold:g}")
+    add("graded", summary.scored)
+    add("passed", summary.passed)
+    rate, interval = summary.pass_rate, summary.pass_rate_interval
+    add("passRate", None if rate is None else f"{rate:.4f}")
+    add("passRateLow", None if interval is None else f"{interval.low:.4f}")
+    add("passRateHigh", None if interval is None else f"{interval.high:.4f}")
+    add("passRateInterval", None if interval is None else f"wilson {interval.level:g}")
+    corrected = summary.corrected
+    if corrected is not None:
+        figure = corrected.corrected
+        add("correctedPassRate", None if figure.value is None else f"{figure.value:.4f}")
+        if figure.interval is not None:
+            add("correctedPassRateLow", f"{figure.interval.low:.4f}")
+            add("correctedPassRateHigh", f"{figure.interval.high:.4f}")
+        add("correctedPassRateUndefined", corrected.reason)
 
 
 def grader_label(report: VerifyReport, grader: str) -> str:

@@ -392,7 +392,11 @@ def _print_summary(report: VerifyReport, summaries: dict[str, GraderSummary]) ->
             for outlier in summary.outliers[:5]:
                 console.print(
                     f"  {outlier.conversation} ({outlier.scenario}): "
-                    f"mean {score_text(outlier.mean)}, {outlier.failures} failed"
+                    f"mean {score_text(outlier.mean)}, "
+                    f"{outlier.failures} of {outlier.samples} not passed"
+                    + (f" ({_kinds(outlier.tally)})" if outlier.failures else ""),
+                    soft_wrap=True,
+                    markup=False,
                 )
     for run in failed_runs[:5]:  # whole lines, as written (an error is no rich markup)
         console.print(
@@ -410,6 +414,16 @@ def _print_summary(report: VerifyReport, summaries: dict[str, GraderSummary]) ->
             soft_wrap=True,
             markup=False,
         )
+
+
+def _kinds(counts: Any) -> str:
+    """A tally's non-passing kinds, as the report names them."""
+    kinds = [
+        (counts.failed, "below the threshold"),
+        (counts.errors, "grader errors"),
+        (counts.not_run, "runs failed"),
+    ]
+    return ", ".join(f"{n} {name}" for n, name in kinds if n)
 
 
 def _interval_text(interval: Any) -> str:

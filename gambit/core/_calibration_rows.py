@@ -91,6 +91,33 @@ class CalibrationRows:
             by_item.setdefault(rating.item, {})[rating.rater] = rating.score
         return {item: statistics.fmean(scores.values()) for item, scores in by_item.items()}
 
+    def pairs_for(
+        self, names: list[str | None], version: str | None
+    ) -> tuple[list[CalibrationPair], str | None]:
+        """The pairs of the grader known by the first of `names` (label, folder, path) that the
+        rows name (else by a version of the same hash, whatever its name), preferably of
+        `version` (its graderHash), else of its newest version; and a
+        note when there is none or another version's errors are used (`gambit verify
+        --ratings` and the simulator's Verify both correct pass rates with these)."""
+        known = self.graders()
+        name = next((n for n in names if n and n in known), None)
+        if name is None and version:  # named otherwise (its deck's own label): its rubric
+            name = next((g for g, v in self.versions if v == version), None)
+        if name is None:
+            return [], "no rated grades of this grader; pass rate not corrected"
+        versions = self.versions_of(name)
+        same = [v for v in versions if v.version == version]
+        chosen = same[0] if same else versions[-1]
+        pairs = self.pairs(chosen)
+        if not pairs:
+            return [], "no rated item among its grades; not corrected"
+        if not same:
+            return pairs, (
+                f"no grades of this version ({version}); "
+                f"correcting with version {chosen.version}'s errors"
+            )
+        return pairs, None
+
     def pairs(self, version: GraderVersion) -> list[CalibrationPair]:
         """The version's mean score of each item beside the item's human score."""
         human = self.human_scores()

@@ -98,11 +98,12 @@ def interval_json(interval: Interval | None) -> dict[str, Any] | None:
 # ---- proportions ------------------------------------------------------------------------------
 
 
-def wilson(successes: int, trials: int, level: float = LEVEL) -> Interval | None:
+def wilson(successes: float, trials: int, level: float = LEVEL) -> Interval | None:
     """The Wilson score interval of `successes / trials` (no continuity correction).
 
     Wilson (1927); the same as `scipy.stats.binomtest(k, n).proportion_ci(method="wilson")`.
-    None when there are no trials.
+    None when there are no trials. `successes` may be fractional (an effective count, as
+    Verify's compare gives when a conversation's repeats count once).
     """
     if trials <= 0:
         return None
@@ -124,6 +125,44 @@ def proportion(successes: int, trials: int, level: float = LEVEL) -> Estimate:
     if trials <= 0:
         return Estimate(None, None)
     return Estimate(successes / trials, wilson(successes, trials, level))
+
+
+@dataclass(frozen=True)
+class ProportionTest:
+    """Two proportions compared: the difference `second - first`, the pooled z statistic and
+    its two-sided p-value (None when both samples are all passes or all failures, or empty)."""
+
+    first: float
+    second: float
+    difference: float
+    standard_error: float
+    z: float | None
+    p_value: float | None
+
+    def significant(self, level: float = LEVEL) -> bool | None:
+        """Whether the difference is beyond chance at `level` (None when untestable)."""
+        return None if self.p_value is None else self.p_value < 1 - level
+
+
+def two_proportion_test(
+    successes_first: float, trials_first: float, successes_second: float, trials_second: float
+) -> ProportionTest | None:
+    """The pooled two-proportion z-test (two-sided), as
+    `statsmodels.stats.proportion.proportions_ztest(..., prop_var=False)`.
+
+    Counts may be fractional (Verify passes effective counts: each conversation's pass
+    fraction, so a grader's repeats count once). None when a sample is empty.
+    """
+    if trials_first <= 0 or trials_second <= 0:
+        return None
+    p1, p2 = successes_first / trials_first, successes_second / trials_second
+    pooled = (successes_first + successes_second) / (trials_first + trials_second)
+    variance = pooled * (1 - pooled) * (1 / trials_first + 1 / trials_second)
+    if variance <= 0:
+        return ProportionTest(p1, p2, p2 - p1, 0.0, None, None)
+    error = math.sqrt(variance)
+    z = (p2 - p1) / error
+    return ProportionTest(p1, p2, p2 - p1, error, z, 2 * (1 - NormalDist().cdf(abs(z))))
 
 
 # ---- the cluster bootstrap ----------------------------------------------------------------------

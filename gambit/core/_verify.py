@@ -13,6 +13,10 @@ Vocabulary:
   by a **grader error** (the grader ran but gave no score), or scores **below the threshold**.
   Execution failures count against nothing but coverage; grader errors and low scores are the
   "grading" failures, grouped by their reasons.
+
+`GradeSample.verdict` is that definition, once ("pass", "fail", "error", "not_run"); the
+table, outliers, histogram and matrix (`_verify_table`), the CLI report and JUnit all use it.
+The pass rate is passes over graded samples (passes + fails), with its Wilson interval.
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
 from ._statistics import RESAMPLES, SEED, Interval, interval_json, wilson
+from ._verify_table import Bin, Tally, Verdict, histogram, tally
 
 if TYPE_CHECKING:
     from ._calibration import Calibration, CalibrationPair
@@ -32,7 +37,6 @@ if TYPE_CHECKING:
 
 FailureKind = Literal["execution", "grader_error", "below_threshold"]
 OUTLIER_LIMIT = 8
-NOISE_Z = 1.96  # a difference beyond ~95% of what repeat noise alone would give
 
 
 @dataclass(frozen=True)
@@ -52,14 +56,28 @@ class GradeSample:
     grader_error: str | None = None
     links: dict[str, Any] = field(default_factory=dict)
 
-    def failure(self, threshold: float) -> FailureKind | None:
+    def verdict(self, threshold: float) -> Verdict:
+        """The one definition of pass and fail (module docstring)."""
         if self.execution_error is not None:
-            return "execution"
+            return "not_run"
         if self.grader_error is not None or self.score is None:
-            return "grader_error"
-        if self.score < threshold:
-            return "below_threshold"
-        return None
+            return "error"
+        return "fail" if self.score < threshold else "pass"
+
+    def failure(self, threshold: float) -> FailureKind | None:
+        return _FAILURES[self.verdict(threshold)]
+
+    def explanation(self) -> str | None:
+        """Why this sample is what it is: the run's or the grader's error, else its reason."""
+        return self.execution_error or self.grader_error or self.reason
+
+
+_FAILURES: dict[Verdict, FailureKind | None] = {
+    "pass": None,
+    "fail": "below_threshold",
+    "error": "grader_error",
+    "not_run": "execution",
+}
 
 
 @dataclass(frozen=True)
@@ -102,16 +120,18 @@ class Consistency:
     """How often two repeats of the same grader on the same conversation agree.
 
     Counted over every unordered pair of scored repeats of each conversation; `None` rates
-    when no conversation has two scored repeats.
+    when no conversation has two scored repeats. `conversations` counts those that have.
     """
 
     pairs: int
     exact: float | None
     within_one: float | None
+    conversations: int = 0
 
     def to_json(self) -> dict[str, Any]:
         return {
             "pairs": self.pairs,
+            "conversations": self.conversations,
             "exact": _round(self.exact, 4),
             "withinOne": _round(self.within_one, 4),
         }
@@ -119,7 +139,10 @@ class Consistency:
 
 @dataclass(frozen=True)
 class Outlier:
-    """A conversation worth a look: one that failed, else one of the lowest scored."""
+    """A conversation worth a look: one that failed, else one of the lowest scored.
+
+    `failures` counts its samples that did not pass (below the threshold, grader errors and
+    runs that failed alike: `tally` has each kind); `reasons` say why."""
 
     conversation: str
     scenario: str | None
@@ -129,6 +152,8 @@ class Outlier:
     samples: int
     failures: int
     links: list[dict[str, Any]]
+    tally: Tally = field(default_factory=Tally)
+    reasons: list[str] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -139,6 +164,8 @@ class Outlier:
             "max": _round(self.maximum),
             "samples": self.samples,
             "failures": self.failures,
+            "verdicts": self.tally.to_json(),
+            "reasons": self.reasons,
             "links": self.links,
         }
 
@@ -158,6 +185,8 @@ class GraderSummary:
     outliers: list[Outlier]
     failures: dict[str, list[tuple[str, int]]]  # "execution" | "grading" -> [(reason, count)]
     failure_counts: dict[FailureKind, int]
+    tally: Tally = field(default_factory=Tally)
+    histogram: list[Bin] = field(default_factory=list)
     # With human ratings of this grader's scores (summarize(ratings=...)): its calibration and
     # the pass rate corrected for its errors.
     calibration: Calibration | None = None
@@ -195,6 +224,8 @@ class GraderSummary:
                 for kind, groups in self.failures.items()
             },
             "failureCounts": dict(self.failure_counts),
+            "verdicts": self.tally.to_json(),
+            "histogram": [b.to_json() for b in self.histogram],
         }
 
 
@@ -289,6 +320,8 @@ def _summarize_grader(
             [[s.score for s in group if s.score is not None] for group in by_conversation.values()]
         ),
         outliers=_outliers(by_conversation, threshold, outlier_limit),
+        tally=tally(samples, threshold),
+        histogram=histogram(scores, threshold),
         failures={
             kind: sorted(counter.items(), key=lambda kv: (-kv[1], kv[0]))
             for kind, counter in reasons.items()
@@ -300,8 +333,9 @@ def _summarize_grader(
 
 def self_consistency(repeats: Iterable[Sequence[float]]) -> Consistency:
     """Agreement over all unordered pairs of repeats within each conversation."""
-    pairs = exact = near = 0
+    pairs = exact = near = conversations = 0
     for scores in repeats:
+        conversations += len(scores) > 1
         for i in range(len(scores)):
             for j in range(i + 1, len(scores)):
                 pairs += 1
@@ -310,7 +344,7 @@ def self_consistency(repeats: Iterable[Sequence[float]]) -> Consistency:
                 near += difference <= 1
     if not pairs:
         return Consistency(0, None, None)
-    return Consistency(pairs, exact / pairs, near / pairs)
+    return Consistency(pairs, exact / pairs, near / pairs, conversations)
 
 
 def _outliers(
@@ -319,7 +353,8 @@ def _outliers(
     rows = []
     for conversation, group in by_conversation.items():
         scores = [s.score for s in group if s.score is not None and s.execution_error is None]
-        failed = sum(1 for s in group if s.failure(threshold) in ("execution", "grader_error"))
+        counts = tally(group, threshold)
+        failing = [s for s in group if s.verdict(threshold) != "pass"]
         rows.append(
             Outlier(
                 conversation=conversation,
@@ -328,8 +363,12 @@ def _outliers(
                 minimum=min(scores) if scores else None,
                 maximum=max(scores) if scores else None,
                 samples=len(group),
-                failures=failed,
+                failures=counts.not_passed,
                 links=[s.links for s in group if s.links],
+                tally=counts,
+                reasons=list(
+                    dict.fromkeys(_reason(s.explanation(), "(no reason given)") for s in failing)
+                ),
             )
         )
     # Failed first (most failures first), then the lowest mean; ties keep the input order.
@@ -346,108 +385,6 @@ def _outliers(
 def _reason(text: str | None, default: str = "(unknown error)") -> str:
     text = (text or "").strip()
     return text.splitlines()[0][:300] if text else default
-
-
-# ---- comparing two batches ------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Difference:
-    """`after - before` of a figure, with the noise the repeats measured around it."""
-
-    before: float | None
-    after: float | None
-    delta: float | None
-    standard_error: float | None
-    exceeds_noise: bool | None  # None when the noise cannot be estimated
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "before": _round(self.before, 4),
-            "after": _round(self.after, 4),
-            "delta": _round(self.delta, 4),
-            "standardError": _round(self.standard_error, 4),
-            "exceedsNoise": self.exceeds_noise,
-        }
-
-
-@dataclass(frozen=True)
-class GraderComparison:
-    """One grader's change between two Verify runs."""
-
-    grader: str
-    mean: Difference
-    pass_rate: Difference
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "grader": self.grader,
-            "mean": self.mean.to_json(),
-            "passRate": self.pass_rate.to_json(),
-        }
-
-
-def compare(
-    before: Iterable[GradeSample], after: Iterable[GradeSample], *, threshold: float = 0.0
-) -> dict[str, GraderComparison]:
-    """Compare two batches grader by grader (before and after a prompt change).
-
-    The unit of noise is the conversation: repeats of one conversation are averaged first, so
-    a grader that is inconsistent across repeats and a scenario that varies across runs both
-    widen the standard error. The difference of means uses Welch's standard error; the pass
-    rate is compared as the mean of per-conversation pass fractions, the same way. A
-    difference "exceeds the noise" when it is larger than 1.96 standard errors (about 95%).
-    """
-    first = _per_conversation(before, threshold)
-    second = _per_conversation(after, threshold)
-    out: dict[str, GraderComparison] = {}
-    for grader in [*first, *(g for g in second if g not in first)]:
-        a_means, a_passes = first.get(grader, ([], []))
-        b_means, b_passes = second.get(grader, ([], []))
-        out[grader] = GraderComparison(
-            grader=grader,
-            mean=_difference(a_means, b_means),
-            pass_rate=_difference(a_passes, b_passes),
-        )
-    return out
-
-
-def _per_conversation(
-    samples: Iterable[GradeSample], threshold: float
-) -> dict[str, tuple[list[float], list[float]]]:
-    grouped: dict[str, dict[str, list[float]]] = {}
-    for sample in samples:
-        if sample.score is None or sample.execution_error is not None:
-            continue
-        grouped.setdefault(sample.grader, {}).setdefault(sample.conversation, []).append(
-            sample.score
-        )
-    return {
-        grader: (
-            [statistics.fmean(scores) for scores in conversations.values()],
-            [
-                sum(1 for s in scores if s >= threshold) / len(scores)
-                for scores in conversations.values()
-            ],
-        )
-        for grader, conversations in grouped.items()
-    }
-
-
-def _difference(before: list[float], after: list[float]) -> Difference:
-    mean_a = statistics.fmean(before) if before else None
-    mean_b = statistics.fmean(after) if after else None
-    if mean_a is None or mean_b is None:
-        return Difference(mean_a, mean_b, None, None, None)
-    delta = mean_b - mean_a
-    if len(before) < 2 or len(after) < 2:
-        return Difference(mean_a, mean_b, delta, None, None)
-    error = math.sqrt(
-        statistics.variance(before) / len(before) + statistics.variance(after) / len(after)
-    )
-    if error == 0:
-        return Difference(mean_a, mean_b, delta, 0.0, delta != 0)
-    return Difference(mean_a, mean_b, delta, error, abs(delta) > NOISE_Z * error)
 
 
 def _round(value: float | None, digits: int = 3) -> float | None:

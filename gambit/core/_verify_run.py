@@ -139,6 +139,7 @@ class GradeRecord(_Spent):
             "repeat": self.repeat,
             "status": self.status,
             "score": self.score,
+            "reason": grade_reason(self.grading),
             **self.spent_json(),
             "grading": self.grading.to_json() if self.grading is not None else None,
         }
@@ -208,7 +209,7 @@ class VerifyReport:
                     run.id,
                     run.scenario_label or run.scenario,
                     score=grade.score,
-                    reason=_first_reason(grade.grading),
+                    reason=grade_reason(grade.grading),
                     grader_error=error,
                     links=links,
                 )
@@ -280,15 +281,18 @@ def _assistant_lengths(state: SavedState) -> dict[int, int]:
     }
 
 
-def _first_reason(grading: GradingRun | None) -> str | None:
+def grade_reason(grading: GradingRun | None) -> str | None:
+    """Why a grading scored what it did: its error, else the reason of its lowest-scored
+    result (a conversation graded +1, -1, -1 fails on a -1's reason, never the +1's)."""
     if grading is None:
         return None
     if grading.error:
         return grading.error
-    for grade in grading.grades:
+    scored = [g for g in grading.grades if g.score is not None]
+    for grade in sorted(scored, key=lambda g: g.score if g.score is not None else 0):
         if grade.reason:
             return grade.reason
-    return None
+    return next((g.reason for g in grading.grades if g.reason), None)
 
 
 def deck_files_hash(tree: DeckTree) -> str:

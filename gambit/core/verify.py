@@ -35,21 +35,22 @@ from ._calibration import (
 from ._calibration_rows import RowError, read_rows
 from ._statistics import krippendorff_alpha
 from ._verify import (
-    GraderComparison,
     GraderSummary,
     GradeSample,
-    compare,
     self_consistency,
     summarize,
 )
+from ._verify_compare import GraderComparison, compare
 from ._verify_run import (
     GradeRecord,
     ScenarioRunRecord,
     VerifyProgress,
     VerifyReport,
+    grade_reason,
     grade_rows,
     run_verify,
 )
+from ._verify_table import Matrix, Tally, histogram, matrix, tally
 
 __all__ = [
     # running a batch
@@ -57,6 +58,7 @@ __all__ = [
     "ScenarioRunRecord",
     "VerifyProgress",
     "VerifyReport",
+    "grade_reason",
     "grade_rows",
     "run_verify",
     # metrics
@@ -66,6 +68,12 @@ __all__ = [
     "compare",
     "self_consistency",
     "summarize",
+    # one definition of pass and fail, as a table
+    "Matrix",
+    "Tally",
+    "histogram",
+    "matrix",
+    "tally",
     # calibration
     "Calibration",
     "CalibrationPair",

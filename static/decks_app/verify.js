@@ -8,18 +8,17 @@
     if (!source || typeof Chart === "undefined") return;
     while (charts.length) charts.pop().destroy();
     const data = JSON.parse(source.textContent);
-    const scale = [-3, -2, -1, 0, 1, 2, 3];
-    const graders = Object.keys(data.scores);
+    // The bins come from the server (gambit core's histogram): one point wide, the pass
+    // threshold an edge, so no bin mixes passing and failing scores.
+    const bins = data.bins || [];
+    const graders = Object.keys(data.histogram || {});
     const scores = document.getElementById("chart-scores");
-    if (scores) {
+    if (scores && bins.length) {
       charts.push(new Chart(scores, {
         type: "bar",
         data: {
-          labels: scale.map((s) => (s > 0 ? "+" + s : String(s))),
-          datasets: graders.map((g) => ({
-            label: g,
-            data: scale.map((s) => data.scores[g].filter((v) => Math.round(v) === s).length),
-          })),
+          labels: bins.map((b) => b.label + (b.passes ? " (pass)" : " (fail)")),
+          datasets: graders.map((g) => ({ label: g, data: data.histogram[g] })),
         },
         options: { animation: false, scales: { y: { beginAtZero: true, ticks: { precision: 0 } } } },
       }));

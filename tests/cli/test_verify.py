@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 from junitparser import Error, Failure, JUnitXml
 
+from gambit.core._statistics import wilson
 from tests.support.fake_model_server import FakeModelServer, FunctionCall, Reply
 
 GAMBIT = str(Path(sys.executable).parent / "gambit")
@@ -133,10 +134,24 @@ def test_metrics_junit_and_exports(fake_server: FakeModelServer, workspace: Path
     assert cases[0].result == []
     (failure,) = cases[1].result
     assert isinstance(failure, Failure) and "score -2 is below the threshold +0" in failure.message
+    # the suite carries the pass rate with its Wilson interval (3 of 4 at >= 0)
+    properties = {p.name: p.value for p in suite.properties()}
+    interval = wilson(3, 4)
+    assert properties["passRate"] == "0.7500" and properties["threshold"] == "0"
+    assert properties["passRateLow"] == f"{interval.low:.4f}"
+    assert properties["passRateHigh"] == f"{interval.high:.4f}"
+    assert (properties["graded"], properties["passed"]) == ("4", "3")
+    # the outliers count a low score as a failure, as the pass rate does
+    assert "1 of 2 not passed (1 below the threshold)" in result.stdout
 
     report = json.loads((workspace / "out/report.json").read_text())
     summary = report["summaries"][str((workspace / "grader/PROMPT.md").resolve())]
     assert summary["passRate"] == 0.75 and summary["consistency"]["pairs"] == 2
+    assert summary["verdicts"]["failed"] == 1 and summary["verdicts"]["passed"] == 3
+    assert summary["passRateInterval"]["low"] == round(interval.low, 4)
+    assert sum(b["count"] for b in summary["histogram"]) == 4
+    grades = report["grades"]
+    assert [g["reason"] for g in grades] == ["clear", "clear", "curt", "fine"]
     rows = list(csv.DictReader((workspace / "out/grades.csv").open()))
     assert [r["score"] for r in rows] == ["2", "2", "-2", "1"]
     assert {r["scenario"] for r in rows} == {"Asks once"} and rows[0]["graderHash"]

@@ -6,6 +6,8 @@ import csv
 import json
 from pathlib import Path
 
+from junitparser import JUnitXml
+
 from tests.cli.test_verify import conversation, respond, verify, workspace  # noqa: F401
 from tests.support.fake_model_server import FakeModelServer
 
@@ -37,7 +39,7 @@ def test_ratings_of_earlier_grades_correct_the_pass_rate(
     fake_server.queue(*conversation(), *conversation(), respond(2, "e"), respond(3, "f"))
     second = verify(
         fake_server, "--runs", "2", "--concurrency", "1", "--ratings", "out/rated.csv",
-        "--json", "out/report.json",
+        "--json", "out/report.json", "--junit", "out/junit.xml",
         cwd=workspace,
     )  # fmt: skip
     assert second.returncode == 0, second.stderr
@@ -57,6 +59,13 @@ def test_ratings_of_earlier_grades_correct_the_pass_rate(
     assert corrected["specificity"]["value"] == 0.5
     assert summary["calibration"]["pairs"] == 4 and len(summary["calibration"]["pairsUsed"]) == 4
     assert "verbosity" in next(iter(report["biasProbes"].values()))
+    # JUnit carries the corrected rate beside the raw one, with its interval when it has one
+    (suite,) = list(JUnitXml.fromfile(str(workspace / "out/junit.xml")))
+    properties = {p.name: p.value for p in suite.properties()}
+    assert properties["passRate"] == "1.0000" and properties["correctedPassRate"] == "1.0000"
+    interval = corrected["corrected"]["interval"]
+    if interval is not None:
+        assert float(properties["correctedPassRateLow"]) == round(interval["low"], 4)
 
 
 def test_a_bad_ratings_file_fails_before_any_run(fake_server: FakeModelServer, workspace: Path):  # noqa: F811

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from gambit.core._verify import GradeSample, compare, self_consistency, summarize
+from gambit.core._verify import GradeSample, self_consistency, summarize
+from gambit.core._verify_compare import compare
+from gambit.core._verify_table import histogram, matrix
 
 
 def sample(conversation, score=None, *, scenario="s1", grader="tone", **kw):
@@ -74,10 +76,13 @@ def test_it_groups_failure_reasons_by_kind():
 
 def test_outliers_put_failures_first_then_the_lowest_mean():
     outliers = summarize(BATCH)["tone"].outliers
-    assert [o.conversation for o in outliers] == ["c3", "c4", "c2", "c1"]
-    assert outliers[0].failures == 2
-    assert outliers[2].mean == -1
-    assert outliers[0].links == [{"session": "session-c3"}] * 2
+    # A failure is any sample that did not pass: c2's two low scores count like c3's two
+    # failed runs (most failures first, then the lowest mean), then c4's grader error.
+    assert [o.conversation for o in outliers] == ["c2", "c3", "c4", "c1"]
+    assert outliers[0].failures == 2 and outliers[0].mean == -1
+    assert outliers[0].reasons == ["rude"]
+    assert outliers[1].tally.not_run == 2 and outliers[1].reasons == ["boom"]
+    assert outliers[1].links == [{"session": "session-c3"}] * 2
     assert len(summarize(BATCH, outliers=2)["tone"].outliers) == 2
 
 
@@ -98,11 +103,13 @@ def test_compare_says_whether_a_difference_exceeds_the_repeat_noise():
     assert result.mean.delta == pytest.approx(5 / 3)
     assert result.mean.standard_error == pytest.approx(2 / 3)
     assert result.mean.exceeds_noise is True
-    # Pass fractions per conversation: before [1, 1, 0], after [1, 1, 1];
-    # delta 1/3; SE = sqrt((1/3)/3 + 0) = 1/3; 1/3 < 1.96 * 1/3.
+    # Pass fractions per conversation: before [1, 1, 0], after [1, 1, 1]: 2 of 3 and 3 of
+    # 3, by the pooled two-proportion test: p = 5/6, SE = sqrt(5/6 * 1/6 * 2/3) = 0.3043.
     assert result.pass_rate.delta == pytest.approx(1 / 3)
-    assert result.pass_rate.standard_error == pytest.approx(1 / 3)
+    assert result.pass_rate.standard_error == pytest.approx((5 / 6 * 1 / 6 * 2 / 3) ** 0.5)
     assert result.pass_rate.exceeds_noise is False
+    assert result.pass_rate.direction == "no clear change"
+    assert result.pass_rate.to_json()["beforeInterval"]["method"] == "wilson"
 
 
 def test_compare_cannot_estimate_noise_from_one_conversation():
@@ -115,6 +122,99 @@ def test_compare_cannot_estimate_noise_from_one_conversation():
 def test_json_shapes_round_figures():
     data = summarize(BATCH)["tone"].to_json()
     assert data["passRate"] == round(4 / 6, 4)
-    assert data["consistency"] == {"pairs": 4, "exact": 0.5, "withinOne": 1.0}
+    assert data["consistency"] == {"pairs": 4, "conversations": 2, "exact": 0.5, "withinOne": 1.0}
     assert data["failures"]["grading"][0] == {"reason": "rude", "count": 2}
-    assert data["outliers"][0]["conversation"] == "c3"
+    assert data["outliers"][0]["conversation"] == "c2"
+
+
+def test_one_definition_of_pass_and_fail_everywhere():
+    # issue 26: a 0% pass rate with 15 grades below the threshold, while each outlier said
+    # "0 failed of 3". Five runs x three grades, every grade -1/3 (a mean of +1, -1, -1).
+    batch = [sample(f"r{i}", -1 / 3) for i in range(5) for _ in range(3)]
+    summary = summarize(batch)["tone"]
+    assert summary.pass_rate == 0.0 and summary.failure_counts == {"below_threshold": 15}
+    assert summary.tally.to_json()["failed"] == 15 and summary.tally.verdict == "fail"
+    assert all(o.failures == 3 and o.tally.failed == 3 for o in summary.outliers)
+    # the histogram puts -1/3 with the failures, not in a "0" bin with passing scores
+    bins = {b.label: b for b in summary.histogram}
+    assert bins["−1 ≤ s < 0"].count == 15 and not bins["−1 ≤ s < 0"].passes
+    assert bins["0 ≤ s < +1"].count == 0 and bins["0 ≤ s < +1"].passes
+    # self-consistency: 15 pairs of repeats over 5 runs (not "15 runs")
+    assert (summary.consistency.pairs, summary.consistency.conversations) == (15, 5)
+    table = matrix(batch, 0.0)
+    (scenario,) = table.scenarios.values()
+    assert scenario["tone"].failed == 15 and len(table.rows) == 5
+    assert {row.verdict for row in table.rows} == {"fail"}
+
+
+def test_every_sample_has_one_verdict_and_the_counts_agree():
+    summary = summarize(BATCH)["tone"]
+    verdicts = [s.verdict(0.0) for s in BATCH]
+    assert verdicts.count("pass") == summary.passed == summary.tally.passed == 4
+    assert verdicts.count("fail") == summary.failure_counts["below_threshold"] == 2
+    assert verdicts.count("error") == summary.tally.errors == 1
+    assert verdicts.count("not_run") == summary.tally.not_run == 2
+    assert summary.tally.graded == summary.scored == 6
+    interval = summary.pass_rate_interval
+    assert interval is not None and summary.tally.interval == interval
+    assert interval.contains(4 / 6)
+
+
+@pytest.mark.parametrize("threshold", [0.0, 0.5, -1.0, 2.0])
+def test_no_histogram_bin_mixes_passing_and_failing_scores(threshold):
+    scores = [-3, -2.5, -1, -1 / 3, 0, 1 / 3, 0.5, 1, 2, 3]
+    bins = histogram(scores, threshold)
+    assert sum(b.count for b in bins) == len(scores)
+    for b in bins:
+        members = [s for s in scores if b.low <= s < b.high or (b is bins[-1] and s == b.high)]
+        assert all((s >= threshold) == b.passes for s in members), (b, members)
+    assert any(b.low == threshold for b in bins)  # the threshold is an edge
+
+
+def test_matrix_cells_carry_verdicts_scores_and_reasons():
+    table = matrix([*BATCH, sample("c1", -3, grader="facts", reason="invented")], 0.0)
+    assert table.graders == ["tone", "facts"]
+    assert list(table.scenarios) == ["s1", "s2"]
+    assert table.scenarios["s1"]["tone"].to_json()["passed"] == 3
+    rows = {row.conversation: row for row in table.rows}
+    assert rows["c1"].cells["facts"].tally.verdict == "fail"
+    assert rows["c1"].cells["facts"].reasons == ["invented"]
+    assert rows["c1"].verdict == "fail"  # one grader failed it
+    assert rows["c3"].cells["tone"].tally.verdict == "not_run"
+    assert rows["c4"].cells["tone"].tally.verdict == "error"
+    data = table.to_json()
+    assert data["scenarios"][0]["rows"][0]["cells"]["tone"]["scores"] == [2, 2, 1]
+
+
+def test_the_pass_rate_change_is_the_two_proportion_test_of_scipy():
+    from scipy.stats import chi2_contingency
+
+    # one grade per run: 4 of 20 passed before, 15 of 20 after
+    before = [sample(f"b{i}", 1 if i < 4 else -1) for i in range(20)]
+    after = [sample(f"a{i}", 1 if i < 15 else -1) for i in range(20)]
+    result = compare(before, after)["tone"].pass_rate
+    # the pooled z-test squared is the chi-square test without continuity correction
+    _, p_value, _, _ = chi2_contingency([[4, 16], [15, 5]], correction=False)
+    assert result.p_value == pytest.approx(p_value, rel=1e-9)
+    assert result.exceeds_noise is True and result.direction == "better"
+    worse = compare(after, before)["tone"].pass_rate
+    assert worse.direction == "worse" and worse.p_value == pytest.approx(p_value, rel=1e-9)
+    # repeats of one run count once: the same verdicts three times say no more
+    tripled = compare([s for s in before for _ in range(3)], [s for s in after for _ in range(3)])
+    assert tripled["tone"].pass_rate.p_value == pytest.approx(p_value, rel=1e-9)
+    same = compare([sample("x", 1)] * 2, [sample("y", 2)] * 2)["tone"].pass_rate
+    assert same.exceeds_noise is False and same.direction == "no clear change"
+
+
+def test_a_grading_is_explained_by_its_lowest_scored_result():
+    # issue 26: "Grading failures" listed a positive grade's reason (the first one) for a
+    # conversation whose turns scored +1, -1, -1 (a mean of -1/3, below the threshold)
+    from gambit.core._grading import Grade, GradingRun
+    from gambit.core._verify_run import grade_reason
+
+    turns = [Grade(1, "warm and precise"), Grade(-1, "ignores the order id"), Grade(-1, "curt")]
+    grading = GradingRun("g", "tone/PROMPT.md", "Tone", "turns", turns, "completed", "now")
+    assert grading.score == pytest.approx(-1 / 3)
+    assert grade_reason(grading) == "ignores the order id"
+    failed = GradingRun("g", "tone/PROMPT.md", None, "turns", [], "error", "now", error="boom")
+    assert grade_reason(failed) == "boom" and grade_reason(None) is None

@@ -147,6 +147,46 @@ def test_a_scenario_run_streams_and_a_batch_finishes(page, grade_url):
     page.fill("#scenario-form input[name=concurrency]", "2")
     page.click("#run-scenario")
     page.wait_for_url(re.compile(r".*/grade/verify/run-[0-9a-f]{24}$"))
+    # issue 26: a batch without a grader read "Grades: 0 completed ... of ?" forever
+    expect(page.locator("progress#batch-progress")).to_have_attribute("max", "3")
+    expect(page.locator("[data-progress=grade]")).to_contain_text("no grader")
     expect(page.locator("#verify-batch [data-status]")).to_have_text("completed", timeout=60_000)
-    expect(page.locator("[data-progress=run]")).to_contain_text("3 completed")
-    expect(page.locator("table.runs tbody tr")).to_have_count(3)
+    expect(page.locator("[data-progress=run]")).to_contain_text("3 of 3 done (3 completed")
+    expect(page.locator("progress#batch-progress")).to_have_attribute("value", "3")
+    expect(page.locator("#verify-batch")).not_to_contain_text("?")
+    expect(page.locator("table.runs tbody tr[data-run]")).to_have_count(3)
+
+
+def _chat(page, base: str, message: str) -> str:
+    page.goto(base + "/test")
+    page.select_option("select[name=deck]", "support/PROMPT.md")
+    page.click("#new-session")
+    page.wait_for_url(re.compile(r".*/test/session-[0-9a-f]{24}$"))
+    page.fill("textarea[name=message]", message)
+    page.click("#send")
+    expect(page.locator("#status")).to_have_text("completed", timeout=20_000)
+    return page.url.rstrip("/").split("/")[-1]
+
+
+def test_the_grade_tab_grades_the_session_picked_not_the_one_shown(page, grade_url):
+    # issue 26: on /grade?session=A, picking B and clicking "Run grader" graded A (a hidden
+    # copy of the shown session won over the picker).
+    first = _chat(page, grade_url, "Where is my parcel?")
+    second = _chat(page, grade_url, "Can I change the address?")
+    page.goto(f"{grade_url}/grade?session={first}")
+    page.click(f"#grade-session-choices li[data-session={second}] a")
+    page.wait_for_url(re.compile(rf".*/grade\?session={second}.*"))
+    page.select_option("#grade-grader", "support/graders/tone/PROMPT.md")
+    page.click("#run-grader")
+    page.wait_for_url(re.compile(r".*/grade/runs/run-[0-9a-f]{24}$"))
+    expect(page.get_by_role("link", name="the graded session")).to_have_attribute(
+        "href", f"/test/{second}"
+    )
+    assert page.request.get(page.url + ".json").json()["session"] == second
+    # picking a session shows its graders and history, and the address follows
+    page.goto(f"{grade_url}/grade?session={first}")
+    expect(page.locator("#grade-history .grade-card")).to_have_count(0)
+    page.click(f"#grade-session-choices li[data-session={second}] a")
+    page.wait_for_url(re.compile(rf".*/grade\?session={second}.*"))
+    expect(page.locator("#grade-history .grade-card")).to_have_count(1)
+    expect(page.locator("#grade-selected")).to_contain_text(second)

@@ -21,6 +21,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 from django_htmx.http import HttpResponseClientRedirect
 
+from decks_app.grading import batch_compare
 from decks_app.grading import verify as verify_service
 from decks_app.models import Run
 from decks_app.sessions.actions import stop_session
@@ -131,6 +132,7 @@ class VerifyBatchPage(PageData):
 
     @property
     def graders(self) -> list[dict[str, Any]]:
+        """Each grader's figures (once the batch ended), its label and its outliers' sessions."""
         labels = self.batch.get("graderLabels") or {}
         sessions = {r["id"]: r.get("session") for r in self.batch["runs"]}
         out = []
@@ -156,12 +158,54 @@ class VerifyBatchPage(PageData):
         return out
 
     @property
-    def runs(self) -> list[dict[str, Any]]:
-        """The scenario runs, each with its grades."""
-        grades: dict[str, list[dict[str, Any]]] = {}
-        for grade in self.batch["grades"]:
-            grades.setdefault(grade.get("runId"), []).append(grade)
-        return [{**r, "grades": grades.get(r["id"], [])} for r in self.batch["runs"]]
+    def corrected(self) -> bool:
+        """Whether any grader's pass rate was corrected for its errors (a column of its own)."""
+        return any(s.get("correctedPassRate") for s in self.batch["summaries"].values())
+
+    @property
+    def matrix_graders(self) -> list[dict[str, str]]:
+        labels = self.batch.get("graderLabels") or {}
+        names = list(self.batch["matrix"]["graders"])
+        names += [g for g in labels if g not in names]
+        return [{"name": g, "label": labels.get(g, g)} for g in names]
+
+    @property
+    def matrix_rows(self) -> list[dict[str, Any]]:
+        """Scenarios x graders: per scenario its tally per grader and its runs, each run with
+        its cell per grader (None while its grades are still to come)."""
+        graders = [g["name"] for g in self.matrix_graders]
+        scenarios = {s["scenario"]: s for s in self.batch["matrix"]["scenarios"]}
+        cells = {
+            row["conversation"]: row for s in self.batch["matrix"]["scenarios"] for row in s["rows"]
+        }
+        grouped: dict[str, list[dict[str, Any]]] = {}
+        for run in self.batch["runs"]:
+            grouped.setdefault(
+                run.get("scenarioLabel") or run.get("scenario") or "(none)", []
+            ).append(run)
+        out = []
+        for scenario, runs in grouped.items():
+            entry = scenarios.get(scenario) or {"verdict": "pending", "graders": {}}
+            rows = []
+            for run in runs:
+                row = cells.get(run["id"]) or {"cells": {}, "verdict": None}
+                verdict = row["verdict"] or _ungraded_verdict(run, graded=bool(graders))
+                rows.append(
+                    {
+                        **run,
+                        "verdict": verdict,
+                        "cells": [row["cells"].get(g) for g in graders],
+                    }
+                )
+            out.append(
+                {
+                    "scenario": scenario,
+                    "verdict": entry["verdict"],
+                    "tallies": [entry["graders"].get(g) for g in graders],
+                    "rows": rows,
+                }
+            )
+        return out
 
     @property
     def others(self) -> list[Run]:
@@ -190,13 +234,25 @@ def live_batch(session_id: str, run_id: str) -> str:
     return live_part(BATCH_TEMPLATE + "#batch", VerifyBatchPage.of(run))
 
 
+def _ungraded_verdict(run: dict[str, Any], *, graded: bool) -> str:
+    """A run without grades (yet): failed ("not_run" for its graders), still to be graded
+    ("pending"), or, in a batch without graders, simply run ("done")."""
+    if run.get("status") == "failed":
+        return "not_run"
+    return "pending" if graded else "done"
+
+
 def _chart_data(batch: dict) -> dict:
-    """What the charts draw: scores per grader, per-scenario spread, and per-run cost."""
-    labels = {g["grader"]: g.get("graderLabel") or g["grader"] for g in batch["grades"]}
-    scores: dict[str, list[float]] = {}
-    for grade in batch["grades"]:
-        if isinstance(grade.get("score"), int | float):
-            scores.setdefault(labels[grade["grader"]], []).append(grade["score"])
+    """What the charts draw: each grader's histogram (the core's bins, the threshold an
+    edge), per-scenario spread, and per-run cost."""
+    labels = batch.get("graderLabels") or {}
+    bins: list[dict[str, Any]] = []
+    histogram: dict[str, list[int]] = {}
+    for name, summary in batch["summaries"].items():
+        found = summary.get("histogram") or []
+        if len(found) > len(bins):
+            bins = [{k: b[k] for k in ("low", "high", "label", "passes")} for b in found]
+        histogram[labels.get(name, name)] = [b["count"] for b in found]
     spread = {
         labels.get(name, name): {
             scenario: {"mean": s.get("mean"), "min": s.get("min"), "max": s.get("max")}
@@ -214,7 +270,7 @@ def _chart_data(batch: dict) -> dict:
         }
         for r in batch["runs"]
     ]
-    return {"scores": scores, "spread": spread, "runs": runs}
+    return {"bins": bins, "histogram": histogram, "spread": spread, "runs": runs}
 
 
 @require_POST
@@ -235,7 +291,7 @@ def verify_compare(request: HttpRequest, fmt: str | None = None) -> HttpResponse
             request, "both batches must have completed to be compared", 400, fmt=fmt
         )
     data = VerifyComparePage(
-        before=before, after=after, graders=verify_service.compare_batches(before, after)
+        before=before, after=after, comparison=batch_compare.comparison(before, after)
     )
     return render_page(request, "grading/verify_compare.html", data, fmt)
 
@@ -247,12 +303,28 @@ class VerifyComparePage(PageData):
 
     before: Run
     after: Run
-    graders: dict[str, Any]
+    comparison: dict[str, Any]
     tab = "grade"
 
     @property
     def workspace(self) -> Any:
         return self.after.session.workspace
 
+    @property
+    def graders(self) -> dict[str, Any]:
+        return self.comparison["graders"]
+
+    @property
+    def scenario_rows(self) -> list[dict[str, Any]]:
+        """Per scenario, the before and after tallies in the graders' column order."""
+        order = list(self.graders)
+        return [
+            {
+                "scenario": s["scenario"],
+                "cells": [s["graders"].get(g) for g in order],
+            }
+            for s in self.comparison["scenarios"]
+        ]
+
     def to_json(self) -> dict[str, Any]:
-        return {"before": self.before.id, "after": self.after.id, "graders": self.graders}
+        return self.comparison

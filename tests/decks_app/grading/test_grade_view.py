@@ -4,6 +4,7 @@ and the htmx variant. Grade runs execute through the same run executor as chat t
 from __future__ import annotations
 
 import asyncio
+import json
 
 import pytest
 
@@ -97,6 +98,53 @@ def test_flags_toggle_with_a_reason_and_a_reason_needs_a_flag(client, workspace)
     assert client.post(f"/grade/runs/{run_id}/flag/7?format=json").status_code == 400
     too_long = client.post(f"/grade/runs/{run_id}/flag/0?format=json", {"reason": "x" * 2001})
     assert too_long.status_code == 400
+
+
+def test_the_picker_is_the_session_that_is_graded(client, workspace):
+    # issue 26: on /grade?session=A, picking B and running a grader graded A (a hidden copy
+    # of the shown session won over a <select> picker). The picker is now a list of links:
+    # picking opens the tab for that session, whose form carries it and nothing else.
+    first, second = chat_session(workspace), chat_session(workspace)
+    html = client.get(f"/grade?session={first.id}").content.decode()
+    form = html[
+        html.index('<form method="post"') : html.index("</form>", html.index('<form method="post"'))
+    ]
+    assert form.count('name="session"') == 1 and f'value="{first.id}"' in form
+    choices = html[html.index('id="grade-session-choices"') :]
+    assert f'href="/grade?session={second.id}' in choices
+    picked = client.get(f"/grade?session={second.id}").content.decode()
+    form = picked[
+        picked.index('<form method="post"') : picked.index(
+            "</form>", picked.index('<form method="post"')
+        )
+    ]
+    assert form.count('name="session"') == 1 and f'value="{second.id}"' in form
+    started = client.post("/grade/run", {"session": second.id, "grader": TONE})
+    run_id = started["Location"].rstrip("/").split("/")[-1]
+    assert client.get(f"/grade/runs/{run_id}.json").json()["session"] == second.id
+
+
+def test_a_flag_shows_on_the_grade_run_it_was_set_on_only(client, workspace):
+    # issue: a flag set on one grade run showed on both runs of the message in the history
+    session, first = _graded(client, workspace)
+    _execute(first)
+    second = client.post("/grade/run", {"session": session.id, "grader": TONE})
+    second = second["Location"].rstrip("/").split("/")[-1]
+    _execute(second)
+    client.post(f"/grade/runs/{first}/flag/0?format=json", {"reason": "too generous"})
+    runs = {r["id"]: r for r in client.get(f"/grade.json?session={session.id}").json()["runs"]}
+    assert runs[first]["results"][0]["flag"]["reason"] == "too generous"
+    assert runs[second]["results"][0]["flag"] is None
+    html = client.get(f"/grade?session={session.id}").content.decode()
+    assert html.count("⚑") == 1
+    assert client.get(f"/grade/runs/{second}.json").json()["results"][0]["flag"] is None
+    # flagging the second run adds its own flag; unflagging it leaves the first one
+    assert client.post(f"/grade/runs/{second}/flag/0?format=json").json()["flag"]
+    assert client.post(f"/grade/runs/{second}/flag/0?format=json").json() == {"flag": None}
+    assert client.get(f"/grade/runs/{first}.json").json()["results"][0]["flag"]
+    exported = client.get("/grade/export/grades.jsonl").content.decode().splitlines()
+    flags = {json.loads(line)["gradeRun"]: json.loads(line)["flag"] for line in exported}
+    assert flags == {first: True, second: False}
 
 
 def test_a_grader_that_is_not_declared_or_nothing_to_grade_is_refused(client, workspace):

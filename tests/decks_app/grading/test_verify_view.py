@@ -7,8 +7,13 @@ import asyncio
 
 import pytest
 
+from decks_app.grading import verify as verify_service
+from decks_app.grading.views.verify import live_batch
 from decks_app.models import Run, Session, TraceEvent
 from decks_app.runs import executor, queue
+from decks_app.sessions import scenarios
+from gambit.core._grading import Grade, GradingRun
+from gambit.core.verify import GradeRecord, ScenarioRunRecord
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -50,8 +55,10 @@ def test_a_batch_runs_grades_and_reports(client, workspace):
     assert _execute(run_id) == "completed"
     batch = client.get(f"/grade/verify/{run_id}.json").json()
     assert batch["progress"]["run"] == {
-        "total": 2, "queued": 0, "running": 0, "completed": 2, "failed": 0,
+        "total": 2, "done": 2, "queued": 0, "running": 0, "completed": 2, "failed": 0,
     }  # fmt: skip
+    assert (batch["progress"]["work"], batch["progress"]["done"]) == (6, 6)
+    assert batch["progress"]["percent"] == 100 and batch["progress"]["graded"] is True
     assert batch["progress"]["grade"]["completed"] == 4
     (summary,) = batch["summaries"].values()
     assert summary["samples"] == 4 and summary["consistency"]["pairs"] == 2
@@ -131,7 +138,13 @@ def test_htmx_gets_the_batch_fragment_and_the_page_follows_its_socket(client, wo
 
 @pytest.mark.parametrize(
     ("method", "url"),
-    [("get", "/grade/verify/run"), ("post", "/grade/verify"), ("get", "/grade/verify/{run}/stop")],
+    [
+        ("get", "/grade/verify/run"),
+        ("post", "/grade/verify"),
+        ("get", "/grade/verify/{run}/stop"),
+        ("post", "/grade/verify/{run}"),
+        ("post", "/grade/verify/compare"),
+    ],
 )
 def test_wrong_methods_are_405(client, workspace, method, url):
     run_id = _start(client)
@@ -145,11 +158,154 @@ def test_wrong_methods_are_405(client, workspace, method, url):
         "/grade/verify/bad",
         "/grade/verify?deck=../../etc/passwd",
         "/grade/verify/compare?before=x&after=y",
+        "/grade/verify/compare.json?before=run-000000000000000000000000&after=x",
+        "/grade/verify/run-000000000000000000000000.json",
     ],
 )
 def test_unknown_ids_are_404(client, workspace, url):
     assert client.get(url).status_code == 404
 
 
-def test_posts_need_the_csrf_token(csrf_client, workspace):
+def test_posts_need_the_csrf_token(csrf_client, client, workspace):
     assert csrf_client.post("/grade/verify/run", FORM).status_code == 403
+    run_id = _start(client)
+    assert csrf_client.post(f"/grade/verify/{run_id}/stop").status_code == 403
+
+
+def test_htmx_gets_the_batch_with_its_progress_and_table(client, workspace):
+    run_id = _start(client)
+    _execute(run_id)
+    html = client.get(f"/grade/verify/{run_id}", HTTP_HX_REQUEST="true").content.decode()
+    assert html.startswith('\n  <div id="verify-batch"') or html.lstrip().startswith(
+        '<div id="verify-batch"'
+    )
+    assert 'id="batch-progress"' in html and 'id="verify-matrix"' in html
+    assert 'id="only-failures"' not in html  # the filter stays outside the swapped part
+
+
+SCENARIO = FORM["scenario"]
+TONE_PATH = "support/graders/tone/PROMPT.md"
+
+
+def test_a_batch_without_graders_shows_real_progress_and_finishes(client, workspace):
+    # issue 26: a batch started from the Test tab read "Grades: 0 completed ... of ?" and
+    # "0/?" forever: it has no grader, so there is no grade to count
+    batch = scenarios.start_batch(
+        workspace, "support/PROMPT.md", SCENARIO, runs=3, concurrency=2, max_turns=1
+    )
+    queued = client.get(f"/grade/verify/{batch.id}.json").json()["progress"]
+    assert (queued["work"], queued["done"], queued["graded"]) == (3, 0, False)
+    html = client.get(f"/grade/verify/{batch.id}").content.decode()
+    assert '<progress id="batch-progress" max="3" value="0"' in html
+    assert "no grader" in html and "of ?" not in html and "estimating the time left" in html
+    assert _execute(batch.id) == "completed"
+    data = client.get(f"/grade/verify/{batch.id}.json").json()
+    assert data["progress"]["done"] == 3 and data["progress"]["percent"] == 100
+    assert data["progress"]["run"]["completed"] == 3 and data["grades"] == []
+    html = client.get(f"/grade/verify/{batch.id}").content.decode()
+    assert '<progress id="batch-progress" max="3" value="3"' in html
+    assert html.count("<tr data-run=") == 3 and "of ?" not in html
+    assert html.count('data-verdict="done"') == 3  # run, not graded: not a "pass"
+    listed = client.get("/grade/verify").content.decode()
+    row = listed[listed.index(f'data-batch="{batch.id}"') :].split("</tr>")[0]
+    assert "3/3" in row and "?" not in row
+
+
+def test_the_runs_table_fills_in_while_the_batch_runs(client, workspace):
+    # each scenario run is saved as it finishes; the page lists it before the batch ends
+    batch = scenarios.start_batch(
+        workspace, "support/PROMPT.md", SCENARIO, runs=2, concurrency=1, max_turns=1
+    )
+    record = ScenarioRunRecord(
+        id="r1", scenario=SCENARIO, scenario_label="Late", index=1, status="completed", turns=1
+    )
+    verify_service._save_scenario_run(batch.session, batch.id, record, [])
+    data = client.get(f"/grade/verify/{batch.id}.json").json()
+    assert data["status"] == "queued" and [r["id"] for r in data["runs"]] == ["r1"]
+    assert data["runs"][0]["scenarioLabel"] == "Late" and data["runs"][0]["session"]
+    # its grade, saved as it finishes, fills its cell (the lowest-scored turn's reason)
+    turns = [Grade(2, "kind"), Grade(-1, "never gives a date")]
+    grading = GradingRun("g1", TONE_PATH, "Tone", "turns", turns, "completed", "now")
+    grade = GradeRecord("g1", "r1", TONE_PATH, "Tone", "hash", 1, "completed", grading)
+    verify_service._save_grade(data["runs"][0]["session"], grade, batch.id)
+    data = client.get(f"/grade/verify/{batch.id}.json").json()
+    (cell,) = data["matrix"]["scenarios"][0]["rows"][0]["cells"].values()
+    assert cell["verdict"] == "pass" and cell["reasons"] == ["never gives a date"]
+    assert data["progress"]["run"]["done"] == 1  # the bar counts what the table shows
+    live = live_batch(batch.session_id, batch.id)
+    assert 'hx-swap-oob="true"' in live and '<tr data-run="r1"' in live
+    assert "never gives a date" in live
+    assert live_batch("session-000000000000000000000000", batch.id) == ""
+
+
+def test_the_matrix_opens_each_cell_on_its_reasons_and_the_conversation(client, workspace):
+    run_id = _start(client)
+    _execute(run_id)
+    data = client.get(f"/grade/verify/{run_id}.json").json()
+    (scenario,) = data["matrix"]["scenarios"]
+    assert data["matrix"]["graders"] == [FORM["grader"]]
+    assert len(scenario["rows"]) == 2
+    cell = scenario["rows"][0]["cells"][FORM["grader"]]
+    assert cell["verdict"] in ("pass", "fail", "error") and len(cell["scores"]) == 2
+    tally = scenario["graders"][FORM["grader"]]
+    assert tally["passed"] + tally["failed"] + tally["errors"] == 4
+    (summary,) = data["summaries"].values()
+    assert summary["passRateInterval"]["method"] == "wilson"
+    assert summary["verdicts"]["passed"] == summary["passed"]
+    html = client.get(f"/grade/verify/{run_id}").content.decode()
+    assert 'id="verify-matrix"' in html and 'id="only-failures"' in html
+    assert html.count('<details><summary><span class="verdict') == 2
+    assert 'data-figure="passRateInterval">[' in html
+    assert "pairs of repeats over 2 runs" in html
+
+
+def test_the_compare_page_names_the_change_and_the_rule(client, workspace):
+    first, second = _start(client), _start(client)
+    _execute(first)
+    _execute(second)
+    data = client.get(f"/grade/verify/compare.json?before={first}&after={second}").json()
+    (grader,) = data["graders"].values()
+    assert grader["passRate"]["direction"] == "no clear change"
+    assert grader["passRate"]["beforeInterval"]["method"] == "wilson"
+    html = client.get(f"/grade/verify/compare?before={first}&after={second}").content.decode()
+    assert "two-proportion" in html and "no clear change" in html
+    assert data["changes"] == ["The deck's files are the same in both batches."]
+    (scenario,) = data["scenarios"]
+    assert scenario["graders"][FORM["grader"]]["before"]["graded"] >= 0
+
+
+def test_the_compare_page_names_a_changed_setting_and_deck(client, workspace):
+    first, second = _start(client), _start(client, runs="3")
+    _execute(first)
+    Session.objects.filter(runs__id=second).update(meta={"deckHash": "0123456789abcdef"})
+    _execute(second)
+    data = client.get(f"/grade/verify/compare.json?before={first}&after={second}").json()
+    assert "The runs per scenario changed: 2 → 3." in data["changes"]
+    assert any(c.startswith("The deck's files changed (") for c in data["changes"])
+
+
+def test_pass_rates_are_corrected_for_the_graders_errors_when_it_was_rated(client, workspace):
+    # issue 28 §2: beside the raw pass rate, the Rogan-Gladen rate from the ratings of the
+    # grader's grades (here: of this batch's own conversations, rated in the Test tab)
+    first = _start(client)
+    _execute(first)
+    before = client.get(f"/grade/verify/{first}.json").json()
+    (summary,) = before["summaries"].values()
+    assert summary["correctedPassRate"] is None  # nothing rated yet: no column
+    assert "Corrected for the grader" not in client.get(f"/grade/verify/{first}").content.decode()
+    sessions = [Session.objects.get(pk=r["session"]) for r in before["runs"]]
+    for session, score in zip(sessions, (2, -2), strict=True):
+        # the graded message (the grader's results name it)
+        ref = session.meta["gradingRuns"][0]["results"][0]["messageRefId"]
+        rated = client.post(f"/test/{session.id}/feedback/{ref}", {"score": str(score)})
+        assert rated.status_code in (200, 204, 302), rated.content
+    data = client.get(f"/grade/verify/{first}.json").json()
+    (summary,) = data["summaries"].values()
+    corrected = summary["correctedPassRate"]
+    assert corrected["pairs"] == 2 and corrected["raw"]["value"] == summary["passRate"]
+    # two pairs: either a figure with its interval, or why the correction is undefined
+    assert corrected["corrected"]["value"] is not None or corrected["undefined"]
+    assert summary["evidence"]["enoughEvidence"] is False
+    html = client.get(f"/grade/verify/{first}").content.decode()
+    assert "Corrected for the grader" in html and 'data-figure="correctedPassRate"' in html
+    assert "too few ratings to judge" in html
