@@ -103,8 +103,3 @@ class RerunPage(PageData):
 
     def to_json(self) -> dict[str, Any]:
         return self.rerun
-
-    def context(self, **extra: Any) -> dict[str, Any]:
-        # The button's slot (rerun.html#slot) is shared with the session and replay pages,
-        # which hand it their `rerun`.
-        return super().context(rerun=self.rerun, **extra)
