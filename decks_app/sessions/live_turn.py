@@ -27,6 +27,7 @@ from gambit.core import (
     ModelCallEvent,
     ModelResultEvent,
     ResponseTraceEvent,
+    ToolResultEvent,
     json_dict,
     trace_event_view,
 )
@@ -39,27 +40,57 @@ def _norm(path: Any) -> str | None:
     return os.path.normpath(path) if isinstance(path, str) and path else None
 
 
-def _where(event: Any) -> tuple[bool, str | None]:
-    """(top level: not inside an action deck, the deck's path) of a trace event."""
-    if isinstance(event, ResponseTraceEvent):
-        meta = json_dict(event.gambit)
-        return not meta.get("parent_action_call_id"), _norm(meta.get("deck_path"))
-    top = not getattr(event, "parent_action_call_id", None)
-    return top, _norm(getattr(event, "deck_path", None))
-
-
 class _Fold:
-    """Bubbles from the events of one run, in order (see the module docstring)."""
+    """Bubbles from a run's events, in order (see the module docstring). `deck` is the
+    session's deck as the events name it; an event without a deck path is placed by its
+    action call id (the deck.start that opened it)."""
 
     def __init__(self, deck_file: str) -> None:
         self.deck = _norm(deck_file)
         self.bubbles: list[Bubble] = []
         self.streaming: dict[bool, list[str]] = {}  # root? -> the text of its open model call
         self.persona_said: str | None = None  # the persona's reply, before the root takes it
+        self.decks: dict[str, str] = {}  # action call id -> deck path
+        self.root_calls: set[str] = set()  # action call ids of the root deck's executions
+
+    def _where(self, event: Any) -> tuple[bool, str | None]:
+        """(top level: not inside an action deck, the deck's path) of a trace event."""
+        if isinstance(event, ResponseTraceEvent):
+            meta = json_dict(event.gambit)
+            top, deck, call = (
+                not meta.get("parent_action_call_id"),
+                _norm(meta.get("deck_path")),
+                meta.get("action_call_id"),
+            )
+        else:
+            top = not getattr(event, "parent_action_call_id", None)
+            deck, call = (
+                _norm(getattr(event, "deck_path", None)),
+                getattr(event, "action_call_id", None),
+            )
+        if isinstance(call, str) and call:
+            if deck is not None:
+                self.decks.setdefault(call, deck)
+            deck = deck or self.decks.get(call)
+            if top and deck is not None and deck == self.deck:
+                self.root_calls.add(call)
+        return top, deck
 
     def add(self, payload: dict[str, Any]) -> None:
         event = trace_event_view(payload)
-        top, deck = _where(event)
+        if isinstance(event, ToolResultEvent):
+            # a tool the root deck called: its result, paired with the call by its id
+            if event.parent_action_call_id in self.root_calls and event.name not in _HIDDEN_CALLS:
+                self.bubbles.append(
+                    Bubble(
+                        "tool_result",
+                        _json(event.result),
+                        name=event.name,
+                        call_id=event.action_call_id,
+                    )
+                )
+            return
+        top, deck = self._where(event)
         if not top or deck is None and not isinstance(event, ResponseTraceEvent):
             return
         root = deck == self.deck if deck is not None else self._open_is_root()
@@ -67,9 +98,8 @@ class _Fold:
             self.persona_said = None  # the root deck speaks: the persona's turn is over
         match event:
             case MessageUserEvent() if root:
-                self.bubbles.append(
-                    Bubble("user", content_text(json_dict(event.message).get("content")))
-                )
+                content = json_dict(event.message).get("content")
+                self.bubbles.append(Bubble("user", content_text(content)))
             case ModelCallEvent():
                 self.streaming = {root: []}
             case ResponseTraceEvent(type=event_log.TEXT_DELTA) if root in self.streaming:
@@ -84,11 +114,14 @@ class _Fold:
                     return
                 if text:
                     self.bubbles.append(Bubble("assistant", text))
-                for call in event.tool_calls or []:
-                    if call.name not in _HIDDEN_CALLS:
-                        args = call.args if isinstance(call.args, str) else _json(call.args)
+                for raw in event.tool_calls or []:
+                    call = json_dict(raw)  # `{id, name, args}`
+                    name = str(call.get("name") or "tool")
+                    if name not in _HIDDEN_CALLS:
+                        args = call.get("args")
+                        shown = args if isinstance(args, str) else _json(args)
                         self.bubbles.append(
-                            Bubble("tool_call", args, name=call.name, call_id=call.id)
+                            Bubble("tool_call", shown, name=name, call_id=call.get("id"))
                         )
 
     def _open_is_root(self) -> bool:
@@ -100,9 +133,8 @@ class _Fold:
             out.append(Bubble("user", self.persona_said))
         for root, parts in self.streaming.items():
             if parts:
-                out.append(
-                    Bubble("assistant" if root else "user", "".join(parts), status=STREAMING)
-                )
+                kind = "assistant" if root else "user"
+                out.append(Bubble(kind, "".join(parts), status=STREAMING))
         return out
 
 
@@ -111,7 +143,8 @@ def _json(value: Any) -> str:
 
 
 def pending_bubbles(payloads: Iterable[dict[str, Any]], deck_file: str) -> list[Bubble]:
-    """What the events (of one run, after its checkpoint) add to the saved conversation."""
+    """What the events (of one run, after its checkpoint) add to the saved conversation; or,
+    given a whole trace, the conversation it records (the replay page)."""
     fold = _Fold(deck_file)
     for payload in payloads:
         fold.add(payload)
