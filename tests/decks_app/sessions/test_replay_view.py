@@ -269,7 +269,9 @@ def test_a_replay_opens_at_step_one_and_steps_by_event_and_by_turn(client, monke
     for text in ("first question", "second question"):
         send_message(s, text)
         asyncio.run(_run_next())
-    stored = list(TraceEvent.objects.filter(session=s).order_by("id").values_list("type", flat=True))
+    stored = list(
+        TraceEvent.objects.filter(session=s).order_by("id").values_list("type", flat=True)
+    )
     assert any(t.startswith("response.") for t in stored)
     opened = client.get(f"/test/{s.id}/replay.json").json()
     # step 1 of the events other than the provider's stream, which show at their result
