@@ -7,8 +7,9 @@ for every stored event after N, then for every `session.changed` notification it
 database again. A lost notification delays text; it never loses it (docs/simulator.md).
 
 Other live pages (a grade run, a Verify batch, a replay's comparison, the Build assistant)
-say `{"view": V, "key": K}` instead: the socket then sends their live part, re-rendered from
-their template whenever the session moves on and it changed (`decks_app.web.live`).
+say `{"view": V, "key": K}` instead, V a view registered with `@live_view`: the socket then
+sends their live part, re-rendered from their template whenever the session moves on and it
+changed (`decks_app.web.live`, the one live-update path).
 """
 
 from __future__ import annotations
@@ -90,17 +91,17 @@ def _read_view(session_id: str, view: str, key: str) -> tuple[str, str] | None:
 
 
 def _view_hello(text: str | None) -> tuple[str, str] | None:
-    """A live page's hello `{"view": V, "key": K}` (V one of `live.LIVE_VIEWS`), or None."""
+    """A live page's hello `{"view": V, "key": K}` (V a registered live view), or None."""
     try:
         data: Any = json.loads(text or "{}")
     except (ValueError, RecursionError):
         return None
     if not isinstance(data, dict):
         return None
-    view, key = data.get("view"), data.get("key", "")
-    if view not in live.LIVE_VIEWS or not isinstance(key, str) or len(key) > 1024:
+    registered, key = live.get(data.get("view")), data.get("key", "")
+    if registered is None or not isinstance(key, str) or len(key) > 1024:
         return None
-    return view, key
+    return registered.name, key
 
 
 def _hello(text: str | None) -> tuple[int, int, str | None] | None:

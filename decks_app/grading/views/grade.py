@@ -24,6 +24,7 @@ from django_htmx.http import HttpResponseClientRedirect
 from decks_app.grading import grades as grading
 from decks_app.models import Run, Session
 from decks_app.sessions.actions import get_session, stop_session
+from decks_app.web.live import live_view
 from decks_app.web.pages import (
     PageData,
     error_response,
@@ -166,6 +167,7 @@ def grade_run_page(request: HttpRequest, run_id: str, fmt: str | None = None) ->
     return render_page(request, RUN_TEMPLATE, data, fmt, fragment="result")
 
 
+@live_view("grade_run")
 def live_result(session_id: str, run_id: str) -> str:
     """The run's result, for its grading session's socket (decks_app.web.live)."""
     run = grading.grade_run_or_none(run_id)
