@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
+from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
+from django_htmx.http import HttpResponseClientRedirect
 
 from decks_app.runs import events as event_log
 from decks_app.sessions import feedback as feedback_service
@@ -145,4 +147,6 @@ def session_delete(request: HttpRequest, session_id: str) -> HttpResponse:
     session.delete()
     if wants_json(request):
         return json_response({"deleted": session_id})
+    if is_htmx(request):  # the page it was on is gone: the browser goes to the list
+        return HttpResponseClientRedirect(reverse("sessions:sessions"))
     return redirect("sessions:sessions")
