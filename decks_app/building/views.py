@@ -23,6 +23,7 @@ from django.views.decorators.http import require_GET, require_POST
 from django_htmx.http import HttpResponseClientRedirect
 
 from decks_app.building import files as build
+from decks_app.web.live import live_view
 from decks_app.web.pages import (
     PageData,
     error_response,
@@ -373,6 +374,7 @@ class AssistantPanel(PageData):
         }
 
 
+@live_view("assistant")
 def live_assistant(session_id: str, deck: str) -> str:
     """The assistant's chat, for its session's socket (decks_app.web.live)."""
     from decks_app.building import assistant

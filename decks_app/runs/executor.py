@@ -267,7 +267,10 @@ async def execute_run(run_id: str, *, router: Any = None) -> str:
     own_router = None
     if kind.provider is not None:
         provider = kind.provider(Preparation(run, session, job.deck_file, job.prepared))
-        resolver, override = None, None
+        # A provider that answers every model itself (a recording) resolves the decks'
+        # models to its own name, so the trace names the model that answered.
+        resolver = provider if callable(getattr(provider, "resolve_model", None)) else None
+        override = None
     else:
         if router is None:
             router = own_router = providers.make_router(session.workspace.root)

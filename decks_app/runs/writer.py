@@ -53,6 +53,11 @@ class EventWriter:
     in one transaction with the newest state published before it (a checkpoint), so after a
     crash the database holds the conversation up to the last finished pass plus every event
     after it: no event is ever written without the state published before it.
+
+    The checkpoint records exactly which events its state covers (`checkpointSeq`: those
+    added before the state was published), so a page shows the saved conversation plus
+    what the events after that seq add, never a message twice (docs/simulator.md, "Live
+    updates").
     """
 
     def __init__(self, run_id: str, session_id: str, next_seq: int):
@@ -61,6 +66,7 @@ class EventWriter:
         self.next_seq = next_seq
         self.pending: list[JSONObject] = []
         self.state: Any = None  # a published state not yet saved
+        self.covered = 0  # how many of `pending` were added before `state` was published
         self.loop = asyncio.get_running_loop()
         self.thread = threading.get_ident()
         self.wake = asyncio.Event()
@@ -90,6 +96,7 @@ class EventWriter:
 
     def _checkpoint(self, state: Any) -> None:
         self.state = state
+        self.covered = len(self.pending)
         self.nudge.set()
         self.wake.set()
 
@@ -110,10 +117,19 @@ class EventWriter:
             return
         taken, self.pending = self.pending, []
         state, self.state = self.state, None
-        batch = event_log.coalesce(taken)
+        covered, self.covered = self.covered, 0
+        # Coalesced on each side of the checkpoint, so the seq it covers stays exact.
+        head = event_log.coalesce(taken[:covered])
+        batch = head + event_log.coalesce(taken[covered:])
         try:
             first = await db(
-                append_and_checkpoint, self.run_id, self.session_id, self.next_seq, batch, state
+                append_and_checkpoint,
+                self.run_id,
+                self.session_id,
+                self.next_seq,
+                batch,
+                state,
+                len(head),
             )
         except DatabaseError as exc:
             # The database is restarting: keep everything and try again (nothing is dropped;
@@ -121,7 +137,9 @@ class EventWriter:
             outage.failed("the database", exc)
             self.pending = taken + self.pending
             if self.state is None:
-                self.state = state
+                self.state, self.covered = state, covered
+            else:  # a newer checkpoint came meanwhile: it covers what was taken too
+                self.covered += len(taken)
             await reset_connection()
             self.failures += 1
             await asyncio.sleep(min(5.0, 0.25 * 2 ** min(self.failures, 5)))
@@ -158,7 +176,7 @@ class EventWriter:
         self.wake.set()
         await asyncio.shield(self.task)
         rest = Unwritten(self.next_seq, event_log.coalesce(self.pending))
-        self.pending, self.state = [], None
+        self.pending, self.state, self.covered = [], None, 0
         return rest
 
     async def close(self, wait: float = DATABASE_PATIENCE) -> None:
@@ -179,26 +197,37 @@ class EventWriter:
 
 
 def append_and_checkpoint(
-    run_id: str, session_id: str, first: int, batch: list[JSONObject], state: Any
+    run_id: str,
+    session_id: str,
+    first: int,
+    batch: list[JSONObject],
+    state: Any,
+    covered: int | None = None,
 ) -> int:
     """Append a batch (and save a checkpoint) in one transaction; return the first seq used.
+    The state covers the batch's first `covered` events (all of them when None).
 
     Another process may have appended to this run's trace meanwhile (a `run.end` when it
     marked the run interrupted): the batch then moves after what is there.
     """
     try:
         with transaction.atomic():
-            _append_batch(run_id, session_id, first, batch, state)
+            _append_batch(run_id, session_id, first, batch, state, covered)
         return first
     except IntegrityError:
         first = (TraceEvent.objects.filter(run_id=run_id).aggregate(m=Max("seq"))["m"] or 0) + 1
         with transaction.atomic():
-            _append_batch(run_id, session_id, first, batch, state)
+            _append_batch(run_id, session_id, first, batch, state, covered)
         return first
 
 
 def _append_batch(
-    run_id: str, session_id: str, first: int, batch: list[JSONObject], state: Any
+    run_id: str,
+    session_id: str,
+    first: int,
+    batch: list[JSONObject],
+    state: Any,
+    covered: int | None,
 ) -> None:
     event_log.append_events(run_id, session_id, first, batch)
     if state is None:
@@ -207,6 +236,7 @@ def _append_batch(
     if run.status != "running":
         return  # no longer this run's conversation to write (stopped or interrupted)
     session = Session.objects.select_for_update().get(pk=session_id)
-    if save_turn_state(run, session, state, last_seq=first + len(batch) - 1):
+    covered = len(batch) if covered is None else covered
+    if save_turn_state(run, session, state, last_seq=first + covered - 1):
         session.save(update_fields=STATE_FIELDS)
         run.save(update_fields=["turn_base"])

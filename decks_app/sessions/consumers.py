@@ -7,8 +7,9 @@ for every stored event after N, then for every `session.changed` notification it
 database again. A lost notification delays text; it never loses it (docs/simulator.md).
 
 Other live pages (a grade run, a Verify batch, a replay's comparison, the Build assistant)
-say `{"view": V, "key": K}` instead: the socket then sends their live part, re-rendered from
-their template whenever the session moves on and it changed (`decks_app.web.live`).
+say `{"view": V, "key": K}` instead, V a view registered with `@live_view`: the socket then
+sends their live part, re-rendered from their template whenever the session moves on and it
+changed (`decks_app.web.live`, the one live-update path).
 """
 
 from __future__ import annotations
@@ -21,8 +22,10 @@ from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
 
 from decks_app.runs import events as event_log
-from decks_app.sessions import fragments
-from decks_app.sessions.actions import get_session, session_detail
+from decks_app.sessions import fragments, live_turn
+from decks_app.sessions.actions import get_session
+from decks_app.sessions.conversation import conversation_blocks
+from decks_app.sessions.session_page import SessionPage
 from decks_app.web import live
 
 BATCH = 500
@@ -43,25 +46,29 @@ def _read(session_id: str, after: int, version: int, status: str | None, force: 
     if session is None:
         return None
     new = event_log.events_after(session_id, after, BATCH)
-    parts = fragments.event_fragments(new)
+    parts = fragments.event_rows(new)
     cursor = new[-1].pk if new else after
     last = session.runs.order_by("-created_at").values("status").first()
     current_status = last["status"] if last else "idle"
     current_version = session.state_version
     changed = current_version != version or current_status != status
     if changed:
-        detail = session_detail(session)
-        if detail["cursor"] > cursor:  # events stored meanwhile: their raw rows too
+        page = SessionPage.of(session, rerun=False)
+        if page.cursor > cursor:  # events stored meanwhile: their raw rows too
             between = event_log.events_after(session_id, cursor, BATCH)
-            between = [e for e in between if e.pk <= detail["cursor"]]
-            parts.extend(fragments.event_fragments(between, rows_only=True))
-        parts.extend(fragments.session_fragments(detail))
-        current_version = detail["version"]
-        current_status = detail["status"]
-        cursor = max(cursor, detail["cursor"])
-    else:
-        # A model call, tool call or nested deck began or ended: update the trace panel in
-        # place, from the events of the runs that moved on.
+            parts.extend(fragments.event_rows([e for e in between if e.pk <= page.cursor]))
+        parts.extend(fragments.session_fragments(page))
+        current_version = page.version
+        current_status = page.status
+        cursor = max(cursor, page.cursor)
+    elif new:
+        # The same conversation: what the active run added since it was saved (the live
+        # area, from the same partials), and the trace panel updated in place from the
+        # events of the runs that moved on (a model call, tool call or nested deck).
+        active = session.runs.filter(status__in=ACTIVE).order_by("created_at").first()
+        if active is not None and any(e.run_id == active.id for e in new):
+            pending = live_turn.run_pending(active, session, cursor)
+            parts.append(fragments.live_fragment(session, conversation_blocks(pending)))
         moved = list(dict.fromkeys(e.run_id for e in new if not e.type.startswith("response.")))
         for run_id in moved:
             run = session.runs.filter(pk=run_id).first()
@@ -84,17 +91,17 @@ def _read_view(session_id: str, view: str, key: str) -> tuple[str, str] | None:
 
 
 def _view_hello(text: str | None) -> tuple[str, str] | None:
-    """A live page's hello `{"view": V, "key": K}` (V one of `live.LIVE_VIEWS`), or None."""
+    """A live page's hello `{"view": V, "key": K}` (V a registered live view), or None."""
     try:
         data: Any = json.loads(text or "{}")
     except (ValueError, RecursionError):
         return None
     if not isinstance(data, dict):
         return None
-    view, key = data.get("view"), data.get("key", "")
-    if view not in live.LIVE_VIEWS or not isinstance(key, str) or len(key) > 1024:
+    registered, key = live.get(data.get("view")), data.get("key", "")
+    if registered is None or not isinstance(key, str) or len(key) > 1024:
         return None
-    return view, key
+    return registered.name, key
 
 
 def _hello(text: str | None) -> tuple[int, int, str | None] | None:

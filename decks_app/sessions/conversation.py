@@ -153,6 +153,11 @@ class Activity:
     def internal(self) -> list[ActivityCall]:
         return [c for c in self.calls if c.internal]
 
+    @property
+    def internal_names(self) -> str:
+        """`gambit_context, gambit_complete`: the internal calls, for the block's header."""
+        return ", ".join(c.name for c in self.internal)
+
     def summary(self) -> str:
         """`2 tool calls (order_status, draft_reply) · 1 reasoning` for the block's header."""
         parts = []

@@ -6,101 +6,40 @@ share one markup. All model and user text goes through Django's autoescaping.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable
-from typing import Any
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
 
 from django.template.loader import render_to_string
 
 from decks_app.models import TraceEvent
-from decks_app.runs import events as event_log
-from gambit.core import (
-    LogEvent,
-    MessageUserEvent,
-    ResponseTraceEvent,
-    ToolCallEvent,
-    json_dict,
-    trace_event_view,
-)
+
+if TYPE_CHECKING:
+    from decks_app.sessions.session_page import SessionPage
 
 TEMPLATE = "sessions/session.html"
-_SLUG = re.compile(r"[^A-Za-z0-9_-]")
 
 
-def text_key(run_id: str, item_id: Any) -> str:
-    return "text-" + _SLUG.sub("_", f"{run_id[-12:]}-{item_id}")[:120]
+def event_rows(events: Iterable[TraceEvent]) -> list[str]:
+    """OOB fragments for new events: one row per event appended to the raw event list
+    (#raw-events), one piece per row so frames can be cut between rows."""
+    return [
+        render_to_string(TEMPLATE + "#raw_events_append", {"events": [event]}) for event in events
+    ]
 
 
-def _is_root(event: Any) -> bool:
-    """A provider stream event of the root deck (not of an action deck it called)."""
-    return not json_dict(event.gambit).get("parent_action_call_id")
-
-
-def _live(row: TraceEvent) -> tuple[dict[str, Any] | None, tuple[str, str] | None]:
-    """What one event adds to the live area: a block (the user's message, a reply starting,
-    a tool call, a log line) or a root deck's text delta `(text key, text)`; read once."""
-    event = trace_event_view(row.payload)
-    match event:
-        case MessageUserEvent() if not event.parent_action_call_id:
-            content = json_dict(event.message).get("content")
-            text = content if isinstance(content, str) else str(content)
-            return {"kind": "user", "text": text}, None
-        case ResponseTraceEvent(type="response.output_item.added") if _is_root(event):
-            item = (event.model_extra or {}).get("item") or {}
-            if isinstance(item, dict) and item.get("type") == "message":
-                key = text_key(row.run_id, item.get("id"))
-                return {"kind": "assistant", "key": key, "text": ""}, None
-        case ResponseTraceEvent(type=event_log.TEXT_DELTA) if _is_root(event):
-            extra = event.model_extra or {}
-            return None, (text_key(row.run_id, extra.get("item_id")), extra.get("delta") or "")
-        case ToolCallEvent() if event.tool_kind in ("action", "external", "mcp_bridge"):
-            return {"kind": "tool", "name": event.name or "tool"}, None
-        case LogEvent() if not event.parent_action_call_id:
-            return {"kind": "log", "text": str(event.message or event.title or "")}, None
-    return None, None
-
-
-def live_blocks(events: Iterable[TraceEvent]) -> list[dict[str, Any]]:
-    """The live area of an active run, folded from its events (for the page render)."""
-    blocks: list[dict[str, Any]] = []
-    by_key: dict[str, dict[str, Any]] = {}
-    for event in events:
-        block, delta = _live(event)
-        if block is not None:
-            blocks.append(block)
-            if block.get("key"):
-                by_key[block["key"]] = block
-        elif delta is not None and delta[0] in by_key:
-            by_key[delta[0]]["text"] += delta[1]
-    return blocks
-
-
-def event_fragments(events: Iterable[TraceEvent], rows_only: bool = False) -> list[str]:
-    """OOB fragments for new events: blocks appended to #live, deltas appended to their text,
-    and one row per event appended to the raw event list (#raw-events). With `rows_only`,
-    the rows alone (the live area is being re-rendered whole)."""
-    events = list(events)
-    parts: list[str] = []
-    for event in [] if rows_only else events:
-        block, delta = _live(event)
-        if block is not None:
-            parts.append(render_to_string(TEMPLATE + "#live_append", {"block": block}))
-        elif delta is not None:
-            parts.append(
-                render_to_string(TEMPLATE + "#delta", {"key": delta[0], "delta": delta[1]})
-            )
-    for event in events:  # one piece per row, so frames can be cut between rows
-        parts.append(render_to_string(TEMPLATE + "#raw_events_append", {"events": [event]}))
-    return parts
+def live_fragment(session: Any, blocks: list[Any]) -> str:
+    """The live area again (what the active run adds to the saved conversation, see
+    `live_turn`), rendered by the same partials as the conversation."""
+    page = {"session": session, "live_blocks": blocks}
+    return render_to_string(f"{TEMPLATE}#live", {"page": page, "oob": True})
 
 
 def cursor_fragment(cursor: int, version: int, status: str | None = None) -> str:
     """The page's resume point. It carries the run status too, so a reconnect's hello
     matches and is answered with new events only, not the whole page again."""
-    return render_to_string(
-        TEMPLATE + "#cursor",
-        {"cursor": cursor, "version": version, "status": status or "", "oob": True},
-    )
+    page = {"cursor": cursor, "version": version, "status": status or ""}
+    return render_to_string(TEMPLATE + "#cursor", {"page": page, "oob": True})
 
 
 # The websocket server refuses frames over 1 MiB (autobahn's payload limit), so updates go
@@ -112,14 +51,15 @@ def _size(html: str) -> int:
     return len(html.encode("utf-8"))
 
 
-def session_fragments(detail: dict[str, Any], request: Any = None) -> list[str]:
-    """Everything that changes when a run starts or ends: status, conversation, composer,
-    live area and trace panel (read at the detail's cursor, which may be past the events
-    already appended: the consumer appends the rows in between). A list of pieces, each a whole OOB element; a long
-    conversation is sent as its first blocks, then the rest appended in groups."""
-    ctx = {**detail, "oob": True}
+def session_fragments(page: SessionPage, request: Any = None) -> list[str]:
+    """Everything that changes when a run starts, saves its conversation or ends: status,
+    conversation, live area, composer and trace panel, all from one `SessionPage` (read at
+    its cursor, which may be past the events already appended: the consumer appends the rows
+    in between). A list of pieces, each a whole OOB element; a long conversation is sent as
+    its first blocks, then the rest appended in groups."""
+    ctx = page.context(oob=True)
     pieces: list[str] = [render_to_string(f"{TEMPLATE}#status", ctx, request=request)]
-    blocks = list(detail.get("blocks_shown") or [])
+    blocks = list(page.blocks_shown)
     rendered = [
         render_to_string(f"{TEMPLATE}#block", {**ctx, "block": b}, request=request) for b in blocks
     ]
@@ -131,10 +71,9 @@ def session_fragments(detail: dict[str, Any], request: Any = None) -> list[str]:
             size = 0
         groups[-1].append(block)
         size += _size(html)
+    first = replace(page, blocks_shown=groups[0])
     pieces.append(
-        render_to_string(
-            f"{TEMPLATE}#conversation", {**ctx, "blocks_shown": groups[0]}, request=request
-        )
+        render_to_string(f"{TEMPLATE}#conversation", first.context(oob=True), request=request)
     )
     for group in groups[1:]:
         pieces.append(
@@ -194,7 +133,7 @@ def trace_updates(session: Any, run: Any, since: int, cursor: int) -> list[str]:
         parts.append(
             render_to_string(
                 TEMPLATE + "#trace_totals",
-                {"tokens": totals["tokens"] or 0, "cost": totals["cost"], "oob": True},
+                {"page": {"tokens": totals["tokens"] or 0, "cost": totals["cost"]}, "oob": True},
             )
         )
     return parts

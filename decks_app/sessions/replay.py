@@ -11,6 +11,8 @@ sentence why a session cannot be replayed (the page then offers no "Re-run offli
 from __future__ import annotations
 
 import json
+import os
+from collections.abc import Mapping
 from itertools import zip_longest
 from typing import Any
 
@@ -19,15 +21,11 @@ from django.urls import reverse
 from decks_app.models import Run, Session, TraceEvent
 from decks_app.runs import recorded
 from decks_app.sessions import actions as sessions
-from decks_app.sessions import conversation
+from decks_app.sessions import conversation, live_turn
 from decks_app.sessions.trace_tree import build_tree
 from decks_app.workspaces.served import PathOutsideWorkspace, find_deck, jailed_path
 from gambit.core import (
-    MessageUserEvent,
     ModelResultEvent,
-    ResponseTraceEvent,
-    ToolResultEvent,
-    json_dict,
     trace_event_view,
 )
 
@@ -36,74 +34,71 @@ class NotReplayable(ValueError):
     pass
 
 
-def _fold_conversation(payloads: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    rows: list[dict[str, Any]] = []
-    streaming: dict[str, dict[str, Any]] = {}
-    for p in payloads:
-        event = trace_event_view(p)
-        root = not getattr(event, "parent_action_call_id", None)
-        match event:
-            case MessageUserEvent() if root:
-                content = json_dict(event.message).get("content")
-                text = content if isinstance(content, str) else json.dumps(content)
-                rows.append({"kind": "user", "text": text})
-            case ResponseTraceEvent(type="response.output_text.delta"):
-                if json_dict(event.gambit).get("parent_action_call_id"):
-                    continue
-                extra = event.model_extra or {}
-                key = str(extra.get("item_id"))
-                if key not in streaming:
-                    streaming[key] = {"kind": "assistant", "text": "", "partial": True}
-                    rows.append(streaming[key])
-                streaming[key]["text"] += extra.get("delta") or ""
-            case ModelResultEvent() if root:
-                for row in [r for r in rows if r.get("partial")]:
-                    rows.remove(row)
-                streaming.clear()
-                message = json_dict(event.message)
-                if message.get("content"):
-                    rows.append({"kind": "assistant", "text": str(message["content"])})
-                for call in event.tool_calls or []:
-                    if isinstance(call, dict):
-                        rows.append(
-                            {
-                                "kind": "tool_call",
-                                "name": call.get("name"),
-                                "text": json.dumps(call.get("args")),
-                            }
-                        )
-            case ToolResultEvent() if event.tool_kind in ("action", "external"):
-                rows.append(
-                    {
-                        "kind": "tool_result",
-                        "name": event.name,
-                        "text": json.dumps(event.result)[:2000],
-                    }
-                )
-    return rows
+def _root_deck(session: Session, payloads: list[dict[str, Any]]) -> str:
+    """The path the trace names the session's deck by (a trace recorded elsewhere, an
+    import, names it by another absolute path: `recorded.root_matcher` finds it)."""
+    try:
+        deck_file: str | None = str(jailed_path(session.workspace, session.deck_path))
+    except PathOutsideWorkspace:
+        deck_file = None
+    starts = [p for p in payloads if p.get("type") in ("run.start", "deck.start")]
+    is_root = recorded.root_matcher(starts, abs_path=deck_file, rel_path=session.deck_path)
+    for payload in starts:
+        event = trace_event_view(payload)
+        if is_root(event) and getattr(event, "deck_path", None):
+            return str(event.deck_path)
+    return deck_file or ""
+
+
+def _is_step(event: Mapping[str, Any]) -> bool:
+    """A replay step: every stored event but the provider's stream events (`response.*`),
+    which are the text and items of their model call, shown at its result."""
+    return not str(event["type"]).startswith("response.")
 
 
 def frame(session: Session, step: int | None) -> dict[str, Any]:
+    """The session as its trace says it was after `step` steps (default: the first step),
+    with where its turns start (each run of its deck), for stepping by turn."""
     events = list(
         TraceEvent.objects.filter(session=session)
         .order_by("id")
         .values("id", "type", "payload", "run_id", "seq")
     )
-    total = len(events)
-    step = total if step is None else max(0, min(step, total))
-    shown = [e["payload"] for e in events[:step]]
-    shown_rows = [(e["id"], e["payload"]) for e in events[:step]]
-    current = events[step - 1] if step else None
+    payloads = [e["payload"] for e in events]
+    root = _root_deck(session, payloads)
+    steps = [i for i, e in enumerate(events) if _is_step(e)]  # their indices in `events`
+    total = len(steps)
+    step = min(1, total) if step is None else max(0, min(step, total))
+    upto = steps[step - 1] + 1 if step else 0  # the events shown: up to this step's, inclusive
+    current = events[steps[step - 1]] if step else None
+    turns = [  # the steps (1-based) that start a turn: a run of the session's deck
+        n
+        for n, i in enumerate(steps, 1)
+        if events[i]["type"] == "run.start"
+        and os.path.normpath(str(events[i]["payload"].get("deckPath") or ""))
+        == os.path.normpath(root)
+    ]
+    turn = sum(1 for t in turns if t <= step)
+    bubbles = live_turn.pending_bubbles(payloads[:upto], root)
     return {
         "session": session,
         "step": step,
         "total": total,
         "prev": max(0, step - 1),
         "next": min(total, step + 1),
+        "turn": turn,
+        "turns": len(turns),
+        # the start of this turn (or of the one before, at a turn's first step)
+        "prev_turn": max([t for t in turns if t < step] or [0]),
+        "next_turn": min([t for t in turns if t > step] or [total]),
         "current": current,
-        "conversation": _fold_conversation(shown),
+        "conversation": conversation.conversation_blocks(bubbles),
         "tree": build_tree(
-            [r for r in shown_rows if not str(r[1].get("type", "")).startswith("response.")]
+            [
+                (e["id"], e["payload"])
+                for e in events[:upto]
+                if not str(e["type"]).startswith("response.")
+            ]
         ),
     }
 

@@ -43,7 +43,18 @@ def _message(status: int, exception: BaseException | None) -> str:
         text = exception.args[0]
         if isinstance(text, str) and text and len(text) <= 200:
             return text
+    if status == 400 and _not_utf8(exception):
+        return "the request must be UTF-8 text; this one is not"
     return SENTENCES[status]
+
+
+def _not_utf8(exception: BaseException | None) -> bool:
+    """A body or query Django could not decode (it says which encoding it expected)."""
+    while exception is not None:
+        if isinstance(exception, UnicodeDecodeError) or "UTF-8" in str(exception):
+            return True
+        exception = exception.__cause__ or exception.__context__
+    return False
 
 
 def _sentence(message: str) -> str:

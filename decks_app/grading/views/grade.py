@@ -26,6 +26,7 @@ from decks_app.models import Run, Session
 from decks_app.sessions import keyset, listing
 from decks_app.sessions.actions import get_session, stop_session
 from decks_app.sessions.search import Snippet
+from decks_app.web.live import live_view
 from decks_app.web.pages import (
     PageData,
     error_response,
@@ -253,6 +254,7 @@ def grade_run_page(request: HttpRequest, run_id: str, fmt: str | None = None) ->
     return render_page(request, RUN_TEMPLATE, data, fmt, fragment="result")
 
 
+@live_view("grade_run")
 def live_result(session_id: str, run_id: str) -> str:
     """The run's result, for its grading session's socket (decks_app.web.live)."""
     run = grading.grade_run_or_none(run_id)

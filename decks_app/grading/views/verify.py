@@ -25,6 +25,7 @@ from decks_app.grading import batch_compare
 from decks_app.grading import verify as verify_service
 from decks_app.models import Run
 from decks_app.sessions.actions import stop_session
+from decks_app.web.live import live_view
 from decks_app.web.pages import (
     PageData,
     error_response,
@@ -226,6 +227,7 @@ def verify_batch(request: HttpRequest, run_id: str, fmt: str | None = None) -> H
     return render_page(request, BATCH_TEMPLATE, data, fmt, fragment="batch")
 
 
+@live_view("verify_batch")
 def live_batch(session_id: str, run_id: str) -> str:
     """The batch's progress and results, for its session's socket (decks_app.web.live)."""
     run = verify_service.verify_run_or_none(run_id)

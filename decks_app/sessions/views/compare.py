@@ -14,6 +14,7 @@ from decks_app.models import Session
 from decks_app.sessions import replay
 from decks_app.sessions.actions import get_session
 from decks_app.sessions.views import session_or_404
+from decks_app.web.live import live_view
 from decks_app.web.pages import PageData, live_part, render_page
 
 TEMPLATE = "sessions/compare.html"
@@ -55,6 +56,7 @@ def compare_page(request: HttpRequest, session_id: str, fmt: str | None = None) 
     return render_page(request, TEMPLATE, ComparePage.of(session), fmt, fragment="result")
 
 
+@live_view("compare")
 def live_result(session_id: str, key: str) -> str:
     """The comparison, for the replay's socket while it runs (`key` is the replay's id)."""
     session = get_session(session_id)

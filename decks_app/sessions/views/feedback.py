@@ -35,6 +35,10 @@ def message_feedback(request: HttpRequest, session_id: str, ref_id: str) -> Http
         return render(
             request,
             "sessions/session.html#feedback",
-            {"session": session, "bubble": {"ref_id": ref_id, "feedback": fb}, "saved": True},
+            {
+                "page": {"session": session},
+                "bubble": {"ref_id": ref_id, "feedback": fb},
+                "saved": True,
+            },
         )
     return redirect("sessions:session", session_id=session.id)

@@ -13,6 +13,7 @@ from django.views.decorators.http import require_GET, require_http_methods
 
 from decks_app.models import Session
 from decks_app.sessions import replay
+from decks_app.sessions.conversation import Activity, Bubble
 from decks_app.sessions.trace_tree import Node
 from decks_app.sessions.views import session_or_404
 from decks_app.web.pages import PageData, error_response, json_response, render_page, wants_json
@@ -22,9 +23,9 @@ from decks_app.web.pages import PageData, error_response, json_response, render_
 def replay_page(request: HttpRequest, session_id: str, fmt: str | None = None) -> HttpResponse:
     session = session_or_404(session_id)
     try:
-        step = int(request.GET["step"]) if "step" in request.GET else None
+        step = int(request.GET["step"]) if request.GET.get("step") else None
     except ValueError:
-        step = None
+        return error_response(request, "step must be a whole number", 400, fmt)
     frame = replay.frame(session, step)
     data = ReplayPage(**frame, rerun=replay.rerun_info(session))
     return render_page(request, "sessions/replay.html", data, fmt, fragment="frame")
@@ -32,16 +33,23 @@ def replay_page(request: HttpRequest, session_id: str, fmt: str | None = None) -
 
 @dataclass
 class ReplayPage(PageData):
-    """A session replayed up to `step` of its stored events: the conversation and trace tree
-    as they were then, the event at that step, and whether "Re-run offline" is offered."""
+    """A session replayed up to `step` of its stored events (a step: an event other than
+    the provider's stream events, which show at their model call's result): the conversation
+    (the session page's own blocks) and trace tree as they were then, the event at that
+    step, where the turns start (for stepping by turn), and whether "Re-run offline" is
+    offered. It opens at step 1."""
 
     session: Session
     step: int
     total: int
     prev: int
     next: int
+    turn: int
+    turns: int
+    prev_turn: int
+    next_turn: int
     current: dict[str, Any] | None
-    conversation: list[dict[str, Any]]
+    conversation: list[Bubble | Activity]
     tree: list[Node]
     rerun: dict[str, Any]
     tab = "test"
@@ -55,8 +63,16 @@ class ReplayPage(PageData):
             "session": self.session.id,
             "step": self.step,
             "total": self.total,
+            # the step each control goes to (previous / next event, start of this or the
+            # previous turn, start of the next turn)
+            "prev": self.prev,
+            "next": self.next,
+            "turn": self.turn,
+            "turns": self.turns,
+            "prevTurn": self.prev_turn,
+            "nextTurn": self.next_turn,
             "event": self.current["payload"] if self.current else None,
-            "conversation": self.conversation,
+            "conversation": [b.to_dict() for b in self.conversation],
             "tree": [n.to_dict() for n in self.tree],
             "rerun": self.rerun,
         }
@@ -97,8 +113,3 @@ class RerunPage(PageData):
 
     def to_json(self) -> dict[str, Any]:
         return self.rerun
-
-    def context(self, **extra: Any) -> dict[str, Any]:
-        # The button's slot (rerun.html#slot) is shared with the session and replay pages,
-        # which hand it their `rerun`.
-        return super().context(rerun=self.rerun, **extra)

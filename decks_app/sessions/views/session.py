@@ -4,34 +4,32 @@ from __future__ import annotations
 
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
+from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
+from django_htmx.http import HttpResponseClientRedirect
 
+from decks_app.runs import events as event_log
 from decks_app.sessions import feedback as feedback_service
-from decks_app.sessions import replay
 from decks_app.sessions.actions import (
     InvalidInput,
     SessionBusy,
     retry_run,
     send_message,
-    session_detail,
-    session_json,
     stop_session,
 )
 from decks_app.sessions.conversation import earlier_blocks
+from decks_app.sessions.session_page import SessionPage
 from decks_app.sessions.views import session_or_404
-from decks_app.web.pages import error_response, is_htmx, json_response, page, wants_json
+from decks_app.web.pages import error_response, is_htmx, json_response, render_page, wants_json
 
 TEMPLATE = "sessions/session.html"
 
 
 @require_GET
 def session_page(request: HttpRequest, session_id: str, fmt: str | None = None) -> HttpResponse:
-    session = session_or_404(session_id)
-    detail = session_detail(session)
-    rerun = replay.rerun_info(session)  # "Re-run offline" only where a recording can answer
-    ctx = {**detail, "tab": "test", "rerun": rerun}
-    data = {**session_json(session, detail), "rerun": rerun}
-    return page(request, TEMPLATE, ctx, data=data, fmt=fmt, fragment="conversation")
+    """The page, its JSON twin, or for htmx its conversation: one `SessionPage` each."""
+    page = SessionPage.of(session_or_404(session_id))
+    return render_page(request, TEMPLATE, page, fmt, fragment="conversation")
 
 
 @require_GET
@@ -43,39 +41,37 @@ def session_earlier(request: HttpRequest, session_id: str) -> HttpResponse:
         before = int(request.GET.get("before", ""))
     except ValueError:
         return error_response(request, "before must be a whole number (a block index)")
-    ctx = earlier_blocks(session, before)
+    part = earlier_blocks(session, before)
     if wants_json(request):
         return json_response(
             {
-                "blocks": [b.to_dict() for b in ctx["blocks_shown"]],
-                "before": ctx["blocks_before"],
+                "blocks": [b.to_dict() for b in part["blocks_shown"]],
+                "before": part["blocks_before"],
             }
         )
-    return render(request, TEMPLATE + "#earlier", ctx)
+    return render(request, TEMPLATE + "#earlier", {"page": part})
 
 
 @require_GET
 def session_recent_events(request: HttpRequest, session_id: str) -> HttpResponse:
     """The raw event list of the session page (the newest events), loaded when its panel
     is opened; the JSON twin is the session's `events`."""
-    from decks_app.runs import events as event_log
-
     session = session_or_404(session_id)
     rows = event_log.recent_events(session.id, event_log.last_event_id(session.id))
     if wants_json(request):
         return json_response({"events": [event_log.event_dict(e) for e in rows]})
-    ctx = {"session": session, "raw_events": rows, "raw_events_limit": event_log.RECENT_LIMIT}
-    return render(request, TEMPLATE + "#raw_events", ctx)
+    part = {"session": session, "raw_events_limit": event_log.RECENT_LIMIT}
+    return render(request, TEMPLATE + "#raw_events", {"page": part, "raw_events": rows})
 
 
 def _after_command(request: HttpRequest, session, status: int = 200, **extra) -> HttpResponse:
     if wants_json(request):
-        detail = session_detail(session)
-        return json_response({**session_json(session, detail), **extra}, status=status)
+        page = SessionPage.of(session)
+        return json_response({**page.to_json(), **extra}, status=status)
     if is_htmx(request):
-        detail = session_detail(session)
+        page = SessionPage.of(session, rerun=False)
         return render(
-            request, TEMPLATE + "#composer_response", {**detail, "oob": True}, status=status
+            request, TEMPLATE + "#composer_response", page.context(oob=True), status=status
         )
     return redirect("sessions:session", session_id=session.id)
 
@@ -130,7 +126,7 @@ def session_notes(request: HttpRequest, session_id: str) -> HttpResponse:
             {"notes": session.notes, "conversationScore": session.conversation_score}
         )
     if is_htmx(request):
-        return render(request, TEMPLATE + "#notes", {"session": session, "saved": True})
+        return render(request, TEMPLATE + "#notes", {"page": {"session": session}, "saved": True})
     return redirect("sessions:session", session_id=session.id)
 
 
@@ -145,4 +141,6 @@ def session_delete(request: HttpRequest, session_id: str) -> HttpResponse:
     session.delete()
     if wants_json(request):
         return json_response({"deleted": session_id})
+    if is_htmx(request):  # the page it was on is gone: the browser goes to the list
+        return HttpResponseClientRedirect(reverse("sessions:sessions"))
     return redirect("sessions:sessions")

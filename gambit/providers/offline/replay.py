@@ -31,6 +31,7 @@ from gambit.core.provider import (
     ModelResultEvent,
     OutputTextContent,
     ProviderError,
+    ResolvedModel,
     ResponseUsage,
     SavedState,
     items_from_json,
@@ -177,6 +178,14 @@ class ReplayProvider(OfflineBase):
                 code="no_traces",
             )
         return cls.from_trace(state.traces, strict=strict, chunk_delay=chunk_delay, sleep=sleep)
+
+    def resolve_model(
+        self, model: str | list[str], *, params: dict[str, Any] | None, deck_path: str | None
+    ) -> ResolvedModel:
+        """The model a replay's calls are made with: the recording, whatever model a deck
+        names (`ModelResolver`). A run that passes the replay as its resolver traces its
+        calls as answered by `offline-replay`, never by the recorded deck's model."""
+        return ResolvedModel(model=self.name, params=params)
 
     def remaining(self, deck_path: str | None = None) -> int:
         """How many recorded results are left for a deck (all decks when None)."""

@@ -63,3 +63,39 @@ async def test_a_one_turn_run_writes_its_trace_and_conversation_in_few_statement
     run = await Run.objects.select_related("session").aget(pk=run.id)
     assert run.session.messages[-1] == {"role": "assistant", "content": "You said: hello"}
     assert run.turn_base["checkpointSeq"] == events  # the saved state covers every event
+
+
+async def test_a_checkpoint_covers_exactly_the_events_added_before_it(monkeypatch):
+    """The saved state covers the events added before it was published, not the whole batch
+    it is written with (the session page shows the events after it: docs/simulator.md,
+    "Streaming"); deltas are coalesced on each side of that point, never across it."""
+    from gambit.core import new_state
+
+    monkeypatch.setattr(writer, "LINGER_SECONDS", 5.0)
+    monkeypatch.setattr(writer, "CHECKPOINT_LINGER_SECONDS", 5.0)
+
+    def setup() -> Run:
+        session = create_session(current_workspace(), "support/PROMPT.md", model="offline/echo")
+        run = send_message(session, "hello")
+        Run.objects.filter(pk=run.id).update(status="running")
+        run.refresh_from_db()
+        run.turn_base = {"messages": 0, "items": 0, "savedMessages": 0, "savedItems": 0}
+        run.save(update_fields=["turn_base"])
+        return run
+
+    run = await sync_to_async(setup)()
+    delta = {"type": "response.output_text.delta", "item_id": "m1"}
+    out = writer.EventWriter(run.id, run.session_id, 1)
+    out.add({"type": "message.user", "message": {"role": "user", "content": "hello"}})
+    out.add({**delta, "delta": "a"})
+    out.checkpoint(new_state())
+    out.add({**delta, "delta": "b"})
+    out.add({**delta, "delta": "c"})
+    await out.close()
+    rows = [
+        (e.seq, e.payload.get("delta"))
+        async for e in TraceEvent.objects.filter(run_id=run.id).order_by("seq")
+    ]
+    assert rows == [(1, None), (2, "a"), (3, "bc")]
+    saved = await Run.objects.aget(pk=run.id)
+    assert saved.turn_base["checkpointSeq"] == 2

@@ -11,44 +11,39 @@ from channels.testing import WebsocketCommunicator
 from decks_app.models import Run, TraceEvent
 from decks_app.runs import events as event_log
 from decks_app.sessions.actions import create_session
-from decks_app.workspaces.served import current_workspace
+from decks_app.workspaces.served import current_workspace, jailed_path
 from simulator.asgi import application
 
 pytestmark = pytest.mark.django_db(transaction=True)
 ORIGIN = [(b"origin", b"http://127.0.0.1:8000"), (b"host", b"127.0.0.1:8000")]
 
 
+def _deck_file(session) -> str:
+    return str(jailed_path(session.workspace, session.deck_path))
+
+
 def _session_with_events(n: int = 3):
+    """A running turn of the session's deck: its model call, then n - 1 text deltas."""
     session = create_session(current_workspace(), "support/PROMPT.md", model="offline/echo")
     run = Run.objects.create(session=session, status="running")
+    call = {"type": "model.call", "runId": "run-1", "deckPath": _deck_file(session)}
     TraceEvent.objects.create(
-        run=run,
-        session=session,
-        seq=1,
-        type="response.output_item.added",
-        payload={"type": "response.output_item.added", "item": {"type": "message", "id": "m1"}},
-        ts=0,
+        run=run, session=session, seq=1, type="model.call", payload=call, ts=0
     )
     for i in range(2, n + 1):
-        TraceEvent.objects.create(
-            run=run,
-            session=session,
-            seq=i,
-            type="response.output_text.delta",
-            payload={"type": "response.output_text.delta", "item_id": "m1", "delta": f"<d{i}>"},
-            ts=0,
-        )
+        _add_delta(session, run, i, f"<d{i}>")
     return session, run
 
 
 def _add_delta(session, run, seq, text):
+    payload = {
+        "type": "response.output_text.delta",
+        "_gambit": {"deck_path": _deck_file(session)},
+        "item_id": "m1",
+        "delta": text,
+    }
     TraceEvent.objects.create(
-        run=run,
-        session=session,
-        seq=seq,
-        type="response.output_text.delta",
-        payload={"type": "response.output_text.delta", "item_id": "m1", "delta": text},
-        ts=0,
+        run=run, session=session, seq=seq, type=payload["type"], payload=payload, ts=0
     )
 
 
@@ -65,13 +60,15 @@ async def test_it_replays_events_after_the_cursor_then_follows():
     first_id = await TraceEvent.objects.filter(run=run, seq=1).values_list("id", flat=True).aget()
     await comm.send_json_to({"after": first_id, "version": 0, "status": "running"})
     html = await comm.receive_from(timeout=5)
-    assert "&lt;d2&gt;" in html and "&lt;d3&gt;" in html and "<d2>" not in html
+    assert "&lt;d2&gt;&lt;d3&gt;" in html and "<d2>" not in html
     assert 'hx-swap-oob="beforeend"' in html and 'id="cursor"' in html
-    assert "response.output_item.added" not in html
     await sync_to_async(_add_delta)(session, run, 4, "live!")
     await event_log.notify(session.id)
     html = await comm.receive_from(timeout=5)
-    assert "live!" in html and "&lt;d3&gt;" not in html
+    # the live area again, whole, from the conversation's own bubble partial
+    assert '<div id="live" class="conversation live" hx-swap-oob="true">' in html
+    assert '<div class="bubble assistant streaming"' in html
+    assert "&lt;d2&gt;&lt;d3&gt;live!" in html
     # one row appended to the raw event list for the new event
     assert '<ol id="raw-events" hx-swap-oob="beforeend">' in html
     assert html.count("<li value=") == 1 and "#4" in html
@@ -276,20 +273,18 @@ async def test_a_dropped_notification_of_a_new_run_reaches_an_idle_page(monkeypa
     await comm.disconnect()
 
 
-def test_rows_only_fragments_are_the_raw_rows_without_live_pieces():
-    """When a run starts or ends the live area is re-rendered whole; the events stored in
-    between still get their raw rows, and nothing is appended to the live area twice."""
+def test_event_rows_are_one_raw_row_each():
+    """New events get their raw rows one piece each (frames are cut between them); the live
+    area is never appended to, it is rendered again whole."""
     from decks_app.sessions import fragments
 
     session, run = _session_with_events(3)
     rows = list(TraceEvent.objects.filter(run=run).order_by("id"))
-    pieces = fragments.event_fragments(rows, rows_only=True)
+    pieces = fragments.event_rows(rows)
     assert len(pieces) == 3 and all(
         '<ol id="raw-events" hx-swap-oob="beforeend">' in p for p in pieces
     )
-    full = fragments.event_fragments(rows)
-    assert len(full) == 6  # the reply's block, its two deltas, and the three rows
-    assert sum('id="live"' in p for p in full) == 1 and sum("&lt;d2&gt;" in p for p in full) == 2
+    assert not any('id="live"' in p for p in pieces)
 
 
 def _grade_run_of(session):

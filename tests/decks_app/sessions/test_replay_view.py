@@ -4,7 +4,7 @@ import pytest
 from asgiref.sync import sync_to_async
 from django.test import AsyncClient
 
-from decks_app.models import Run, Session
+from decks_app.models import Run, Session, TraceEvent
 from decks_app.runs import executor, queue
 from decks_app.sessions.actions import create_session, send_message
 from decks_app.workspaces.served import current_workspace
@@ -24,10 +24,13 @@ def test_it_steps_through_the_events(client, workspace):
     assert (data["step"], data["total"], data["conversation"]) == (0, len(EVENTS), [])
     data = client.get(f"/test/{s.id}/replay.json?step=4").json()
     assert data["event"]["type"] == "model.result"
-    assert [r["kind"] for r in data["conversation"]] == ["tool_call"]
-    data = client.get(f"/test/{s.id}/replay.json").json()
+    # the session page's blocks: the tool call in the turn's activity
+    [activity] = data["conversation"]
+    assert activity["kind"] == "activity" and activity["calls"][0]["name"] == "lookup"
+    data = client.get(f"/test/{s.id}/replay.json?step={len(EVENTS)}").json()
     assert data["step"] == len(EVENTS)
-    assert data["conversation"][-1] == {"kind": "assistant", "text": "done"}
+    assert data["conversation"][-1]["kind"] == "assistant"
+    assert data["conversation"][-1]["text"] == "done"
     html = client.get(f"/test/{s.id}/replay?step=2", HTTP_HX_REQUEST="true").content.decode()
     assert html.lstrip().startswith('<div id="frame">') and "step 2 / 13" in html
     assert client.get(f"/test/{s.id}/replay?step=999&format=json").json()["step"] == len(EVENTS)
@@ -195,6 +198,10 @@ async def test_it_reruns_a_session_offline_into_a_new_session(fake_server, monke
     )
     assert data["tokens"] == original["tokens"] and data["cost"] == 0
     assert data["runs"][0]["model"] == "offline-replay"
+    # its trace names the model that answered, as its header does (not the deck's model)
+    calls = [e async for e in TraceEvent.objects.filter(session_id=replay.id)]
+    models = {e.payload.get("model") for e in calls if e.type in ("model.call", "model.result")}
+    assert models == {"offline-replay"}, models
     assert "costUsd" not in data["runs"][0]["usage"]
     listed = {s["id"]: s for s in (await client.get("/test.json")).json()["sessions"]}
     assert (listed[replay.id]["model"], listed[replay.id]["tokens"]) == ("offline-replay", 36)
@@ -252,3 +259,34 @@ async def test_a_replay_that_runs_out_of_recorded_results_is_not_identical(
     assert "recorded only 1 model call" in status["message"]
     html = (await client.get(f"/test/{replay.id}/compare")).content.decode()
     assert ">different</span>" in html and "The replay failed" in html
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_replay_opens_at_step_one_and_steps_by_event_and_by_turn(client, monkeypatch):
+    for key in ("OPENROUTER_API_KEY", "OPENAI_API_KEY", "OPENRESPONSES_BASE_URL"):
+        monkeypatch.delenv(key, raising=False)
+    s = create_session(current_workspace(), "support/PROMPT.md", model="offline/echo")
+    for text in ("first question", "second question"):
+        send_message(s, text)
+        asyncio.run(_run_next())
+    stored = list(
+        TraceEvent.objects.filter(session=s).order_by("id").values_list("type", flat=True)
+    )
+    assert any(t.startswith("response.") for t in stored)
+    opened = client.get(f"/test/{s.id}/replay.json").json()
+    # step 1 of the events other than the provider's stream, which show at their result
+    assert opened["step"] == 1 and opened["event"]["type"] == "run.start"
+    assert opened["total"] == sum(1 for t in stored if not t.startswith("response."))
+    assert (opened["turn"], opened["turns"]) == (1, 2)
+    assert opened["next"] == 2 and opened["prev"] == 0 and opened["prevTurn"] == 0
+    second = client.get(f"/test/{s.id}/replay.json?step={opened['nextTurn']}").json()
+    assert second["event"]["type"] == "run.start" and second["turn"] == 2
+    said = [(b["kind"], b["text"]) for b in second["conversation"] if b["kind"] != "activity"]
+    assert said == [("user", "first question"), ("assistant", "You said: first question")]
+    assert second["prevTurn"] == 1 and second["nextTurn"] == second["total"]
+    end = client.get(f"/test/{s.id}/replay.json?step={second['total']}").json()
+    assert [b["text"] for b in end["conversation"] if b["kind"] == "user"] == [
+        "first question",
+        "second question",
+    ]
+    assert client.get(f"/test/{s.id}/replay.json?step=x").status_code == 400

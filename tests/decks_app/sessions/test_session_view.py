@@ -4,6 +4,7 @@ import pytest
 
 from decks_app.models import Run, TraceEvent
 from decks_app.sessions.actions import create_session
+from decks_app.workspaces.served import jailed_path
 from tests.decks_app.conftest import chat_session
 
 pytestmark = pytest.mark.django_db
@@ -125,11 +126,15 @@ def test_it_starts_assistant_first_decks_at_once(workspace, tmp_path, settings):
 def test_it_shows_live_events_of_the_active_run(client, workspace):
     s = chat_session(workspace)
     run = Run.objects.create(session=s, status="running")
+    deck = str(jailed_path(workspace, s.deck_path))
+    on_deck = {"runId": "run-1", "deckPath": deck}
+    streamed = {"_gambit": {"deck_path": deck}, "item_id": "m1"}
     payloads = [
-        {"type": "message.user", "message": {"role": "user", "content": "q<i>"}},
+        {"type": "message.user", **on_deck, "message": {"role": "user", "content": "q<i>"}},
+        {"type": "model.call", **on_deck},
         {"type": "response.output_item.added", "item": {"type": "message", "id": "m1"}},
-        {"type": "response.output_text.delta", "item_id": "m1", "delta": "Hel"},
-        {"type": "response.output_text.delta", "item_id": "m1", "delta": "lo<x>"},
+        {"type": "response.output_text.delta", **streamed, "delta": "Hel"},
+        {"type": "response.output_text.delta", **streamed, "delta": "lo<x>"},
     ]
     for i, p in enumerate(payloads, 1):
         TraceEvent.objects.create(run=run, session=s, seq=i, type=p["type"], payload=p, ts=0)
@@ -336,9 +341,9 @@ def test_a_long_conversation_shows_its_newest_blocks_and_loads_the_rest(
 def test_the_trace_panel_shows_the_newest_runs_and_points_at_the_rest(
     client, workspace, monkeypatch
 ):
-    from decks_app.sessions import actions as sessions
+    from decks_app.sessions import session_page
 
-    monkeypatch.setattr(sessions, "TREE_RUNS", 2)
+    monkeypatch.setattr(session_page, "TREE_RUNS", 2)
     s = chat_session(workspace)
     for i in range(3):
         run = Run.objects.create(session=s, status="completed")
