@@ -121,6 +121,15 @@
     }
   });
 
+  // The JSON link follows the selection (the twin of the URL a node's link pushed).
+  document.addEventListener("htmx:pushedIntoHistory", function (evt) {
+    var link = document.querySelector("a[data-twin]");
+    var path = evt.detail && evt.detail.path;
+    if (!link || !path) return;
+    var at = path.indexOf("?");
+    link.setAttribute("href", at < 0 ? path + ".json" : path.slice(0, at) + ".json" + path.slice(at));
+  });
+
   function copyText(text) {
     if (navigator.clipboard && window.isSecureContext) return navigator.clipboard.writeText(text);
     var area = document.createElement("textarea");

@@ -65,6 +65,10 @@ def test_walk_the_tree_select_a_tool_call_and_read_its_result(trace_page):
     detail = page.locator("#trace-detail")
     expect(detail.locator("h2")).to_contain_text("order_status")
     expect(page).to_have_url(re.compile(r".*/trace\?node=\d+$"))
+    node = page.url.split("?node=")[1]
+    expect(page.locator("a[data-twin]")).to_have_attribute(
+        "href", re.compile(rf"/trace\.json\?node={node}$")
+    )
     selected = tree.locator("[aria-selected=true]")
     expect(selected).to_have_count(1)
     expect(selected).to_contain_text("order_status")
