@@ -228,7 +228,14 @@ class SessionPage(PageData):
         """The header's model: the one that answered, else why there is none."""
         if self.shown_model:
             return self.shown_model + (" (offline)" if self.shown_model_offline else "")
-        return "no model answered" if self.runs else "deck model"
+        deck = self.deck
+        if deck is not None and deck.kind == "compute":
+            return "no model (compute deck)"
+        if self.runs:
+            return "no model answered"
+        if deck is not None and deck.models:
+            return deck.models[0]  # what the deck names; the first run says what answered
+        return "no model set in the deck"
 
     @property
     def last_error(self) -> str:

@@ -76,4 +76,10 @@ def test_a_session_without_runs_shows_its_override_or_the_deck_model(client, wor
     without = create_session(workspace, "support/PROMPT.md")
     assert client.get(f"/test/{with_override.id}.json").json()["model"] == "offline/echo"
     assert client.get(f"/test/{without.id}.json").json()["model"] is None
-    assert ">deck model</span>" in client.get(f"/test/{without.id}").content.decode()
+    # issue 26: the header said "deck model" whatever the deck; it names the deck's model,
+    # and a compute deck has none
+    html = client.get(f"/test/{without.id}").content.decode()
+    assert ">openrouter/openai/gpt-4o-mini</span>" in html and "deck model" not in html
+    hello = create_session(workspace, "hello/deck.py")
+    html = client.get(f"/test/{hello.id}").content.decode()
+    assert ">no model (compute deck)</span>" in html

@@ -355,3 +355,10 @@ def test_the_trace_panel_shows_the_newest_runs_and_points_at_the_rest(
     html = client.get(f"/test/{s.id}").content.decode()
     assert "1 earlier run: " in html and f'href="/test/{s.id}/trace">on the trace page' in html
     assert len(client.get(f"/test/{s.id}/trace.json").json()["tree"]) == 3
+
+
+def test_notes_and_the_score_come_before_the_trace(client, workspace):
+    # issue 26: the notes and the conversation score sat below the trace panel, out of reach
+    # once a tree was expanded
+    html = client.get(f"/test/{chat_session(workspace).id}").content.decode()
+    assert html.index('id="notes"') < html.index('id="trace-panel"')
