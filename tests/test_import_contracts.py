@@ -38,6 +38,12 @@ VIOLATIONS = [
         "import decks_app.building",
         "endpoint imports from decks_app only its models, runs, sessions and the served workspace",
     ),
+    (
+        "decks_app/grading/_planted.py",
+        "import decks_app.building.views",
+        "the web app's packages in layers: building and grading on sessions, on runs, on the"
+        " workspace",
+    ),
     ("decks_app/_planted.py", "import endpoint", "decks_app never imports endpoint"),
     (
         "gambit/providers/offline/replies.py",

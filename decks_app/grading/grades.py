@@ -31,6 +31,7 @@ from decks_app.models import Run, Session, Workspace
 from decks_app.runs import deck_trees, providers
 from decks_app.runs.registry import JSONObject, Payload, RunFailed
 from decks_app.sessions.conversation import content_text
+from decks_app.web.scores import score_class
 from decks_app.workspaces.served import PathOutsideWorkspace, find_deck, jailed_path, project_root
 from gambit.core import (
     check_deck_tree,
@@ -240,20 +241,6 @@ def imported_gradings(session: Session) -> list[dict[str, Any]]:
         for g in (session.meta or {}).get("gradingRuns") or []
         if isinstance(g, dict) and g.get("runId") not in ours
     ]
-
-
-def score_class(score: Any) -> str:
-    if not isinstance(score, int | float) or isinstance(score, bool):
-        return "score-none"
-    if score >= 2:
-        return "score-high"
-    if score > 0:
-        return "score-good"
-    if score == 0:
-        return "score-zero"
-    if score > -2:
-        return "score-low"
-    return "score-bad"
 
 
 def _message_text(session: Session, index: int | None) -> tuple[str | None, str | None]:

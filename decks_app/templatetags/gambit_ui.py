@@ -15,6 +15,7 @@ from django.utils.safestring import mark_safe
 
 from decks_app.web.json_view import json_view_html
 from decks_app.web.routes import query_url
+from decks_app.web.scores import score_class as classify_score
 from decks_app.web.times import reltime_html
 
 register = template.Library()
@@ -96,9 +97,7 @@ def percent(value: Any) -> str:
 @register.filter
 def score_class(value: Any) -> str:
     """The colour class of a -3..+3 score badge."""
-    from decks_app.grading.grades import score_class as classify
-
-    return classify(value)
+    return classify_score(value)
 
 
 @register.filter
