@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from django.contrib import messages
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import Http404, HttpResponse
 from django.shortcuts import redirect, render
 from django.template.loader import render_to_string
 from django.views.decorators.http import require_GET, require_POST
@@ -25,9 +25,9 @@ from django_htmx.http import HttpResponseClientRedirect
 from decks_app.building import files as build
 from decks_app.web.live import live_view
 from decks_app.web.pages import (
+    HtmxHttpRequest,
     PageData,
     error_response,
-    is_htmx,
     json_response,
     render_page,
     wants_json,
@@ -37,7 +37,7 @@ from decks_app.workspaces.served import current_workspace, list_decks
 
 
 @require_GET
-def build_tab(request: HttpRequest, fmt: str | None = None) -> HttpResponse:
+def build_tab(request: HtmxHttpRequest, fmt: str | None = None) -> HttpResponse:
     workspace = current_workspace()
     data = BuildPage(workspace=workspace, decks=list_decks(workspace))
     return render_page(request, "building/build.html", data, fmt)
@@ -70,7 +70,7 @@ def _deck_or_404(workspace, deck: str) -> str:
 
 
 @require_GET
-def build_deck(request: HttpRequest, fmt: str | None = None) -> HttpResponse:
+def build_deck(request: HtmxHttpRequest, fmt: str | None = None) -> HttpResponse:
     workspace = current_workspace()
     deck = _deck_or_404(workspace, request.GET.get("path", ""))
     folder = deck.rsplit("/", 1)[0] if "/" in deck else ""
@@ -120,7 +120,7 @@ def disk_changes(path: str, deck: str, changed: list[str]) -> str:
 
 
 @require_GET
-def build_file(request: HttpRequest, fmt: str | None = None) -> HttpResponse:
+def build_file(request: HtmxHttpRequest, fmt: str | None = None) -> HttpResponse:
     workspace = current_workspace()
     rel = request.GET.get("path", "")
     deck = request.GET.get("deck", "")
@@ -164,7 +164,7 @@ class FilePage(PageData):
 
 
 @require_POST
-def build_save(request: HttpRequest) -> HttpResponse:
+def build_save(request: HtmxHttpRequest) -> HttpResponse:
     workspace = current_workspace()
     rel = request.POST.get("path", "")
     text = request.POST.get("text")
@@ -175,7 +175,7 @@ def build_save(request: HttpRequest) -> HttpResponse:
     try:
         saved = build.save_file(workspace, rel, text, request.POST.get("version") or None)
     except build.StaleWrite as stale:
-        if is_htmx(request):  # the page shows the disk version beside the editor
+        if request.htmx:  # the page shows the disk version beside the editor
             ctx = {
                 "status_text": "Not saved: the file changed on disk.",
                 "version": stale.disk_version,
@@ -199,7 +199,7 @@ def build_save(request: HttpRequest) -> HttpResponse:
     deck = request.POST.get("deck", "")
     known = {d.path for d in list_decks(workspace)}
     problems = build.deck_view(workspace, deck)["problems"] if deck in known else []
-    if is_htmx(request):
+    if request.htmx:
         errors = sum(1 for p in problems if p.get("severity") == "error")
         status_text = f"Saved, with {errors} error(s) in the deck." if errors else "Saved."
         (messages.warning if errors else messages.success)(request, status_text)
@@ -214,7 +214,7 @@ def build_save(request: HttpRequest) -> HttpResponse:
 
 
 @require_POST
-def build_validate(request: HttpRequest) -> HttpResponse:
+def build_validate(request: HtmxHttpRequest) -> HttpResponse:
     workspace = current_workspace()
     deck = request.POST.get("deck", "")
     if deck not in {d.path for d in list_decks(workspace)}:
@@ -225,13 +225,13 @@ def build_validate(request: HttpRequest) -> HttpResponse:
         )
     except build.BuildError as exc:
         return error_response(request, str(exc), 400, fmt="json")
-    if is_htmx(request):  # the problems panel, rendered as on the page
+    if request.htmx:  # the problems panel, rendered as on the page
         return render(request, PROBLEMS_TEMPLATE, {"problems": problems, "oob": True})
     return json_response({"problems": problems})
 
 
 @require_POST
-def build_new(request: HttpRequest) -> HttpResponse:
+def build_new(request: HtmxHttpRequest) -> HttpResponse:
     workspace = current_workspace()
     name = request.POST.get("name", "")
     try:
@@ -244,7 +244,7 @@ def build_new(request: HttpRequest) -> HttpResponse:
         data = BuildPage(
             workspace=workspace, decks=list_decks(workspace), name=name[:60], name_error=str(exc)
         )
-        if is_htmx(request):
+        if request.htmx:
             return render(request, "building/build.html#new_deck", data.context())
         return render(request, "building/build.html", data.context(), status=400)
     if wants_json(request):
@@ -253,13 +253,13 @@ def build_new(request: HttpRequest) -> HttpResponse:
         )
     url = query_url("building:build_file", path=deck, deck=deck)
     messages.success(request, f"Created the deck {deck.rsplit('/', 1)[0]}.", extra_tags=deck)
-    if is_htmx(request):
+    if request.htmx:
         return HttpResponseClientRedirect(url)
     return redirect(url)
 
 
 @require_POST
-def build_delete(request: HttpRequest) -> HttpResponse:
+def build_delete(request: HtmxHttpRequest) -> HttpResponse:
     workspace = current_workspace()
     deck = _deck_or_404(workspace, request.POST.get("path", ""))
     try:
@@ -273,7 +273,7 @@ def build_delete(request: HttpRequest) -> HttpResponse:
 
 
 @require_POST
-def build_scaffold(request: HttpRequest) -> HttpResponse:
+def build_scaffold(request: HtmxHttpRequest) -> HttpResponse:
     workspace = current_workspace()
     deck = _deck_or_404(workspace, request.POST.get("deck", ""))
     try:
@@ -388,19 +388,19 @@ def live_assistant(session_id: str, deck: str) -> str:
     return render_to_string(ASSISTANT_TEMPLATE + "#live", panel.context(oob=True))
 
 
-def _panel(request: HttpRequest, panel: AssistantPanel, status: int = 200) -> HttpResponse:
+def _panel(request: HtmxHttpRequest, panel: AssistantPanel, status: int = 200) -> HttpResponse:
     return render(request, ASSISTANT_TEMPLATE, panel.context(), status=status)
 
 
 @require_GET
-def assistant_state(request: HttpRequest, fmt: str | None = None) -> HttpResponse:
+def assistant_state(request: HtmxHttpRequest, fmt: str | None = None) -> HttpResponse:
     workspace = current_workspace()
     deck = _deck_or_404(workspace, request.GET.get("deck", ""))
     return render_page(request, ASSISTANT_TEMPLATE, AssistantPanel.of(workspace, deck), fmt)
 
 
 @require_POST
-def assistant_send(request: HttpRequest) -> HttpResponse:
+def assistant_send(request: HtmxHttpRequest) -> HttpResponse:
     from decks_app.building import assistant
 
     workspace = current_workspace()
@@ -414,18 +414,18 @@ def assistant_send(request: HttpRequest) -> HttpResponse:
             request.POST.get("model", ""),
         )
     except assistant.AssistantError as exc:
-        if is_htmx(request):  # said in the panel, the message kept in its box
+        if request.htmx:  # said in the panel, the message kept in its box
             ask = request.POST.get("message", "")[:20_000]
             return _panel(request, AssistantPanel.of(workspace, deck, notice=str(exc), ask=ask))
         return error_response(request, str(exc), 400, fmt="json")
     panel = AssistantPanel.of(workspace, deck, grant=request.POST.get("grant", "read"))
-    if is_htmx(request):
+    if request.htmx:
         return _panel(request, panel, status=202)
     return json_response({"run": run.id, **panel.to_json()}, status=202)
 
 
 @require_POST
-def assistant_undo(request: HttpRequest) -> HttpResponse:
+def assistant_undo(request: HtmxHttpRequest) -> HttpResponse:
     from decks_app.building import assistant
     from decks_app.models import Run
 
@@ -440,11 +440,11 @@ def assistant_undo(request: HttpRequest) -> HttpResponse:
     try:
         restored = assistant.undo(workspace, run)
     except assistant.AssistantError as exc:
-        if is_htmx(request):
+        if request.htmx:
             panel = AssistantPanel.of(workspace, run.session.deck_path, notice=str(exc))
             return _panel(request, panel, status=409)
         return error_response(request, str(exc), 409, fmt="json")
-    if is_htmx(request):
+    if request.htmx:
         return _panel(
             request, AssistantPanel.of(workspace, run.session.deck_path, notice="Undone.")
         )

@@ -8,13 +8,23 @@ from typing import Any
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import render
 from django.template.loader import render_to_string
+from django_htmx.middleware import HtmxDetails
 
 
 def wants_json(request: HttpRequest, fmt: str | None = None) -> bool:
     return fmt == "json" or request.GET.get("format") == "json"
 
 
+class HtmxHttpRequest(HttpRequest):
+    """A request as our views see it: `HtmxMiddleware` has set `request.htmx` (django-htmx's
+    documented way to type it, https://django-htmx.readthedocs.io/en/latest/tips.html)."""
+
+    htmx: HtmxDetails
+
+
 def is_htmx(request: HttpRequest) -> bool:
+    """For helpers that may also see a request the middleware never touched (an error
+    handler's): views read `request.htmx`."""
     return bool(getattr(request, "htmx", False))
 
 

@@ -17,12 +17,12 @@ from functools import cached_property
 from typing import Any
 
 from asgiref.sync import sync_to_async
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpResponse
 from django.views.decorators.http import require_GET
 
 from decks_app.grading.calibration import workspace_report_async
 from decks_app.models import Workspace
-from decks_app.web.pages import PageData, render_page
+from decks_app.web.pages import HtmxHttpRequest, PageData, render_page
 from decks_app.workspaces.served import current_workspace
 
 SCALE = list(range(-3, 4))
@@ -162,7 +162,7 @@ class CalibrationPage(PageData):
 
 
 @require_GET
-async def calibration_page(request: HttpRequest, fmt: str | None = None) -> HttpResponse:
+async def calibration_page(request: HtmxHttpRequest, fmt: str | None = None) -> HttpResponse:
     """Async: the figures are awaited from the calibration thread (cached by their inputs'
     hash), so neither the event loop nor Django's thread for sync views waits on a bootstrap."""
     workspace = await sync_to_async(current_workspace)()

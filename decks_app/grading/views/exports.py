@@ -7,15 +7,16 @@ import csv
 import io
 import json
 
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import Http404, HttpResponse
 from django.views.decorators.http import require_GET
 
 from decks_app.grading import grades as grading
 from decks_app.grading import verify
+from decks_app.web.pages import HtmxHttpRequest
 from decks_app.workspaces.served import current_workspace
 
 
-def _rows(request: HttpRequest) -> list[dict]:
+def _rows(request: HtmxHttpRequest) -> list[dict]:
     batch = request.GET.get("batch") or None
     if batch is not None and verify.verify_run_or_none(batch) is None:
         raise Http404("no such Verify batch")
@@ -23,7 +24,7 @@ def _rows(request: HttpRequest) -> list[dict]:
 
 
 @require_GET
-def grades_csv(request: HttpRequest) -> HttpResponse:
+def grades_csv(request: HtmxHttpRequest) -> HttpResponse:
     out = io.StringIO()
     writer = csv.DictWriter(out, fieldnames=list(grading.EXPORT_FIELDS))
     writer.writeheader()
@@ -34,7 +35,7 @@ def grades_csv(request: HttpRequest) -> HttpResponse:
 
 
 @require_GET
-def grades_jsonl(request: HttpRequest) -> HttpResponse:
+def grades_jsonl(request: HtmxHttpRequest) -> HttpResponse:
     body = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in _rows(request))
     response = HttpResponse(body, content_type="application/x-ndjson; charset=utf-8")
     response["Content-Disposition"] = 'attachment; filename="grades.jsonl"'

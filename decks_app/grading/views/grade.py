@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import Http404, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
@@ -28,9 +28,9 @@ from decks_app.sessions.actions import get_session, stop_session
 from decks_app.sessions.search import Snippet
 from decks_app.web.live import live_view
 from decks_app.web.pages import (
+    HtmxHttpRequest,
     PageData,
     error_response,
-    is_htmx,
     json_response,
     live_part,
     render_page,
@@ -50,7 +50,7 @@ class SessionChoices:
     matches: dict[str, Snippet]
 
     @classmethod
-    def of(cls, request: HttpRequest, workspace: Any) -> SessionChoices:
+    def of(cls, request: HtmxHttpRequest, workspace: Any) -> SessionChoices:
         q = request.GET.get("q", "")[:200].strip()
         page, matches = listing.pick_sessions(
             listing.gradable_sessions(workspace, q),
@@ -103,7 +103,7 @@ class SessionChoices:
 
 
 @require_GET
-def grade_tab(request: HttpRequest, fmt: str | None = None) -> HttpResponse:
+def grade_tab(request: HtmxHttpRequest, fmt: str | None = None) -> HttpResponse:
     workspace = current_workspace()
     try:
         choices = SessionChoices.of(request, workspace)
@@ -169,10 +169,10 @@ class GradeTabPage(PageData):
 
 
 @require_GET
-def grade_sessions(request: HttpRequest, fmt: str | None = None) -> HttpResponse:
+def grade_sessions(request: HtmxHttpRequest, fmt: str | None = None) -> HttpResponse:
     """The session picker alone (+JSON): the Grade tab's search-as-you-type and its pages."""
     workspace = current_workspace()
-    if not wants_json(request, fmt) and not is_htmx(request):  # a link followed without htmx
+    if not wants_json(request, fmt) and not request.htmx:  # a link followed without htmx
         query = request.META.get("QUERY_STRING", "")
         return redirect(reverse("grading:grade") + (f"?{query}" if query else ""))
     try:
@@ -190,7 +190,7 @@ def grade_sessions(request: HttpRequest, fmt: str | None = None) -> HttpResponse
 
 
 @require_POST
-def grade_start(request: HttpRequest) -> HttpResponse:
+def grade_start(request: HtmxHttpRequest) -> HttpResponse:
     session = get_session(request.POST.get("session", ""))
     if session is None or session.workspace_id != current_workspace().id:
         return error_response(request, "pick a session to grade", 400)
@@ -200,7 +200,7 @@ def grade_start(request: HttpRequest) -> HttpResponse:
         return error_response(request, str(exc), 400)
     if wants_json(request):
         return json_response(grading.grade_run_dict(run), status=202)
-    if is_htmx(request):
+    if request.htmx:
         return HttpResponseClientRedirect(reverse("grading:grade_run", args=[run.id]))
     return redirect("grading:grade_run", run_id=run.id)
 
@@ -249,7 +249,7 @@ class GradeRunPage(PageData):
 
 
 @require_GET
-def grade_run_page(request: HttpRequest, run_id: str, fmt: str | None = None) -> HttpResponse:
+def grade_run_page(request: HtmxHttpRequest, run_id: str, fmt: str | None = None) -> HttpResponse:
     data = GradeRunPage.of(_run_or_404(run_id))
     return render_page(request, RUN_TEMPLATE, data, fmt, fragment="result")
 
@@ -271,7 +271,7 @@ def _position(value: str) -> int:
 
 
 @require_POST
-def grade_flag(request: HttpRequest, run_id: str, position: str) -> HttpResponse:
+def grade_flag(request: HtmxHttpRequest, run_id: str, position: str) -> HttpResponse:
     run = _run_or_404(run_id)
     try:
         flag = grading.toggle_flag(
@@ -283,7 +283,7 @@ def grade_flag(request: HttpRequest, run_id: str, position: str) -> HttpResponse
 
 
 @require_POST
-def grade_flag_reason(request: HttpRequest, run_id: str, position: str) -> HttpResponse:
+def grade_flag_reason(request: HtmxHttpRequest, run_id: str, position: str) -> HttpResponse:
     run = _run_or_404(run_id)
     try:
         grading.set_flag_reason(
@@ -294,17 +294,17 @@ def grade_flag_reason(request: HttpRequest, run_id: str, position: str) -> HttpR
     return _after_flag(request, run, {"ok": True})
 
 
-def _after_flag(request: HttpRequest, run: Run, data: dict) -> HttpResponse:
+def _after_flag(request: HtmxHttpRequest, run: Run, data: dict) -> HttpResponse:
     if wants_json(request):
         return json_response(data)
-    if is_htmx(request):
+    if request.htmx:
         _graded(run).refresh_from_db()  # the flags are kept on the graded session
         return render(request, RUN_TEMPLATE + "#result", GradeRunPage.of(run).context())
     return redirect("grading:grade_run", run_id=run.id)
 
 
 @require_POST
-def grade_stop(request: HttpRequest, run_id: str) -> HttpResponse:
+def grade_stop(request: HtmxHttpRequest, run_id: str) -> HttpResponse:
     run = _run_or_404(run_id)
     stopped = stop_session(run.session)  # the grading session holds only this run
     if wants_json(request):

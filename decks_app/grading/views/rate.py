@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import quote, unquote
 
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import Http404, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
@@ -33,13 +33,20 @@ from decks_app.grading.rate_items import (
 from decks_app.grading.rate_queue import build_queue
 from decks_app.models import Session, Workspace
 from decks_app.sessions import feedback as feedback_service
-from decks_app.web.pages import PageData, error_response, json_response, render_page, wants_json
+from decks_app.web.pages import (
+    HtmxHttpRequest,
+    PageData,
+    error_response,
+    json_response,
+    render_page,
+    wants_json,
+)
 from decks_app.workspaces.served import current_workspace
 
 RATER_COOKIE_AGE = 365 * 24 * 3600
 
 
-def rater_of(request: HttpRequest) -> str:
+def rater_of(request: HtmxHttpRequest) -> str:
     """The browser's rater name (its cookie), "" when none or not a valid name."""
     try:
         return feedback_service.clean_rater(unquote(request.COOKIES.get(RATER_COOKIE, "")))
@@ -97,7 +104,7 @@ def _page(
     return RatePage(workspace, rater, entries, item, progress_figures(inputs), position)
 
 
-def _set_rater(request: HttpRequest) -> HttpResponse:
+def _set_rater(request: HtmxHttpRequest) -> HttpResponse:
     """`?rater=NAME` (the name form without JavaScript): remember it in the cookie."""
     try:
         name = feedback_service.clean_rater(request.GET.get("rater"))
@@ -112,7 +119,7 @@ def _set_rater(request: HttpRequest) -> HttpResponse:
 
 
 @require_GET
-def rate_page(request: HttpRequest, fmt: str | None = None) -> HttpResponse:
+def rate_page(request: HtmxHttpRequest, fmt: str | None = None) -> HttpResponse:
     if "rater" in request.GET and not wants_json(request, fmt):
         return _set_rater(request)
     workspace = current_workspace()
@@ -136,7 +143,7 @@ def rate_page(request: HttpRequest, fmt: str | None = None) -> HttpResponse:
 
 @require_GET
 def rate_item_view(
-    request: HttpRequest, session_id: str, ref: str, fmt: str | None = None
+    request: HtmxHttpRequest, session_id: str, ref: str, fmt: str | None = None
 ) -> HttpResponse:
     workspace = current_workspace()
     session, wanted = _item_or_404(workspace, session_id, ref)
@@ -152,7 +159,7 @@ def rate_item_view(
 
 
 @require_POST
-def rate_submit(request: HttpRequest, session_id: str, ref: str) -> HttpResponse:
+def rate_submit(request: HtmxHttpRequest, session_id: str, ref: str) -> HttpResponse:
     workspace = current_workspace()
     session, wanted = _item_or_404(workspace, session_id, ref)
     try:
@@ -177,7 +184,7 @@ def rate_submit(request: HttpRequest, session_id: str, ref: str) -> HttpResponse
     warm(workspace, inputs)  # the calibration page's figures, computed now off this request
     if wants_json(request) or request.headers.get("Accept", "").startswith("application/json"):
         return json_response({"item": item.to_json(), "progress": progress})
-    if getattr(request, "htmx", False):
+    if request.htmx:
         data = RatePage(workspace, rater, [], item, progress)
         return render(request, "grading/rate.html#rated", data.context())
     return redirect(item.urls["url"])

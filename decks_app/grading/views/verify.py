@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import Http404, HttpResponse
 from django.shortcuts import redirect
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
@@ -27,9 +27,9 @@ from decks_app.models import Run
 from decks_app.sessions.actions import stop_session
 from decks_app.web.live import live_view
 from decks_app.web.pages import (
+    HtmxHttpRequest,
     PageData,
     error_response,
-    is_htmx,
     json_response,
     live_part,
     render_page,
@@ -44,7 +44,7 @@ def _root_decks(workspace):
 
 
 @require_GET
-def verify_tab(request: HttpRequest, fmt: str | None = None) -> HttpResponse:
+def verify_tab(request: HtmxHttpRequest, fmt: str | None = None) -> HttpResponse:
     workspace = current_workspace()
     decks = _root_decks(workspace)
     wanted = request.GET.get("deck") or (decks[0].path if decks else "")
@@ -80,7 +80,7 @@ class VerifyPage(PageData):
 
 
 @require_POST
-def verify_start(request: HttpRequest) -> HttpResponse:
+def verify_start(request: HtmxHttpRequest) -> HttpResponse:
     workspace = current_workspace()
     deck = request.POST.get("deck", "")
     try:
@@ -90,7 +90,7 @@ def verify_start(request: HttpRequest) -> HttpResponse:
         return error_response(request, str(exc), 400)
     if wants_json(request):
         return json_response(verify_service.batch_dict(run), status=202)
-    if is_htmx(request):
+    if request.htmx:
         return HttpResponseClientRedirect(reverse("grading:verify_batch", args=[run.id]))
     return redirect("grading:verify_batch", run_id=run.id)
 
@@ -222,7 +222,7 @@ class VerifyBatchPage(PageData):
 
 
 @require_GET
-def verify_batch(request: HttpRequest, run_id: str, fmt: str | None = None) -> HttpResponse:
+def verify_batch(request: HtmxHttpRequest, run_id: str, fmt: str | None = None) -> HttpResponse:
     data = VerifyBatchPage.of(_batch_or_404(run_id))
     return render_page(request, BATCH_TEMPLATE, data, fmt, fragment="batch")
 
@@ -276,7 +276,7 @@ def _chart_data(batch: dict) -> dict:
 
 
 @require_POST
-def verify_stop(request: HttpRequest, run_id: str) -> HttpResponse:
+def verify_stop(request: HtmxHttpRequest, run_id: str) -> HttpResponse:
     run = _batch_or_404(run_id)
     stopped = stop_session(run.session)
     if wants_json(request):
@@ -285,7 +285,7 @@ def verify_stop(request: HttpRequest, run_id: str) -> HttpResponse:
 
 
 @require_GET
-def verify_compare(request: HttpRequest, fmt: str | None = None) -> HttpResponse:
+def verify_compare(request: HtmxHttpRequest, fmt: str | None = None) -> HttpResponse:
     before = _batch_or_404(request.GET.get("before", ""))
     after = _batch_or_404(request.GET.get("after", ""))
     if before.status != "completed" or after.status != "completed":

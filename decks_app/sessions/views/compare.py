@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import Http404, HttpResponse
 from django.views.decorators.http import require_GET
 
 from decks_app.models import Session
@@ -15,7 +15,7 @@ from decks_app.sessions import replay
 from decks_app.sessions.actions import get_session
 from decks_app.sessions.views import session_or_404
 from decks_app.web.live import live_view
-from decks_app.web.pages import PageData, live_part, render_page
+from decks_app.web.pages import HtmxHttpRequest, PageData, live_part, render_page
 
 TEMPLATE = "sessions/compare.html"
 
@@ -49,7 +49,7 @@ def _is_replay(session: Session | None) -> bool:
 
 
 @require_GET
-def compare_page(request: HttpRequest, session_id: str, fmt: str | None = None) -> HttpResponse:
+def compare_page(request: HtmxHttpRequest, session_id: str, fmt: str | None = None) -> HttpResponse:
     session = session_or_404(session_id)
     if not _is_replay(session):
         raise Http404("this session is not a replay of another session")

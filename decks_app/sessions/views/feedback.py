@@ -2,18 +2,18 @@
 
 from __future__ import annotations
 
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
 from decks_app.sessions import feedback as feedback_service
 from decks_app.sessions.conversation import feedback_dict
 from decks_app.sessions.views import session_or_404
-from decks_app.web.pages import error_response, is_htmx, json_response, wants_json
+from decks_app.web.pages import HtmxHttpRequest, error_response, json_response, wants_json
 
 
 @require_POST
-def message_feedback(request: HttpRequest, session_id: str, ref_id: str) -> HttpResponse:
+def message_feedback(request: HtmxHttpRequest, session_id: str, ref_id: str) -> HttpResponse:
     session = session_or_404(session_id)
     try:
         score = (
@@ -31,7 +31,7 @@ def message_feedback(request: HttpRequest, session_id: str, ref_id: str) -> Http
         return error_response(request, str(exc), 400)
     if wants_json(request):
         return json_response({"feedback": feedback_dict(fb) if fb else None})
-    if is_htmx(request):
+    if request.htmx:
         return render(
             request,
             "sessions/session.html#feedback",

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpResponse
 from django.shortcuts import redirect
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods
@@ -16,11 +16,18 @@ from decks_app.sessions import replay
 from decks_app.sessions.conversation import Activity, Bubble
 from decks_app.sessions.trace_tree import Node
 from decks_app.sessions.views import session_or_404
-from decks_app.web.pages import PageData, error_response, json_response, render_page, wants_json
+from decks_app.web.pages import (
+    HtmxHttpRequest,
+    PageData,
+    error_response,
+    json_response,
+    render_page,
+    wants_json,
+)
 
 
 @require_GET
-def replay_page(request: HttpRequest, session_id: str, fmt: str | None = None) -> HttpResponse:
+def replay_page(request: HtmxHttpRequest, session_id: str, fmt: str | None = None) -> HttpResponse:
     session = session_or_404(session_id)
     try:
         step = int(request.GET["step"]) if request.GET.get("step") else None
@@ -79,7 +86,7 @@ class ReplayPage(PageData):
 
 
 @require_http_methods(["GET", "POST"])
-def replay_rerun(request: HttpRequest, session_id: str, fmt: str | None = None) -> HttpResponse:
+def replay_rerun(request: HtmxHttpRequest, session_id: str, fmt: str | None = None) -> HttpResponse:
     """GET: whether "Re-run offline" is offered and why not (a page, `.json`, or for htmx
     the button's slot alone). POST: re-run the session offline into a new session (201
     JSON / redirect); 400 when its trace holds nothing a replay can answer from, 409 while

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
@@ -20,20 +20,26 @@ from decks_app.sessions.actions import (
 from decks_app.sessions.conversation import earlier_blocks
 from decks_app.sessions.session_page import SessionPage
 from decks_app.sessions.views import session_or_404
-from decks_app.web.pages import error_response, is_htmx, json_response, render_page, wants_json
+from decks_app.web.pages import (
+    HtmxHttpRequest,
+    error_response,
+    json_response,
+    render_page,
+    wants_json,
+)
 
 TEMPLATE = "sessions/session.html"
 
 
 @require_GET
-def session_page(request: HttpRequest, session_id: str, fmt: str | None = None) -> HttpResponse:
+def session_page(request: HtmxHttpRequest, session_id: str, fmt: str | None = None) -> HttpResponse:
     """The page, its JSON twin, or for htmx its conversation: one `SessionPage` each."""
     page = SessionPage.of(session_or_404(session_id))
     return render_page(request, TEMPLATE, page, fmt, fragment="conversation")
 
 
 @require_GET
-def session_earlier(request: HttpRequest, session_id: str) -> HttpResponse:
+def session_earlier(request: HtmxHttpRequest, session_id: str) -> HttpResponse:
     """ "Show earlier": the conversation blocks before `?before=N` (htmx swaps them in for the
     button; the JSON twin lists them)."""
     session = session_or_404(session_id)
@@ -53,7 +59,7 @@ def session_earlier(request: HttpRequest, session_id: str) -> HttpResponse:
 
 
 @require_GET
-def session_recent_events(request: HttpRequest, session_id: str) -> HttpResponse:
+def session_recent_events(request: HtmxHttpRequest, session_id: str) -> HttpResponse:
     """The raw event list of the session page (the newest events), loaded when its panel
     is opened; the JSON twin is the session's `events`."""
     session = session_or_404(session_id)
@@ -64,11 +70,11 @@ def session_recent_events(request: HttpRequest, session_id: str) -> HttpResponse
     return render(request, TEMPLATE + "#raw_events", {"page": part, "raw_events": rows})
 
 
-def _after_command(request: HttpRequest, session, status: int = 200, **extra) -> HttpResponse:
+def _after_command(request: HtmxHttpRequest, session, status: int = 200, **extra) -> HttpResponse:
     if wants_json(request):
         page = SessionPage.of(session)
         return json_response({**page.to_json(), **extra}, status=status)
-    if is_htmx(request):
+    if request.htmx:
         page = SessionPage.of(session, rerun=False)
         return render(
             request, TEMPLATE + "#composer_response", page.context(oob=True), status=status
@@ -77,7 +83,7 @@ def _after_command(request: HttpRequest, session, status: int = 200, **extra) ->
 
 
 @require_POST
-def session_send(request: HttpRequest, session_id: str) -> HttpResponse:
+def session_send(request: HtmxHttpRequest, session_id: str) -> HttpResponse:
     session = session_or_404(session_id)
     try:
         run = send_message(session, request.POST.get("message", ""))
@@ -89,7 +95,7 @@ def session_send(request: HttpRequest, session_id: str) -> HttpResponse:
 
 
 @require_POST
-def session_retry(request: HttpRequest, session_id: str) -> HttpResponse:
+def session_retry(request: HtmxHttpRequest, session_id: str) -> HttpResponse:
     """Re-run the last turn after it was interrupted or failed (`runId` names that run)."""
     session = session_or_404(session_id)
     try:
@@ -102,14 +108,14 @@ def session_retry(request: HttpRequest, session_id: str) -> HttpResponse:
 
 
 @require_POST
-def session_stop(request: HttpRequest, session_id: str) -> HttpResponse:
+def session_stop(request: HtmxHttpRequest, session_id: str) -> HttpResponse:
     session = session_or_404(session_id)
     stopped = stop_session(session)
     return _after_command(request, session, stopped=stopped)
 
 
 @require_POST
-def session_notes(request: HttpRequest, session_id: str) -> HttpResponse:
+def session_notes(request: HtmxHttpRequest, session_id: str) -> HttpResponse:
     session = session_or_404(session_id)
     try:
         if "notes" in request.POST:
@@ -125,13 +131,13 @@ def session_notes(request: HttpRequest, session_id: str) -> HttpResponse:
         return json_response(
             {"notes": session.notes, "conversationScore": session.conversation_score}
         )
-    if is_htmx(request):
+    if request.htmx:
         return render(request, TEMPLATE + "#notes", {"page": {"session": session}, "saved": True})
     return redirect("sessions:session", session_id=session.id)
 
 
 @require_POST
-def session_delete(request: HttpRequest, session_id: str) -> HttpResponse:
+def session_delete(request: HtmxHttpRequest, session_id: str) -> HttpResponse:
     """Delete a session with its runs, trace and ratings; `confirm` must repeat its id."""
     session = session_or_404(session_id)
     if request.POST.get("confirm", "").strip() != session.id:
@@ -141,6 +147,6 @@ def session_delete(request: HttpRequest, session_id: str) -> HttpResponse:
     session.delete()
     if wants_json(request):
         return json_response({"deleted": session_id})
-    if is_htmx(request):  # the page it was on is gone: the browser goes to the list
+    if request.htmx:  # the page it was on is gone: the browser goes to the list
         return HttpResponseClientRedirect(reverse("sessions:sessions"))
     return redirect("sessions:sessions")

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
@@ -15,7 +15,14 @@ from decks_app.runs import providers
 from decks_app.sessions import forms, keyset, scenarios, transfer
 from decks_app.sessions.actions import InvalidInput, create_session, parse_context
 from decks_app.sessions.listing import SessionFilter, SessionPage, list_sessions, session_row_json
-from decks_app.web.pages import PageData, error_response, json_response, render_page, wants_json
+from decks_app.web.pages import (
+    HtmxHttpRequest,
+    PageData,
+    error_response,
+    json_response,
+    render_page,
+    wants_json,
+)
 from decks_app.web.routes import query_url
 from decks_app.workspaces.served import current_workspace, is_listed_deck, list_decks
 
@@ -23,7 +30,7 @@ STATUSES = ["idle", "queued", "running", "completed", "failed", "canceled", "int
 
 
 @require_GET
-def sessions_list(request: HttpRequest, fmt: str | None = None) -> HttpResponse:
+def sessions_list(request: HtmxHttpRequest, fmt: str | None = None) -> HttpResponse:
     workspace = current_workspace()
     flt = SessionFilter(
         status=request.GET.get("status", "")[:20] if request.GET.get("status") in STATUSES else "",
@@ -116,7 +123,7 @@ class SessionsPage(PageData):
 
 
 @require_GET
-def context_form(request: HttpRequest) -> HttpResponse:
+def context_form(request: HtmxHttpRequest) -> HttpResponse:
     """The context fields of a deck's contextSchema (htmx swaps them in when the deck changes)."""
     workspace = current_workspace()
     deck_path = request.GET.get("deck") or request.GET.get("scenario", "").partition("|")[0]
@@ -175,7 +182,7 @@ def _context_ctx(workspace, deck_path: str, prefix: str, target: str) -> dict:
 
 
 @require_POST
-def session_create(request: HttpRequest) -> HttpResponse:
+def session_create(request: HtmxHttpRequest) -> HttpResponse:
     workspace = current_workspace()
     deck_path = request.POST.get("deck", "")
     try:
@@ -209,7 +216,7 @@ def _created(session) -> HttpResponse:
 
 
 @require_POST
-def session_import(request: HttpRequest) -> HttpResponse:
+def session_import(request: HtmxHttpRequest) -> HttpResponse:
     workspace = current_workspace()
     try:
         state_file = request.FILES.get("state")
@@ -229,7 +236,7 @@ def session_import(request: HttpRequest) -> HttpResponse:
 
 
 @require_POST
-def scenario_start(request: HttpRequest) -> HttpResponse:
+def scenario_start(request: HtmxHttpRequest) -> HttpResponse:
     """Run a root deck's scenario once (a live session) or N times (a batch)."""
     workspace = current_workspace()
     deck, _, scenario = request.POST.get("scenario", "").partition("|")

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from django.core.paginator import Page, Paginator
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import Http404, HttpResponse
 from django.views.decorators.http import require_GET
 
 from decks_app.models import Session, TraceEvent
@@ -17,7 +17,7 @@ from decks_app.runs.events import event_dict, light_payloads
 from decks_app.sessions.trace_items import deck_labeler
 from decks_app.sessions.trace_tree import Node, build_tree, request_detail, tree_rows, walk
 from decks_app.sessions.views import session_or_404
-from decks_app.web.pages import PageData, json_response, render_page
+from decks_app.web.pages import HtmxHttpRequest, PageData, json_response, render_page
 
 # The trace page opens the newest runs and folds the older ones (each loads when opened),
 # and lists the raw events this many to a page.
@@ -35,7 +35,7 @@ def _find(roots: list[Node], key: str) -> Node | None:
     return next((n for n in walk(roots) if n.key == key), None)
 
 
-def _page_number(request: HttpRequest) -> int:
+def _page_number(request: HtmxHttpRequest) -> int:
     try:
         return max(1, int(request.GET.get("page", "1")))
     except ValueError:
@@ -129,7 +129,7 @@ def node_json(node: Node) -> dict[str, Any]:
 
 
 @require_GET
-def trace_page(request: HttpRequest, session_id: str, fmt: str | None = None) -> HttpResponse:
+def trace_page(request: HtmxHttpRequest, session_id: str, fmt: str | None = None) -> HttpResponse:
     session = session_or_404(session_id)
     tree = _tree(session)
     key = request.GET.get("node", "")
@@ -149,7 +149,7 @@ def trace_page(request: HttpRequest, session_id: str, fmt: str | None = None) ->
 
 @require_GET
 def trace_run(
-    request: HttpRequest, session_id: str, event_id: int, fmt: str | None = None
+    request: HtmxHttpRequest, session_id: str, event_id: int, fmt: str | None = None
 ) -> HttpResponse:
     """One run of the trace, whole (the trace page shows older runs folded and loads each
     one's children when it is opened: the htmx fragment). `event_id` is its `run.start`."""
@@ -176,7 +176,7 @@ class RunPage(TracePage):
 
 @require_GET
 def trace_node(
-    request: HttpRequest, session_id: str, node: str, fmt: str | None = None
+    request: HtmxHttpRequest, session_id: str, node: str, fmt: str | None = None
 ) -> HttpResponse:
     """One node's detail: the right-hand side of the trace page (the htmx fragment), or a
     page of its own. `node` is the node's key: the id of the event that opened it."""
@@ -203,7 +203,7 @@ class NodePage(TraceData):
 
 @require_GET
 def trace_call(
-    request: HttpRequest, session_id: str, event_id: int, fmt: str | None = None
+    request: HtmxHttpRequest, session_id: str, event_id: int, fmt: str | None = None
 ) -> HttpResponse:
     """Everything one model call sent (instructions, input items, tools, parameters), read
     from its `model.call` event on demand: the tree keeps only its size and settings."""
@@ -228,7 +228,7 @@ class CallPage(SessionData):
 
 
 @require_GET
-def trace_event(request: HttpRequest, session_id: str, event_id: int) -> HttpResponse:
+def trace_event(request: HtmxHttpRequest, session_id: str, event_id: int) -> HttpResponse:
     """One stored event, whole (the lists show long payloads cut and calls without items)."""
     session = session_or_404(session_id)
     event = TraceEvent.objects.filter(session=session, pk=event_id).first()
