@@ -29,6 +29,7 @@ from decks_app.runs.executor import RunProgress
 from decks_app.runs.state import session_state_dict
 from decks_app.workspaces.served import DeckInfo, jailed_path, project_root
 from endpoint.encoding import SPEC_ITEM_TYPES, is_namespaced
+from endpoint.proxying import proxy_call
 from endpoint.routing import run_mode
 from endpoint.schemas import (
     ApiError,
@@ -42,7 +43,6 @@ from endpoint.schemas import (
 from gambit.core import MISSING as _MISSING
 from gambit.core import (
     TOOL_CALL_DEFERRED,
-    CreateResponseRequest,
     DeckError,
     FunctionCallItem,
     FunctionCallOutputItem,
@@ -50,12 +50,9 @@ from gambit.core import (
     MessageItem,
     ModelParams,
     ProviderError,
-    ResponseToolDefinition,
     SavedState,
     ToolDecl,
     check_deck_tree,
-    item_to_dict,
-    items_to_messages,
     message_item,
     new_state,
     run_deck,
@@ -369,104 +366,22 @@ class Runner:
     ) -> str:
         """A provider model: forward the request through the router and record it; its
         stream is relayed event by event (`UpstreamEvent`), every item type."""
-        body = self.body
         # A continued (or routed) conversation: the upstream gets what was said before, as
         # a deck's model does.
         state = self._saved_state()
         items: list[Any] = list(state_items(state)) if state is not None else []
         items += [self._item(item) for item in self.items]
-        extras = {
-            key: value
-            for key, value in (
-                ("parallel_tool_calls", body.parallel_tool_calls),
-                ("max_tool_calls", body.max_tool_calls),
-            )
-            if value is not None
-        }
-        request = CreateResponseRequest(
-            model=body.model,
-            input=items,
-            instructions=body.instructions,
-            tools=[
-                ResponseToolDefinition.model_validate(
-                    {
-                        "type": "function",
-                        "function": {
-                            "name": t.name,
-                            "description": t.description,
-                            "parameters": t.parameters or {"type": "object"},
-                        },
-                    }
-                )
-                for t in body.tools or []
-            ]
-            or None,
-            tool_choice=body.tool_choice,
-            max_output_tokens=body.max_output_tokens,
-            params={
-                key: value
-                for key, value in (("temperature", body.temperature), ("top_p", body.top_p))
-                if value is not None
-            }
-            or None,
-            stream=True,
+        proxied = await proxy_call(
+            self.body,
+            items,
+            router,
+            on_trace,
+            on_event=lambda event: deltas.put_nowait(UpstreamEvent(event)),
         )
-        if extras:  # top-level fields of the wire body (request_extras)
-            request = request.model_copy(update=extras)
-        resolved = router.resolve_model(body.model, params=None, deck_path=None)
-        provider = resolved.provider or router
-        on_trace(
-            {
-                "type": "model.call",
-                "model": resolved.model,
-                "items": [item_to_dict(i) for i in items],
-            }
-        )
-
-        def on_event(event: dict[str, Any]) -> None:
-            if isinstance(event, dict) and isinstance(event.get("type"), str):
-                deltas.put_nowait(UpstreamEvent(event))
-
-        result = await provider.responses(
-            request.model_copy(update={"model": resolved.model}), on_stream_event=on_event
-        )
-        response = result.response
-        output = [item_to_dict(i) for i in response.output]
-        self.outcome.proxied_output = output
-        self.outcome.incomplete = response.incomplete_details_or_none()
-        usage = response.usage.to_dict() if response.usage is not None else None
-        calls = [i for i in response.output if isinstance(i, FunctionCallItem)]
-        finish = "tool_calls" if calls else "stop"
-        if self.outcome.incomplete is not None:
-            reason = self.outcome.incomplete["reason"]
-            finish = "length" if reason == "max_output_tokens" else reason
-        on_trace(
-            {
-                "type": "model.result",
-                "model": resolved.model,
-                "output": output,
-                "usage": usage,
-                "finishReason": finish,
-                "incompleteDetails": self.outcome.incomplete,
-            }
-        )
-        status = "incomplete" if self.outcome.incomplete is not None else "completed"
-        if calls:
-            status = "paused"  # the client answers the calls (as a deck's run.end says)
-        on_trace({"type": "run.end", "status": status, "usage": usage})
-        conversation = [*items, *response.output]
-        # Its chat messages too: the Test tab shows the conversation from them.
-        self.outcome.latest.state = new_state("responses").model_copy(
-            update={"items": conversation, "messages": items_to_messages(conversation)}
-        )
-        texts = [
-            part.text
-            for output_item in response.output
-            if isinstance(output_item, MessageItem)
-            for part in output_item.content
-            if part.text  # every content part has a text (optional on UnknownContent)
-        ]
-        return "".join(texts)
+        self.outcome.proxied_output = proxied.output
+        self.outcome.incomplete = proxied.incomplete
+        self.outcome.latest.state = proxied.state
+        return proxied.text
 
 
 # A conversation has no developer role: a developer message is a system message to the model.
