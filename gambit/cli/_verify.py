@@ -226,7 +226,7 @@ def verify_command(
             tree, scenario_trees, grader_trees, model, model_force, scenario_model, grader_model
         )
         router = make_router(root)
-        sink = TraceSink(trace_path, False) if trace_path is not None else None
+        sink = TraceSink(trace_path, False) if TraceSink.wanted(trace_path) else None
         bar = ProgressDisplay(progress_mode(quiet=quiet))
         writer = _SessionWriter(folder)
         try:
@@ -563,7 +563,7 @@ def run_batch(
             declared=False,
         )
         router = make_router(root)
-        sink = TraceSink(flags.trace_path, False) if flags.trace_path is not None else None
+        sink = TraceSink(flags.trace_path, False) if TraceSink.wanted(flags.trace_path) else None
         bar = ProgressDisplay(progress_mode())
         writer = _SessionWriter(folder)
         try:
