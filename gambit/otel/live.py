@@ -72,13 +72,16 @@ def _protocol(env: Mapping[str, str]) -> str:
 
 
 class _LastMessage(logging.Handler):
-    """Keeps the last message of the quieted loggers: the reason our warning gives."""
+    """Keeps the first message of the quieted loggers since an export began: the reason
+    our warning gives."""
 
     def __init__(self) -> None:
         super().__init__(logging.DEBUG)
         self.last: str | None = None
 
     def emit(self, record: logging.LogRecord) -> None:
+        if self.last is not None:
+            return  # the first message of an export names its cause
         try:
             self.last = record.getMessage().splitlines()[0]
         except Exception:
@@ -96,6 +99,7 @@ class _Guarded(SpanExporter):
         self.exported = 0
         self.in_flight = 0
         self.warned = False
+        self.reason: str | None = None
         self._shut = False
         self._idle = threading.Condition()
         self._reasons = _LastMessage()
@@ -107,6 +111,7 @@ class _Guarded(SpanExporter):
     def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
         with self._idle:
             self.in_flight += 1
+        self._reasons.last = None
         try:
             result = self.inner.export(spans)
         except Exception as exc:  # an exporter bug must not reach the processor's thread
@@ -116,7 +121,8 @@ class _Guarded(SpanExporter):
             self.exported += len(spans)
         else:
             self.failures += 1
-            reason = f" ({self._reasons.last})" if self._reasons.last else ""
+            self.reason = self._reasons.last
+            reason = f" ({self.reason})" if self.reason else ""
             self.warn_once(
                 f"warning: OpenTelemetry export to {self.endpoint} failed{reason}; "
                 "runs go on and their spans are dropped while the collector does not answer"

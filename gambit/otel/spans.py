@@ -99,6 +99,7 @@ class SpanBuilder:
         self.clock = clock
         self.parent = parent
         self.skipped = 0
+        self.started = 0  # spans started
         self._runs: dict[str, list[_Open]] = {}  # run id -> its open run spans
         self._grades: dict[str, list[_Open]] = {}  # run id -> open grade spans
         self._pending_grades: dict[str, list[_Open]] = {}  # grades whose run has not started
@@ -178,6 +179,7 @@ class SpanBuilder:
             start_time=ns,
         )
         held = _Open(span, kind, run, conversation, ns)
+        self.started += 1
         if run is not None:
             self._stack.setdefault(run, []).append(held)
         return held
