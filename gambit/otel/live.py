@@ -78,8 +78,11 @@ class _LastMessage(logging.Handler):
     def __init__(self) -> None:
         super().__init__(logging.DEBUG)
         self.last: str | None = None
+        self.seen = threading.Event()  # an export has reported trouble (a retry, a failure)
 
     def emit(self, record: logging.LogRecord) -> None:
+        if record.levelno >= logging.WARNING:
+            self.seen.set()
         if self.last is not None:
             return  # the first message of an export names its cause
         try:
@@ -112,6 +115,7 @@ class _Guarded(SpanExporter):
         with self._idle:
             self.in_flight += 1
         self._reasons.last = None
+        self._reasons.seen.clear()
         try:
             result = self.inner.export(spans)
         except Exception as exc:  # an exporter bug must not reach the processor's thread
@@ -131,6 +135,10 @@ class _Guarded(SpanExporter):
             self.in_flight -= 1
             self._idle.notify_all()
         return result
+
+    @property
+    def trouble(self) -> threading.Event:
+        return self._reasons.seen
 
     def warn_once(self, line: str) -> None:
         with self._idle:
@@ -242,7 +250,12 @@ class Export:
             target=processor.shutdown, name="gambit-otel-close", daemon=True
         )
         stopping.start()
-        stopping.join(wait)
+        # Waited for until done, or until the exporter reports trouble (a collector that
+        # refuses connections says so at once: its retries are not waited for).
+        deadline = time.monotonic() + wait
+        while stopping.is_alive() and time.monotonic() < deadline:
+            if guarded.trouble.wait(min(0.02, max(0.0, deadline - time.monotonic()))):
+                break
         if stopping.is_alive():
             guarded.shutdown()
             stopping.join(0.5)

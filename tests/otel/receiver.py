@@ -151,3 +151,10 @@ class Receiver:
         for child in self.children(span):
             lines.extend(self.tree(child, depth + 1))
         return lines
+
+    def tree_spans(self, span: Span) -> list[Span]:
+        """`span` and all its descendants."""
+        found = [span]
+        for child in self.children(span):
+            found.extend(self.tree_spans(child))
+        return found
