@@ -15,7 +15,11 @@ from ._common import fail
 
 @click.group("export", context_settings=HELP_OPTIONS)
 def export_group() -> None:
-    """Send recorded traces to other tools."""
+    """Send a recorded trace elsewhere: `export otel FILE` to an OpenTelemetry collector.
+
+    Runs export their spans as they happen when OTEL_EXPORTER_OTLP_ENDPOINT is set
+    (docs/observability.md); these commands send a trace recorded earlier.
+    """
 
 
 @export_group.command("otel", context_settings=HELP_OPTIONS)
