@@ -149,8 +149,11 @@ class RunContext[P: Payload]:
         self.project_root = jail
         self._writer = writer
         self.progress = progress
-        # OpenTelemetry spans of the run, when an export is configured (None otherwise).
-        self.spans = telemetry.sink(job.session.id)
+        # OpenTelemetry spans of the run, when an export is configured (None otherwise); the
+        # conversation is the session's, or for a grade run the session it grades.
+        session = job.session
+        graded = session.source_id if session.origin == "grade" else None
+        self.spans = telemetry.sink(graded or session.id)
 
     @property
     def workspace_root(self) -> Path:
