@@ -136,6 +136,14 @@ class _Guarded(SpanExporter):
             self._idle.notify_all()
         return result
 
+    def detach(self) -> None:
+        """Give the quieted loggers back (this exporter is done)."""
+        for name in _QUIET_LOGGERS:
+            logger = logging.getLogger(name)
+            logger.removeHandler(self._reasons)
+            if not any(isinstance(h, _LastMessage) for h in logger.handlers):
+                logger.propagate = True
+
     @property
     def trouble(self) -> threading.Event:
         return self._reasons.seen
@@ -265,6 +273,7 @@ class Export:
                 f"{seconds:g} s; the spans not yet sent are dropped"
             )
         self.provider.shutdown()
+        guarded.detach()
 
 
 def close_sink(sink: Callable[[Mapping[str, Any]], None]) -> None:
