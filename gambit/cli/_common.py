@@ -27,6 +27,7 @@ from gambit.core import (
     load_state,
     save_state,
 )
+from gambit.otel import configured as otel_configured  # reads the environment, imports no SDK
 from gambit.providers import ProviderRouter  # with the command: start-up's freeze covers it
 
 
@@ -169,9 +170,7 @@ def otel_export() -> Any:
     """The OpenTelemetry span export of this command's runs, when the standard variables ask
     for one (OTEL_EXPORTER_OTLP_ENDPOINT, docs/observability.md); None otherwise, without
     importing the SDK. Without the SDK installed, one warning line and no export."""
-    from gambit.otel import configured
-
-    if not configured(os.environ):
+    if not otel_configured(os.environ):
         return None
     try:
         from gambit.otel.live import exporter
@@ -199,9 +198,7 @@ class TraceSink:
     def wanted(trace_path: Path | None) -> bool:
         """Whether a command that traces only on request needs a sink: --trace, or an
         OpenTelemetry export."""
-        from gambit.otel import configured
-
-        return trace_path is not None or configured(os.environ)
+        return trace_path is not None or otel_configured(os.environ)
 
     def __call__(self, event: dict[str, Any]) -> None:
         if self.writer is not None:

@@ -24,6 +24,8 @@ __all__ = ["ReplayResult", "export_file", "recorded_events"]
 
 @dataclass
 class ReplayResult:
+    """What `export_file` sent: events read, spans made and taken, and why not, if not."""
+
     events: int
     spans: int
     exported: int

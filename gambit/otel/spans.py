@@ -29,7 +29,6 @@ short).
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -37,6 +36,8 @@ from typing import Any
 from opentelemetry import trace
 from opentelemetry.context import Context
 from opentelemetry.trace import Span, SpanKind, Status, StatusCode, Tracer
+
+from gambit.otel.messages import clean, input_messages, output_messages, to_json, usage
 
 __all__ = ["SpanBuilder", "deck_name"]
 
@@ -60,10 +61,6 @@ def deck_name(path: Any) -> str:
         return "deck"
     p = Path(path)
     return p.parent.name if p.name == "PROMPT.md" else p.name.split(".")[0]
-
-
-def _json(value: Any) -> str:
-    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
 
 
 class _Open:
@@ -175,7 +172,7 @@ class SpanBuilder:
             name,
             context=context,
             kind=span_kind,
-            attributes=_clean(attributes),
+            attributes=clean(attributes),
             start_time=ns,
         )
         held = _Open(span, kind, run, conversation, ns)
@@ -186,7 +183,7 @@ class SpanBuilder:
 
     def _end(self, held: _Open, ns: int, attributes: dict[str, Any] | None = None) -> None:
         if attributes:
-            held.span.set_attributes(_clean(attributes))
+            held.span.set_attributes(clean(attributes))
         held.span.end(end_time=max(ns, held.start_ns))
         if held.run is not None:
             stack = self._stack.get(held.run, [])
@@ -235,7 +232,7 @@ class SpanBuilder:
             "openinference.span.kind": "AGENT",
         }
         if self.capture and event.get("input") is not None:
-            attributes["input.value"] = _json(event.get("input"))
+            attributes["input.value"] = to_json(event.get("input"))
         held = self._start(f"invoke_agent {name}", "run", run, parent, ns, attributes)
         if run is not None:
             self._runs.setdefault(run, []).append(held)
@@ -256,7 +253,7 @@ class SpanBuilder:
             "gambit.run.status": status,
             "gambit.run.duration_ms": event.get("durationMs"),
         }
-        attributes.update(_usage(event.get("usage")))
+        attributes.update(usage(event.get("usage")))
         if status in ("failed", "canceled"):
             error = event.get("error")
             held.span.set_status(Status(StatusCode.ERROR, str(error) if error else str(status)))
@@ -350,10 +347,10 @@ class SpanBuilder:
                 if value is not None and attribute not in attributes:
                     attributes[attribute] = value
         if self.capture:
-            attributes["gen_ai.input.messages"] = _json(_input_messages(event))
+            attributes["gen_ai.input.messages"] = to_json(input_messages(event))
             tools = event.get("tools")
             if tools:
-                attributes["gen_ai.tool.definitions"] = _json(tools)
+                attributes["gen_ai.tool.definitions"] = to_json(tools)
         held = self._start(
             f"chat {model}",
             "chat",
@@ -388,9 +385,9 @@ class SpanBuilder:
         reason = event.get("finishReason")
         if reason:
             attributes["gen_ai.response.finish_reasons"] = [str(reason)]
-        attributes.update(_usage(event.get("usage")))
+        attributes.update(usage(event.get("usage")))
         if self.capture:
-            attributes["gen_ai.output.messages"] = _json(_output_messages(event))
+            attributes["gen_ai.output.messages"] = to_json(output_messages(event))
         self._end(held, ns, attributes)
 
     # ------------------------------------------------------------------ tools
@@ -414,7 +411,7 @@ class SpanBuilder:
             "tool.name": name,
         }
         if self.capture and "args" in event:
-            attributes["gen_ai.tool.call.arguments"] = _json(event.get("args"))
+            attributes["gen_ai.tool.call.arguments"] = to_json(event.get("args"))
         held = self._start(
             f"execute_tool {name}",
             "tool",
@@ -432,7 +429,7 @@ class SpanBuilder:
             return
         attributes = {}
         if self.capture and "result" in event:
-            attributes["gen_ai.tool.call.result"] = _json(event.get("result"))
+            attributes["gen_ai.tool.call.result"] = to_json(event.get("result"))
         self._end(held, ns, attributes)
 
     # ------------------------------------------------------------------ grades
@@ -493,7 +490,7 @@ class SpanBuilder:
             attributes["error.type"] = "grader_error"
         held.span.add_event(
             "gen_ai.evaluation.result",
-            _clean({k: v for k, v in attributes.items() if k.startswith("gen_ai.")})
+            clean({k: v for k, v in attributes.items() if k.startswith("gen_ai.")})
             | {"gen_ai.evaluation.name": _attribute(held, "gen_ai.evaluation.name") or ""},
             timestamp=max(ns, held.start_ns),
         )
@@ -503,141 +500,6 @@ class SpanBuilder:
 def _attribute(held: _Open, key: str) -> Any:
     attributes = getattr(held.span, "attributes", None)
     return attributes.get(key) if attributes is not None else None
-
-
-def _clean(attributes: Mapping[str, Any]) -> dict[str, Any]:
-    """OpenTelemetry attribute values: None left out, other values kept when they are
-    primitives or lists of strings; anything else as JSON."""
-    out: dict[str, Any] = {}
-    for key, value in attributes.items():
-        if value is None:
-            continue
-        if isinstance(value, str | bool | int | float):
-            out[key] = value
-        elif isinstance(value, list | tuple) and all(isinstance(v, str) for v in value):
-            out[key] = list(value)
-        else:
-            out[key] = _json(value)
-    return out
-
-
-def _usage(usage: Any) -> dict[str, Any]:
-    if not isinstance(usage, Mapping):
-        return {}
-    out: dict[str, Any] = {
-        "gen_ai.usage.input_tokens": _first(
-            usage, "input_tokens", "inputTokens", "promptTokens", "prompt_tokens"
-        ),
-        "gen_ai.usage.output_tokens": _first(
-            usage, "output_tokens", "outputTokens", "completionTokens", "completion_tokens"
-        ),
-    }
-    details = _first(usage, "output_tokens_details", "outputTokensDetails")
-    if isinstance(details, Mapping):
-        out["gen_ai.usage.reasoning.output_tokens"] = _first(
-            details, "reasoning_tokens", "reasoningTokens"
-        )
-    cached = _first(usage, "input_tokens_details", "inputTokensDetails")
-    if isinstance(cached, Mapping):
-        out["gen_ai.usage.cache_read.input_tokens"] = _first(
-            cached, "cached_tokens", "cachedTokens"
-        )
-    out["llm.token_count.prompt"] = out["gen_ai.usage.input_tokens"]
-    out["llm.token_count.completion"] = out["gen_ai.usage.output_tokens"]
-    return out
-
-
-def _first(data: Mapping[str, Any], *keys: str) -> Any:
-    """The first of `keys` that `data` has (usage comes in several spellings)."""
-    for key in keys:
-        if data.get(key) is not None:
-            return data[key]
-    return None
-
-
-def _parts(message: Mapping[str, Any]) -> list[dict[str, Any]]:
-    """A chat message's content as GenAI message parts (text, tool calls, tool results)."""
-    parts: list[dict[str, Any]] = []
-    content = message.get("content")
-    if message.get("role") == "tool":
-        return [
-            {
-                "type": "tool_call_response",
-                "id": message.get("tool_call_id"),
-                "response": content,
-            }
-        ]
-    if isinstance(content, str) and content:
-        parts.append({"type": "text", "content": content})
-    elif isinstance(content, list):
-        for piece in content:
-            if isinstance(piece, Mapping) and isinstance(piece.get("text"), str):
-                parts.append({"type": "text", "content": piece["text"]})
-    for call in message.get("tool_calls") or []:
-        function = call.get("function", {}) if isinstance(call, Mapping) else {}
-        arguments = function.get("arguments")
-        try:
-            arguments = json.loads(arguments) if isinstance(arguments, str) else arguments
-        except ValueError:
-            pass
-        parts.append(
-            {
-                "type": "tool_call",
-                "id": call.get("id"),
-                "name": function.get("name"),
-                "arguments": arguments,
-            }
-        )
-    return parts
-
-
-def _messages(messages: Any) -> list[dict[str, Any]]:
-    out = []
-    for message in messages or []:
-        if isinstance(message, Mapping):
-            out.append({"role": message.get("role"), "parts": _parts(message)})
-    return out
-
-
-def _input_messages(event: Mapping[str, Any]) -> list[dict[str, Any]]:
-    if event.get("messages") is not None:
-        return _messages(event.get("messages"))
-    items = event.get("items", event.get("responseItems"))
-    return _messages(_items_as_messages(items))
-
-
-def _output_messages(event: Mapping[str, Any]) -> list[dict[str, Any]]:
-    message = event.get("message")
-    if not isinstance(message, Mapping):
-        items = event.get("output", event.get("responseItems"))
-        converted = _items_as_messages(items)
-        message = converted[-1] if converted else {"role": "assistant", "content": ""}
-    out = _messages([message])
-    if out and not any(p["type"] == "tool_call" for p in out[0]["parts"]):
-        for call in event.get("toolCalls") or []:
-            if isinstance(call, Mapping):
-                out[0]["parts"].append(
-                    {
-                        "type": "tool_call",
-                        "id": call.get("id"),
-                        "name": call.get("name"),
-                        "arguments": call.get("args"),
-                    }
-                )
-    if out and event.get("finishReason"):
-        out[0]["finish_reason"] = event.get("finishReason")
-    return out
-
-
-def _items_as_messages(items: Any) -> list[dict[str, Any]]:
-    if not isinstance(items, list):
-        return []
-    from gambit.core import items_to_messages
-
-    try:
-        return [m.to_api_dict() for m in items_to_messages(items)]
-    except Exception:
-        return []
 
 
 _Handler = Callable[[SpanBuilder, Mapping[str, Any], int], None]
