@@ -51,3 +51,35 @@ def test_a_grade_run_in_the_simulator_exports_its_spans(client, workspace, recei
     chats = [s for s in receiver.tree_spans(grade) if s.name.startswith("chat ")]
     assert chats and all(c.attributes["gen_ai.request.model"] for c in chats)
     assert {s.attributes["gen_ai.conversation.id"] for s in spans} == {session.id}
+
+
+def test_a_verify_batch_in_the_simulator_exports_each_scenario_run_with_its_grades(
+    client, workspace, receiver
+):
+    form = {
+        "deck": "support/PROMPT.md",
+        "scenario": "support/scenarios/late_delivery/PROMPT.md",
+        "grader": TONE,
+        "runs": "2",
+        "repeats": "1",
+        "concurrency": "2",
+        "maxTurns": "1",
+        "threshold": "0",
+    }
+    response = client.post("/grade/verify/run", form)
+    run_id = response["Location"].rstrip("/").split("/")[-1]
+    assert queue.claim_next_run("test-worker") == run_id
+    assert asyncio.run(asyncio.wait_for(executor.execute_run(run_id), 60)) == "completed"
+    live._EXPORT["process"].close()
+
+    spans = receiver.wait_for(1)
+    grades = [s for s in spans if s.name.startswith("grade ")]
+    assert len(grades) == 2  # two scenario runs of one graded turn, graded once
+    conversations = {g.attributes["gen_ai.conversation.id"] for g in grades}
+    assert len(conversations) == 2 and all(c.startswith("vrun-") for c in conversations)
+    # Each scenario run's persona and deck turns share its conversation with its grade.
+    for conversation in conversations:
+        names = {
+            s.name for s in spans if s.attributes.get("gen_ai.conversation.id") == conversation
+        }
+        assert {"invoke_agent support", "invoke_agent late_delivery"} <= names
