@@ -22,6 +22,12 @@ VIOLATIONS = [
         "import django",
         "gambit.core stays free of Django, HTTP clients and environment reads",
     ),
+    ("gambit/cli/_planted.py", "import opentelemetry", "only gambit.otel imports OpenTelemetry"),
+    (
+        "gambit/otel/_planted.py",
+        "import gambit.cli",
+        "the OpenTelemetry bridge depends on the engine, never the reverse nor on the apps",
+    ),
     ("gambit/_planted.py", "import decks_app", "the engine is importable without Django"),
     (
         "decks_app/runs/_planted.py",

@@ -34,7 +34,7 @@ from django.utils import timezone
 
 from decks_app.grading import batch_table
 from decks_app.models import Run, Session, TraceEvent, Workspace
-from decks_app.runs import deck_trees, providers
+from decks_app.runs import deck_trees, providers, telemetry
 from decks_app.runs import events as event_log
 from decks_app.runs.registry import JSONObject, Payload
 from decks_app.runs.state import with_message_refs
@@ -241,10 +241,15 @@ async def execute_verify(
 
     def trace_for(record: ScenarioRunRecord | GradeRecord):
         events = traces.setdefault(record.id, [])
+        # Spans (when an export is configured): a scenario run's persona and deck turns,
+        # and its grades, share the scenario run's id as their conversation.
+        spans = telemetry.sink(record.run_id if isinstance(record, GradeRecord) else record.id)
 
         def on_trace(event: dict[str, Any]) -> None:
             deck_trees.report_warning(event)
             events.append(event)
+            if spans is not None:
+                spans(event)
 
         return on_trace
 

@@ -22,7 +22,7 @@ from django.db.models import Max
 from django.utils import timezone
 
 from decks_app.models import Run, Session, TraceEvent
-from decks_app.runs import deck_trees, outage, providers, recorded, registry
+from decks_app.runs import deck_trees, outage, providers, recorded, registry, telemetry
 from decks_app.runs import events as event_log
 from decks_app.runs.database import db, db_patiently, reset_connection
 from decks_app.runs.queue import HEARTBEAT_SECONDS, cancel_requested, heartbeat
@@ -149,6 +149,11 @@ class RunContext[P: Payload]:
         self.project_root = jail
         self._writer = writer
         self.progress = progress
+        # OpenTelemetry spans of the run, when an export is configured (None otherwise); the
+        # conversation is the session's, or for a grade run the session it grades.
+        session = job.session
+        graded = session.source_id if session.origin == "grade" else None
+        self.spans = telemetry.sink(graded or session.id)
 
     @property
     def workspace_root(self) -> Path:
@@ -170,6 +175,8 @@ class RunContext[P: Payload]:
         elif kind == "log":
             deck_trees.report_warning(event)
         self._writer.add(event)
+        if self.spans is not None:
+            self.spans(event)
 
     def on_state(self, state: Any) -> None:
         if self.deck_kind != "compute":  # a compute deck's transcript is kept by us
@@ -339,6 +346,7 @@ async def execute_run(run_id: str, *, router: Any = None) -> str:
         await event_log.notify(session.id)
         raise
     finally:
+        telemetry.close(ctx.spans)
         if own_router is not None:
             try:
                 await own_router.aclose()

@@ -30,6 +30,7 @@ from gambit.core import (
     load_state,
     save_state,
 )
+from gambit.otel import configured as otel_configured  # reads the environment, imports no SDK
 from gambit.providers import ProviderRouter  # with the command: start-up's freeze covers it
 
 
@@ -168,17 +169,45 @@ def read_state(path: Path | None) -> SavedState | None:
     return load_state(path)
 
 
+def otel_export() -> Any:
+    """The OpenTelemetry span export of this command's runs, when the standard variables ask
+    for one (OTEL_EXPORTER_OTLP_ENDPOINT, docs/observability.md); None otherwise, without
+    importing the SDK. Without the SDK installed, one warning line and no export."""
+    if not otel_configured(os.environ):
+        return None
+    try:
+        from gambit.otel.live import exporter
+    except ImportError as exc:
+        warn_once(
+            f"OTEL_EXPORTER_OTLP_ENDPOINT is set but the OpenTelemetry SDK is missing ({exc}); "
+            "install it with: pip install 'gambit-py[otel]'"
+        )
+        return None
+    return exporter(lambda line: click.echo(line, err=True))
+
+
 class TraceSink:
-    """Writes `--trace` lines and prints `--verbose` lines, whichever is asked."""
+    """Writes `--trace` lines, prints `--verbose` lines and exports spans (OpenTelemetry),
+    whichever is asked."""
 
     def __init__(self, trace_path: Path | None, verbose: bool):
         self.writer = TraceWriter(trace_path) if trace_path is not None else None
         self.verbose = verbose
         self.started = time.monotonic()
+        self.otel = otel_export()
+        self.spans = self.otel.sink() if self.otel is not None else None
+
+    @staticmethod
+    def wanted(trace_path: Path | None) -> bool:
+        """Whether a command that traces only on request needs a sink: --trace, or an
+        OpenTelemetry export."""
+        return trace_path is not None or otel_configured(os.environ)
 
     def __call__(self, event: dict[str, Any]) -> None:
         if self.writer is not None:
             self.writer.write(event)
+        if self.spans is not None:
+            self.spans(event)
         warning = deck_warning(event)
         if warning is not None:
             warn_once(warning)  # a deck loaded during the run, too
@@ -224,6 +253,14 @@ class TraceSink:
     def close(self) -> None:
         if self.writer is not None:
             self.writer.close()
+        if self.otel is not None and self.spans is not None:
+            from gambit.otel.live import close_sink
+
+            try:
+                close_sink(self.spans)
+                self.otel.close()
+            except Exception as exc:  # the export never fails the command
+                warn_once(f"OpenTelemetry export could not be closed: {type(exc).__name__}: {exc}")
 
 
 def state_saver(path: Path | None) -> Callable[[SavedState], None] | None:

@@ -241,7 +241,7 @@ def _run_batch(
             declared=declared,
         )
         router = make_router(root)
-        sink = TraceSink(flags.trace_path, False) if flags.trace_path is not None else None
+        sink = TraceSink(flags.trace_path, False) if TraceSink.wanted(flags.trace_path) else None
         bar = ProgressDisplay(progress_mode(quiet=quiet))
         writer = _SessionWriter(folder)
         try:

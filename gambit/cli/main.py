@@ -61,6 +61,11 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
         "calibrate_command",
         "Pair each grader's scores in GRADES with human ratings and say how far to trust it.",
     ),
+    "export": (
+        "gambit.cli._export",
+        "export_group",
+        "Send a recorded trace elsewhere: `export otel FILE` to an OpenTelemetry collector.",
+    ),
     "serve": (
         "gambit.cli._serve",
         "serve_command",

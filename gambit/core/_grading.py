@@ -22,6 +22,7 @@ from ._loader import as_tree
 from ._provider import ModelProvider
 from ._runtime import is_end_signal, run_deck
 from ._state import SavedState, state_messages
+from ._trace import GradeEndEvent, GradeStartEvent, now_ms
 
 GradingMode = Literal["turns", "conversation"]
 
@@ -140,6 +141,7 @@ async def grade_state(
     on_grade: Callable[[Grade], None] | None = None,
     strict: bool = False,
     turn_concurrency: int = 4,
+    threshold: float = 0.0,
     **run_options: Any,
 ) -> tuple[GradingRun, SavedState]:
     """Grade `state` with `grader`; returns the run and the state with it recorded in meta.
@@ -149,6 +151,9 @@ async def grade_state(
     A grader that fails is recorded with status "error", not raised; in "turns" mode the
     turns are graded concurrently (at most `turn_concurrency` at once) and the turns that did
     grade are kept beside the error of one that failed.
+
+    Each grade is traced (through `run_options`' `on_trace`) as `grade.start`, the grader's
+    run, and `grade.end` with the score and whether it passes (`score >= threshold`).
     """
     tree = as_tree(
         grader, strict=strict, role="grader", project_root=run_options.get("project_root")
@@ -160,6 +165,7 @@ async def grade_state(
     grades: list[Grade] = []
     error: str | None = None
     refs = session.get("messageRefs", [])
+    traced = _GradeTrace(run_options, deck, mode, state.run_id, threshold)
     try:
         if mode == "turns":
             # Each assistant turn is graded on its own, concurrently.
@@ -171,15 +177,21 @@ async def grade_state(
                 if ref_id:
                     to_grade["messageRefId"] = ref_id
                 async with slots:
-                    result = await run_deck(
-                        target,
-                        provider=provider,
-                        context={"session": session, "messageToGrade": to_grade},
-                        strict=strict,
-                        **run_options,
-                    )
+                    run_id = traced.start(index, ref_id)
+                    try:
+                        result = await run_deck(
+                            target,
+                            provider=provider,
+                            context={"session": session, "messageToGrade": to_grade},
+                            strict=strict,
+                            **{**run_options, "run_id": run_id},
+                        )
+                    except BaseException as exc:
+                        traced.end(run_id, None, exc, index)
+                        raise
                 grade = _grade_from_output(result.output)
                 grade.message_index, grade.message_ref_id = index, ref_id
+                traced.end(run_id, grade)
                 if on_grade is not None:
                     on_grade(grade)
                 return grade
@@ -200,14 +212,20 @@ async def grade_state(
                 elif error is None and isinstance(outcome, BaseException):
                     error = f"{type(outcome).__name__}: {outcome}"
         else:
-            result = await run_deck(
-                target,
-                provider=provider,
-                context={"session": session},
-                strict=strict,
-                **run_options,
-            )
+            run_id = traced.start(None, None)
+            try:
+                result = await run_deck(
+                    target,
+                    provider=provider,
+                    context={"session": session},
+                    strict=strict,
+                    **{**run_options, "run_id": run_id},
+                )
+            except BaseException as exc:
+                traced.end(run_id, None, exc)
+                raise
             grades.append(_grade_from_output(result.output))
+            traced.end(run_id, grades[-1])
             if on_grade is not None:
                 on_grade(grades[-1])
     except Exception as exc:  # recorded, so one bad grader does not lose the others' results
@@ -227,3 +245,75 @@ async def grade_state(
     meta["gradingRuns"] = [run.to_json(), *(meta.get("gradingRuns") or [])]
     updated.meta = meta
     return run, updated
+
+
+class _GradeTrace:
+    """Traces each grade: `grade.start` before the grader's run, `grade.end` after it."""
+
+    def __init__(
+        self,
+        run_options: dict[str, Any],
+        grader: Deck,
+        mode: GradingMode,
+        graded_run_id: str | None,
+        threshold: float,
+    ):
+        self.on_trace = run_options.get("on_trace")
+        # A caller's run id (the simulator's grade run) names every grader run; else each
+        # gets its own, as run_deck would give it.
+        self.run_id = run_options.get("run_id")
+        self.grader = grader
+        self.mode = mode
+        self.graded_run_id = graded_run_id
+        self.threshold = threshold
+
+    def start(self, index: int | None, ref_id: str | None) -> str:
+        run_id = self.run_id or new_id("run")
+        if self.on_trace is not None:
+            self.on_trace(
+                GradeStartEvent.wire(
+                    now_ms(),
+                    run_id,
+                    {
+                        "grader_path": self.grader.path,
+                        "grader_label": self.grader.label,
+                        "grading_mode": self.mode,
+                        "graded_run_id": self.graded_run_id,
+                        "message_index": index,
+                        "message_ref_id": ref_id,
+                    },
+                )
+            )
+        return run_id
+
+    def end(
+        self,
+        run_id: str,
+        grade: Grade | None,
+        exc: BaseException | None = None,
+        index: int | None = None,
+    ) -> None:
+        if self.on_trace is None:
+            return
+        if exc is not None:
+            error: str | None = f"{type(exc).__name__}: {exc}"
+        else:
+            error = grade.error if grade is not None else None
+        score = grade.score if grade is not None else None
+        self.on_trace(
+            GradeEndEvent.wire(
+                now_ms(),
+                run_id,
+                {
+                    "grader_path": self.grader.path,
+                    "grader_label": self.grader.label,
+                    "graded_run_id": self.graded_run_id,
+                    "message_index": grade.message_index if grade is not None else index,
+                    "score": score,
+                    "passed": None if score is None else score >= self.threshold,
+                    "threshold": self.threshold,
+                    "reason": grade.reason if grade is not None else None,
+                    "error": error,
+                },
+            )
+        )

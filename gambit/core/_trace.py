@@ -15,6 +15,7 @@ union discriminated on `type`:
 | `tool.call` / `tool.result` | `ToolCallEvent` / `ToolResultEvent` |
 | `log` | `LogEvent` |
 | `context.compacted` | `ContextCompactedEvent` |
+| `grade.start` / `grade.end` | `GradeStartEvent` / `GradeEndEvent` |
 | `monolog` | `MonologEvent` |
 | `response.*` | `ResponseTraceEvent` (provider event fields + `_gambit`) |
 | anything else | `UnknownTraceEvent` (kept verbatim) |
@@ -78,6 +79,8 @@ __all__ = [
     "DeckEndEvent",
     "DeckStartEvent",
     "GambitEventMeta",
+    "GradeEndEvent",
+    "GradeStartEvent",
     "LogEvent",
     "MessageUserEvent",
     "ModelCallEvent",
@@ -404,6 +407,35 @@ class ContextCompactedEvent(_RunScoped):
     duration_ms: int | None = None
 
 
+class GradeStartEvent(_RunScoped):
+    """A grader starts grading a conversation (or one of its turns): the grader's own run,
+    `runId`, follows, between this event and `grade.end`."""
+
+    type: Literal["grade.start"] = "grade.start"
+    grader_path: str | None = None
+    grader_label: str | None = None
+    grading_mode: Literal["turns", "conversation"] | str | None = None
+    graded_run_id: str | None = None  # the run id of the conversation graded
+    message_index: int | None = None  # "turns" mode: the assistant message graded
+    message_ref_id: str | None = None
+
+
+class GradeEndEvent(_RunScoped):
+    """A grade given (or not: `error`): the score, and whether it passes, `score >=
+    threshold` (0 unless the caller sets one, as `gambit verify --threshold` does)."""
+
+    type: Literal["grade.end"] = "grade.end"
+    grader_path: str | None = None
+    grader_label: str | None = None
+    graded_run_id: str | None = None
+    message_index: int | None = None
+    score: float | None = None
+    passed: bool | None = None
+    threshold: float | None = None
+    reason: str | None = None
+    error: str | None = None
+
+
 class GambitEventMeta(_JsonModel):
     """`_gambit` on traced `response.*` events. Its keys are snake_case, as the TypeScript
     Gambit writes them."""
@@ -458,6 +490,8 @@ _TRACE_MODELS: dict[str, type[_TraceBase]] = {
     "log": LogEvent,
     "monolog": MonologEvent,
     "context.compacted": ContextCompactedEvent,
+    "grade.start": GradeStartEvent,
+    "grade.end": GradeEndEvent,
 }
 
 
@@ -487,6 +521,8 @@ TraceEvent = Annotated[
     | Annotated[LogEvent, Tag("log")]
     | Annotated[MonologEvent, Tag("monolog")]
     | Annotated[ContextCompactedEvent, Tag("context.compacted")]
+    | Annotated[GradeStartEvent, Tag("grade.start")]
+    | Annotated[GradeEndEvent, Tag("grade.end")]
     | Annotated[ResponseTraceEvent, Tag("response.*")]
     | Annotated[UnknownTraceEvent, Tag("other")],
     Discriminator(_trace_tag),

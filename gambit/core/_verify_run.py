@@ -445,6 +445,7 @@ async def run_verify(
                     provider=provider,
                     on_trace=tracer(meter, record),
                     strict=strict,
+                    threshold=threshold,
                     **{
                         "entry_permissions": entry_permissions(
                             root_tree.root.graders, tree.root.path, root_tree.root.path

@@ -168,3 +168,28 @@ def test_a_one_turn_run_does_not_import_the_tokenizer(tmp_path, fake_server):
         tmp_path, env, str(deck), "--message", "hello", "--state", str(state)
     )
     assert " tiktoken" in imported
+
+
+def test_a_one_turn_run_does_not_import_opentelemetry_unless_an_export_is_configured(
+    tmp_path, fake_server
+):
+    """An export that is not configured costs nothing: neither the SDK nor the bridge's
+    span code loads (docs/observability.md). Configured, both do: the check can see them."""
+    import os
+
+    deck = tmp_path / "d" / "PROMPT.md"
+    deck.parent.mkdir()
+    deck.write_text('+++\n[modelParams]\nmodel = "openresponses/gpt-4o"\n+++\nHi.\n')
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.endswith("_API_KEY") and not k.startswith("OTEL_")
+    }
+    env.update(fake_server.env())
+    imported = _imports_of_a_run(tmp_path, env, str(deck), "--message", "hello")
+    assert " opentelemetry" not in imported
+    assert "gambit.otel.live" not in imported and "gambit.otel.spans" not in imported
+    # Configured (a collector that is not there: the run must not mind), they load.
+    env["OTEL_EXPORTER_OTLP_ENDPOINT"] = "http://127.0.0.1:9"
+    imported = _imports_of_a_run(tmp_path, env, str(deck), "--message", "hello")
+    assert " opentelemetry.sdk.trace" in imported and "gambit.otel.live" in imported

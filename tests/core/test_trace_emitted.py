@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 import gambit.core._runtime as runtime_package
-from gambit.core import _trace, load_deck_tree, run_deck
+from gambit.core import _trace, grade_state, load_deck_tree, run_deck, state_from_dict
 from gambit.core._openresponses import item_to_dict, message_item
 from gambit.core._runtime._run import _TracedItems
 from gambit.core._trace import (
@@ -97,7 +97,22 @@ async def emitted_events(decks: DeckFolder) -> list[dict]:
     await run_deck(
         load_deck_tree(small), provider=compacting, message="hi " * 200, **before.kwargs()
     )
-    return before.events + rec.events
+    # A grade (grade.start, the grader's run, grade.end).
+    decks.write(
+        "grader.py",
+        "import gambit\n"
+        "deck = gambit.define_deck(\n"
+        "    run=lambda ctx: {'score': 2, 'reason': 'kind'},\n"
+        "    context_schema='gambit://schemas/graders/contexts/conversation.zod.ts',\n"
+        "    response_schema='gambit://schemas/graders/grader_output.zod.ts',\n"
+        ")\n",
+    )
+    graded = Recorder()
+    state = state_from_dict({"runId": "run-graded", "messages": [{"role": "user", "content": "x"}]})
+    await grade_state(
+        decks.root / "grader.py", state, provider=ScriptedProvider(), threshold=1, **graded.kwargs()
+    )
+    return graded.events + before.events + rec.events
 
 
 async def test_every_emitted_event_reads_back_into_its_own_model(decks: DeckFolder):
@@ -260,3 +275,16 @@ def test_traced_items_keep_the_matching_prefix():
     assert traced.of(other) == [item_to_dict(i) for i in other]
     assert traced.of(items[:2]) == [item_to_dict(i) for i in items[:2]]
     assert traced.of([]) == []
+
+
+async def test_a_grade_is_traced_around_its_graders_run(decks: DeckFolder):
+    """grade.start, then the grader's own run (its runId), then grade.end with the score
+    and whether it passes the threshold."""
+    events = await emitted_events(decks)
+    types = [e["type"] for e in events]
+    first, last = types.index("grade.start"), types.index("grade.end")
+    start, end = events[first], events[last]
+    assert types[first + 1] == "run.start" and types[last - 1] == "run.end"
+    assert start["runId"] == end["runId"] == events[first + 1]["runId"]
+    assert start["gradedRunId"] == "run-graded" and start["gradingMode"] == "conversation"
+    assert (end["score"], end["passed"], end["threshold"], end["reason"]) == (2, True, 1, "kind")
