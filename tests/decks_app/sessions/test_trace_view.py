@@ -534,3 +534,14 @@ def test_a_graders_trace_names_the_grader_by_its_label(client, workspace):
     # no absolute path in the tree or the detail (the raw events keep the record as it is)
     shown = html.split('<div class="trace-layout">')[1].split('<details class="panel raw-events')[0]
     assert root not in shown
+
+
+def test_the_session_pages_trace_panel_shows_a_result_as_its_payload(client, workspace):
+    # issue 26: every result box was a wall of runId/actionCallId/deckPath
+    s, _, _ = _action_session(workspace)
+    html = client.get(f"/test/{s.id}").content.decode()
+    result = html[html.index('<div class="item result">') :]
+    payload = result[: result.index('<details class="envelope">')]
+    assert "refunded" in payload and "actionCallId" not in payload
+    envelope = result[result.index('<details class="envelope">') : result.index("</details>")]
+    assert "actionCallId" in envelope and " open" not in envelope.split(">")[0]
