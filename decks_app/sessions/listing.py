@@ -5,6 +5,7 @@ so every session stays reachable and a page never shifts while sessions start.""
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -38,6 +39,47 @@ class SessionPage:
     snippets: dict[str, Snippet] = field(default_factory=dict)
 
 
+# The first user message is the session's title when no summary model wrote one (and its
+# preview when one did). Read by the database from the first few messages (a system prompt,
+# an assistant's opening and a context call may come first), never the whole conversation.
+OPENING_MESSAGES = 4
+_OPENING = {
+    f"m{i}_{part}": KT(f"messages__{i}__{part}")
+    for i in range(OPENING_MESSAGES)
+    for part in ("role", "content")
+}
+TITLE_CHARS = 80
+PREVIEW_CHARS = 160
+
+
+def _text(content: Any) -> str:
+    """A message's content as text: a string, or the text parts of a list of parts (which the
+    database hands over as JSON text)."""
+    if not isinstance(content, str):
+        return ""
+    if content.startswith("["):
+        try:
+            parts = json.loads(content)
+        except ValueError:
+            return content
+        if isinstance(parts, list):
+            return " ".join(str(p.get("text") or "") for p in parts if isinstance(p, dict)).strip()
+    return content
+
+
+def first_user_message(session: Session) -> str:
+    """The first user message among the session's opening messages (annotated by
+    `listed_sessions`), on one line; "" when there is none yet."""
+    for i in range(OPENING_MESSAGES):
+        if getattr(session, f"m{i}_role", None) == "user":
+            return " ".join(_text(getattr(session, f"m{i}_content", None)).split())
+    return ""
+
+
+def _clip(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
+
+
 def _last_status() -> Coalesce:
     last = Run.objects.filter(session=OuterRef("pk")).order_by("-created_at", "-id")
     return Coalesce(Subquery(last.values("status")[:1]), Value("idle"))
@@ -51,7 +93,7 @@ def listed_sessions(workspace: Workspace, flt: SessionFilter) -> QuerySet:
         .exclude(origin__in=("grade", "verify"))
         .defer("items", "messages", "message_refs", "meta")
         # the title a summary model wrote (decks_app.sessions.summaries), without the meta
-        .annotate(summary_text=KT("meta__summary__text"))
+        .annotate(summary_text=KT("meta__summary__text"), **_OPENING)
     )
     if flt.deck:
         qs = qs.filter(deck_path=flt.deck)
@@ -104,10 +146,22 @@ def list_sessions(workspace: Workspace, flt: SessionFilter, size: int = PAGE_SIZ
                 "avg_rating": round(fb["avg"], 2) if fb else None,
                 "score": (s.conversation_score or {}).get("score"),
                 "summary": getattr(s, "summary_text", None) or None,
+                **_title(s),
                 "match": snippets.get(s.id),
             }
         )
     return SessionPage(rows=rows, page=page, snippets=snippets)
+
+
+def _title(session: Session) -> dict[str, str | None]:
+    """A row's names (docs/simulator.md, "Sessions list"): the title is the summary a model
+    wrote, else the first user message, else the deck's label; the preview is the first user
+    message when the title is the summary."""
+    summary = getattr(session, "summary_text", None) or ""
+    opening = first_user_message(session)
+    title = summary or _clip(opening, TITLE_CHARS) or session.deck_label or session.deck_path
+    preview = _clip(opening, PREVIEW_CHARS) if summary and opening else None
+    return {"title": title, "preview": preview}
 
 
 def session_row_json(row: dict[str, Any]) -> dict[str, Any]:
@@ -129,6 +183,10 @@ def session_row_json(row: dict[str, Any]) -> dict[str, Any]:
         # a short title written after the first exchange (null until then, or without a
         # summary model: docs/simulator.md, "Session titles")
         "summary": row.get("summary"),
+        # what the list shows as the session's name: the summary, else the first user message,
+        # else the deck's label; and the first user message under a summary
+        "title": row.get("title"),
+        "preview": row.get("preview"),
         # where the search matched the conversation: the line, and the matched ranges
         "match": row["match"].to_json() if row.get("match") else None,
         "createdAt": s.created_at.isoformat(),

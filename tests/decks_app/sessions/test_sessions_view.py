@@ -3,6 +3,7 @@ from pathlib import Path
 import pytest
 
 from decks_app.models import Run, Session
+from decks_app.sessions.actions import create_session
 from tests.decks_app.conftest import chat_session
 
 pytestmark = pytest.mark.django_db
@@ -106,3 +107,32 @@ def test_a_folder_linking_outside_the_workspace_is_skipped_with_a_warning(tmp_pa
         r = client.post("/test/new?format=json", {"deck": "linked/deck.py"})
         assert r.status_code == 400
     assert "skipped linked: it links to" in caplog.text and "outside the workspace" in caplog.text
+
+
+def test_rows_are_named_by_their_first_user_message_or_summary(client, workspace):
+    # issue 26: names, not ids; relative times with the exact time on hover
+    plain = chat_session(workspace)
+    plain.messages = [
+        {"role": "system", "content": "You are a support bot."},
+        {"role": "assistant", "content": "Hi! How can I help?"},
+        {"role": "user", "content": [{"type": "input_text", "text": "Where is  order A1002?"}]},
+    ]
+    plain.save()
+    titled = chat_session(workspace)
+    titled.messages = [{"role": "user", "content": "My parcel is <late>, " + "very " * 60}]
+    titled.meta = {"summary": {"text": "Late parcel complaint", "model": "m"}}
+    titled.save()
+    empty = create_session(workspace, "support/PROMPT.md")
+    rows = {r["id"]: r for r in client.get("/test.json").json()["sessions"]}
+    assert (rows[plain.id]["title"], rows[plain.id]["preview"]) == ("Where is order A1002?", None)
+    assert rows[titled.id]["title"] == "Late parcel complaint"
+    assert rows[titled.id]["preview"].startswith("My parcel is <late>,")
+    assert rows[titled.id]["preview"].endswith("…") and len(rows[titled.id]["preview"]) == 160
+    assert rows[empty.id]["title"] == empty.deck_label
+    html = client.get("/test").content.decode()
+    assert 'class="session-title">Where is order A1002?</a>' in html
+    assert "My parcel is &lt;late&gt;," in html and "<late>" not in html
+    row = html[html.index(f'data-session="{plain.id}"') :]
+    row = row[: row.index("</tr>")]
+    assert "<time datetime=" in row and 'title="' in row
+    assert "ago" in row or "just now" in row
