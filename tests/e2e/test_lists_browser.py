@@ -143,7 +143,9 @@ def test_hello_greets_its_context_then_each_message(page, live_url):
     page.select_option("select[name=deck]", "hello/deck.py")
     field = page.locator("#session-context [name=ctx]")
     expect(field).to_be_visible()
+    page.wait_for_load_state("networkidle")  # the deck's context form has been swapped in
     field.fill("Ada")
+    expect(field).to_have_value("Ada")
     page.click("#new-session")
     page.wait_for_url(re.compile(r".*/test/session-[0-9a-f]{24}$"))
     expect(page.locator("#conversation")).to_contain_text("Hello, Ada!", timeout=20_000)
