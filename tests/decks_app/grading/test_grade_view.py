@@ -189,6 +189,9 @@ def test_cli_gradings_in_the_session_are_shown_as_imported(client, workspace):
     assert [g["id"] for g in data["imported"]] == ["grade-cli"]
     html = client.get(f"/grade?session={session.id}").content.decode()
     assert 'id="imported-grades"' in html and "No grade runs for this session yet" not in html
+    # issue 26: a relative time with the exact one on hover, never a raw ISO string as text
+    assert 'datetime="2026-11-24T10:00:00+00:00"' in html
+    assert ">2026-11-24T10:00:00+00:00<" not in html
 
 
 def test_simulator_grades_travel_with_an_exported_session(client, workspace):
