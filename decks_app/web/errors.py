@@ -50,9 +50,11 @@ def _message(status: int, exception: BaseException | None) -> str:
 
 def _not_utf8(exception: BaseException | None) -> bool:
     """A body or query Django could not decode (it says which encoding it expected)."""
-    while exception is not None:
+    seen: set[int] = set()
+    while exception is not None and id(exception) not in seen:
         if isinstance(exception, UnicodeDecodeError) or "UTF-8" in str(exception):
             return True
+        seen.add(id(exception))
         exception = exception.__cause__ or exception.__context__
     return False
 
