@@ -71,8 +71,8 @@ def test_the_root_is_gambit_toml_else_the_current_directory_else_the_decks_paren
     tmp_path: Path,
 ):
     ws = tmp_path / "ws"
-    write(ws, "shared/tone.md", "Be brief.")
-    bot = deck(ws, "decks/bot/PROMPT.md", "![](../../shared/tone.md)")
+    write(ws, "snippets/tone.md", "Be brief.")
+    bot = deck(ws, "decks/bot/PROMPT.md", "![](../../snippets/tone.md)")
     assert check_errors(bot, cwd=ws) == []  # the current directory holds the deck
     # From inside decks/, or from elsewhere: the folder holding the deck's folder (decks/).
     (inside,) = check_errors(bot, cwd=ws / "decks")

@@ -156,12 +156,12 @@ def test_a_linked_folder_that_leads_out_is_an_error_and_one_that_stays_in_is_fin
 
 
 def test_dot_dot_inside_the_root_is_fine(project: DeckFolder):
-    project.write("shared/tone.md", "Be brief.")
+    project.write("snippets/tone.md", "Be brief.")
     project.deck("a/PROMPT.md", MODEL + ACTION_SCHEMAS)
     deck = project.deck(
         "bot/PROMPT.md",
         MODEL + '[[actions]]\nname = "a"\ndescription = "d"\npath = "../a/PROMPT.md"',
-        "![](../shared/tone.md)",
+        "![](../snippets/tone.md)",
     )
     assert errors(deck) == []
 
@@ -201,11 +201,11 @@ def test_the_default_root_is_the_gambit_toml_folder_then_a_repository_then_the_d
     assert default_project_root(deck.parent) == tmp_path / "repo/decks"  # a deck folder
 
 
-def test_a_shared_folder_beside_the_decks_loads_under_one_gambit_toml(tmp_path: Path):
+def test_a_snippets_folder_beside_the_decks_loads_under_one_gambit_toml(tmp_path: Path):
     decks = DeckFolder(tmp_path / "repo")
     decks.write("gambit.toml", "")
-    decks.write("shared/tone.md", "Be brief.")
-    deck = decks.deck("decks/bot/PROMPT.md", MODEL, "![](../../shared/tone.md)")
+    decks.write("snippets/tone.md", "Be brief.")
+    deck = decks.deck("decks/bot/PROMPT.md", MODEL, "![](../../snippets/tone.md)")
     assert load_deck_tree(deck).root.body == "Be brief."
     (tmp_path / "repo/gambit.toml").unlink()  # no project: only the folder holding decks/bot
     assert "outside the project root" in only_error(deck)

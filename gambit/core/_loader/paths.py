@@ -76,7 +76,7 @@ def project_top(root_deck: str | os.PathLike[str]) -> Path | None:
 def default_project_root(root_deck: str | os.PathLike[str]) -> Path:
     """The project root when the caller names none: `project_top`, else the folder holding
     the root deck's folder (so decks side by side in a folder can reference each other and a
-    shared/ folder beside them). No current directory: the engine reads none."""
+    snippets/ folder beside them). No current directory: the engine reads none."""
     return project_top(root_deck) or deck_folder(root_deck).parent
 
 
@@ -157,7 +157,7 @@ def _allow_paths_setting(load: Load, root: Path) -> list[Path]:
             "must be a list of folder paths",
             file=str(config),
             key="project.allow_paths",
-            hint='e.g. allow_paths = ["../shared"] (relative to this file\'s folder)',
+            hint='e.g. allow_paths = ["../snippets"] (relative to this file\'s folder)',
         )
         return []
     return [_real(root / e) for e in entries]
