@@ -19,7 +19,8 @@ GAMBIT = str(Path(sys.executable).parent / "gambit")
 MODEL = "openrouter/test-model"
 SECRET = "sk-must-never-leave-4242"
 
-pytestmark = pytest.mark.skipif(
+# The /proc tests plant links to Linux's /proc; the others run everywhere.
+needs_proc = pytest.mark.skipif(
     not Path("/proc/self/environ").exists(), reason="needs Linux's /proc"
 )
 
@@ -50,6 +51,7 @@ def check_errors(path: Path, cwd: Path, *flags: str, env: dict[str, str] | None 
     return json.loads(done.stdout)["errors"]
 
 
+@needs_proc
 def test_an_environ_link_fails_the_run_and_nothing_reaches_the_model(
     fake_server: FakeModelServer, tmp_path: Path
 ):
@@ -87,6 +89,7 @@ def test_the_root_is_gambit_toml_else_the_current_directory_else_the_decks_paren
     assert check_errors(bot, cwd=elsewhere) == []
 
 
+@needs_proc
 def test_allow_path_and_the_environment_widen_the_root_but_never_to_proc(tmp_path: Path):
     write(tmp_path, "outside/tone.md", "Be brief.")
     bot = deck(tmp_path / "proj", "bot/PROMPT.md", "![](../../outside/tone.md)")

@@ -22,7 +22,8 @@ from gambit.providers.offline import ScriptedProvider
 
 from .conftest import ACTION_SCHEMAS, GRADER_SCHEMAS, MODEL, DeckFolder
 
-pytestmark = pytest.mark.skipif(
+# The /proc tests plant links to Linux's /proc; the others run everywhere.
+needs_proc = pytest.mark.skipif(
     not Path("/proc/self/environ").exists(), reason="needs Linux's /proc"
 )
 
@@ -55,6 +56,7 @@ def only_error(path: Path, **kwargs) -> str:
 # ---- the reproducers of the issue --------------------------------------------------------------
 
 
+@needs_proc
 def test_an_embed_linked_to_proc_self_environ_is_an_error_naming_the_path_and_the_root(
     project: DeckFolder,
 ):
@@ -227,6 +229,7 @@ def test_a_project_root_with_allowed_folders_widens_it(project: DeckFolder):
     assert load_deck_tree(deck, project_root=root).root.body == "the neighbour's secret"
 
 
+@needs_proc
 def test_proc_sys_and_dev_stay_refused_when_everything_is_allowed(project: DeckFolder):
     project.write("gambit.toml", '[project]\nallow_paths = ["/"]\n')
     deck = project.deck("bot/PROMPT.md", MODEL, "![](./env.md) ![](./null.md) ![](./sys.md)")
