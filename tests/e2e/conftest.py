@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -156,3 +157,76 @@ def page(browser):
     page.set_default_timeout(10_000)
     yield page
     context.close()
+
+
+# The served examples with data made through the UI (a session, a rating, a replay, a grade,
+# a Verify batch, a rated queue item): the pages the accessibility, design and responsive
+# suites visit. Module-scoped: each suite gets its own server.
+@pytest.fixture(scope="module")
+def site(tmp_path_factory):
+    with examples_site(tmp_path_factory.mktemp("a11y")) as url:
+        yield url
+
+
+@pytest.fixture(scope="module")
+def pages(site, browser):
+    """Visit the flows once (a session, a rating, a grade, a Verify batch) and list the pages."""
+    from playwright.sync_api import expect  # as `browser` does: loaded by the browser suites only
+
+    context = browser.new_context()
+    page = context.new_page()
+    page.set_default_timeout(20_000)
+    page.goto(site + "/test")
+    page.select_option("select[name=deck]", "support/PROMPT.md")
+    page.click("#new-session")
+    page.wait_for_url(re.compile(r".*/test/session-[0-9a-f]{24}$"))
+    session = page.url
+    page.fill("#composer textarea[name=message]", "Where is order A1002?")
+    page.click("#send")
+    expect(page.locator("#status")).to_have_text("completed")
+    page.locator("#conversation .feedback button[data-score='2']").first.click()
+    session_id = session.rstrip("/").split("/")[-1]
+    page.click("#rerun")  # a replay of it, for the compare page
+    page.wait_for_url(re.compile(r".*/test/session-[0-9a-f]{24}$"))
+    expect(page.locator("#status")).to_have_text("completed")
+    compare = page.url + "/compare"
+    page.goto(f"{site}/grade?session={session_id}")
+    page.click("#run-grader")
+    page.wait_for_url(re.compile(r".*/grade/runs/run-[0-9a-f]{24}$"))
+    expect(page.locator("#grade-result [data-status]")).to_have_text("completed")
+    grade_run = page.url
+    page.goto(site + "/grade/verify")
+    page.fill("input[name=runs]", "1")
+    page.fill("input[name=repeats]", "1")
+    page.fill("input[name=maxTurns]", "1")
+    page.click("#run-verify")
+    page.wait_for_url(re.compile(r".*/grade/verify/run-[0-9a-f]{24}$"))
+    expect(page.locator("#verify-batch [data-status]")).to_have_text("completed", timeout=60_000)
+    batch = page.url
+    # the rating queue, as the rater "axe": rate its first item (the rated view shows the
+    # graders' reasons); the queue page then opens on the next one
+    context.add_cookies([{"name": "gambit_rater", "value": "axe", "url": site}])
+    first = page.request.get(site + "/grade/rate.json").json()["queue"][0]
+    page.goto(site + first["url"])
+    page.locator("#rate-form button[name=score][value='1']").click()
+    expect(page.locator("#rate-item")).to_have_attribute("data-rated", "true")
+    context.close()
+    return {
+        "test tab": "/test",
+        "session": session.removeprefix(site),
+        "trace": session.removeprefix(site) + "/trace",
+        "replay": session.removeprefix(site) + "/replay",
+        "build tab": "/build",
+        "deck": "/build/deck?path=support/PROMPT.md",
+        "editor": "/build/file?path=support/PROMPT.md&deck=support/PROMPT.md",
+        "grade tab": f"/grade?session={session_id}",
+        "grade run": grade_run.removeprefix(site),
+        "calibration": "/grade/calibration",
+        "verify": "/grade/verify",
+        "verify batch": batch.removeprefix(site),
+        "not found": "/test/session-000000000000000000000000",
+        "compare": compare.removeprefix(site),
+        "rate": "/grade/rate",
+        "rate item rated": first["url"],
+        "rate without a name": "/grade/rate",
+    }

@@ -8,11 +8,7 @@ from __future__ import annotations
 import pytest
 from playwright.sync_api import expect
 
-from tests.e2e.test_accessibility import (  # noqa: F401 (module fixtures)
-    pages,
-    serious_violations,
-    site,
-)
+from tests.support.axe import serious_violations
 
 PAGES = [
     "test tab", "session", "trace", "replay", "build tab", "deck", "editor", "grade tab",
@@ -30,7 +26,7 @@ def dark_page(browser):
 
 
 @pytest.mark.parametrize("name", PAGES)
-def test_dark_scheme_has_no_serious_or_critical_axe_violation(dark_page, site, pages, name):  # noqa: F811
+def test_dark_scheme_has_no_serious_or_critical_axe_violation(dark_page, site, pages, name):
     dark_page.goto(site + pages[name])
     if name == "editor":
         dark_page.wait_for_function("() => !!window.gambitEditor")
@@ -45,7 +41,7 @@ def _colours(page, selector: str) -> tuple[str, str]:
     )
 
 
-def test_primary_secondary_and_danger_buttons_differ(page, site, pages):  # noqa: F811
+def test_primary_secondary_and_danger_buttons_differ(page, site, pages):
     page.goto(site + pages["deck"])
     add = _colours(page, "#scaffold")  # a POST form's submit: primary
     delete = _colours(page, "form[action$='/delete'] button[type=submit]")
@@ -61,7 +57,7 @@ def test_primary_secondary_and_danger_buttons_differ(page, site, pages):  # noqa
     assert _colours(page, "#send") == add
 
 
-def test_saving_in_the_editor_shows_a_toast_that_leaves(page, site, pages):  # noqa: F811
+def test_saving_in_the_editor_shows_a_toast_that_leaves(page, site, pages):
     page.goto(site + pages["editor"])
     page.wait_for_function("() => !!window.gambitEditor")
     page.click("#save-file")
@@ -73,7 +69,7 @@ def test_saving_in_the_editor_shows_a_toast_that_leaves(page, site, pages):  # n
     expect(toast).to_have_count(0, timeout=8_000)  # gone by itself after five seconds
 
 
-def test_a_toast_can_be_dismissed_at_once(page, site, pages):  # noqa: F811
+def test_a_toast_can_be_dismissed_at_once(page, site, pages):
     page.goto(site + pages["editor"])
     page.wait_for_function("() => !!window.gambitEditor")
     page.click("#save-file")

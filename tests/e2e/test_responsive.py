@@ -7,8 +7,6 @@ from __future__ import annotations
 
 import pytest
 
-from tests.e2e.test_accessibility import pages, site  # noqa: F401 (module fixtures)
-
 PAGES = [
     "test tab", "session", "trace", "replay", "build tab", "deck", "editor", "grade tab",
     "grade run", "calibration", "verify", "verify batch", "not found", "compare",
@@ -37,13 +35,13 @@ def _open(page, url: str, name: str, width: int) -> None:
 
 @pytest.mark.parametrize("width", WIDTHS)
 @pytest.mark.parametrize("name", PAGES)
-def test_no_horizontal_page_overflow(page, site, pages, name, width):  # noqa: F811
+def test_no_horizontal_page_overflow(page, site, pages, name, width):
     _open(page, site + pages[name], name, width)
     found = page.evaluate(OVERFLOW)
     assert found["scrollWidth"] <= found["innerWidth"], found
 
 
-def test_chat_column_is_usable_at_420px(page, site, pages):  # noqa: F811
+def test_chat_column_is_usable_at_420px(page, site, pages):
     _open(page, site + pages["session"], "session", 420)
     chat = page.locator(".panel.chat").bounding_box()
     assert chat is not None and chat["width"] >= 300, chat
@@ -54,7 +52,7 @@ def test_chat_column_is_usable_at_420px(page, site, pages):  # noqa: F811
     assert side is not None and side["y"] >= chat["y"] + chat["height"] - 1, (chat, side)
 
 
-def test_tabs_stay_on_screen_at_420px(page, site, pages):  # noqa: F811
+def test_tabs_stay_on_screen_at_420px(page, site, pages):
     _open(page, site + pages["test tab"], "test tab", 420)
     for tab in ("Build", "Test", "Grade"):
         box = page.locator(".tabs a", has_text=tab).bounding_box()

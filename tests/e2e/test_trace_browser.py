@@ -9,7 +9,7 @@ import re
 import pytest
 from playwright.sync_api import expect
 
-from tests.e2e.test_accessibility import serious_violations
+from tests.support.axe import serious_violations
 from tests.support.fake_model_server import FunctionCall, Reply
 
 USAGE = {"input_tokens": 120, "output_tokens": 30, "cost": 0.00042}
