@@ -4,48 +4,10 @@ The server serves a scratch copy of the examples, so nothing in the repository c
 
 from __future__ import annotations
 
-import os
 import re
-import shutil
-import sys
-import time
-import urllib.request
 from pathlib import Path
 
-import pytest
 from playwright.sync_api import expect
-
-from tests.e2e.conftest import ROOT, _free_port, stop
-
-
-@pytest.fixture(scope="module")
-def build_url(tmp_path_factory):
-    folder = tmp_path_factory.mktemp("build-sim")
-    workspace = folder / "ws"
-    shutil.copytree(ROOT / "examples", workspace, ignore=shutil.ignore_patterns(".gambit"))
-    log = (folder / "serve.log").open("w")
-    env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
-    env.pop("DATABASE_URL", None)
-    env.pop("REDIS_URL", None)
-    env.update({"GAMBIT_SIM_DB": str(folder / "sim.sqlite3"), "GAMBIT_DEMO_DELAY_MS": "0"})
-    port = _free_port()
-    code = "import sys; from gambit.cli._serve import serve_command; serve_command(sys.argv[1:])"
-    import subprocess
-
-    proc = subprocess.Popen(
-        [sys.executable, "-c", code, str(workspace), "--port", str(port)],
-        cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
-    )  # fmt: skip
-    url = f"http://127.0.0.1:{port}"
-    for _ in range(150):
-        try:
-            urllib.request.urlopen(url + "/build.json", timeout=1).read()
-            break
-        except OSError:
-            time.sleep(0.2)
-    yield url, workspace
-    stop(proc)
-    log.close()
 
 
 def test_create_break_fix_and_run_a_deck(page, build_url):

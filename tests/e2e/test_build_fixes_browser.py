@@ -11,8 +11,6 @@ import re
 
 from playwright.sync_api import expect
 
-from tests.e2e.test_build_browser import build_url  # noqa: F401 - the module's server
-
 
 def _console_errors(page) -> list[str]:
     errors: list[str] = []
@@ -42,7 +40,7 @@ def _set_line(page, line: int, text: str) -> None:
     )
 
 
-def test_the_folder_name_pattern_compiles_and_a_refused_name_keeps_the_form(page, build_url):  # noqa: F811
+def test_the_folder_name_pattern_compiles_and_a_refused_name_keeps_the_form(page, build_url):
     url, _ = build_url
     errors = _console_errors(page)
     page.goto(url + "/build")
@@ -60,7 +58,7 @@ def test_the_folder_name_pattern_compiles_and_a_refused_name_keeps_the_form(page
     assert errors == []
 
 
-def test_a_broken_deck_always_opens_with_its_problems(page, build_url):  # noqa: F811
+def test_a_broken_deck_always_opens_with_its_problems(page, build_url):
     url, _ = build_url
     _create(page, url, "brittle")
     expect(page.locator(".build-notice")).to_contain_text("Created the deck brittle.")
@@ -78,7 +76,7 @@ def test_a_broken_deck_always_opens_with_its_problems(page, build_url):  # noqa:
     expect(page.locator("#problems li.error")).to_contain_text("startMode")
 
 
-def test_a_highlight_leaves_when_its_problem_is_fixed_after_lines_moved(page, build_url):  # noqa: F811
+def test_a_highlight_leaves_when_its_problem_is_fixed_after_lines_moved(page, build_url):
     url, _ = build_url
     _create(page, url, "shifty")
     line = _line_of(page, "startMode")
@@ -97,7 +95,7 @@ def test_a_highlight_leaves_when_its_problem_is_fixed_after_lines_moved(page, bu
     expect(page.locator(".CodeMirror .problem-line-error")).to_have_count(0)
 
 
-def test_long_titles_end_in_an_ellipsis_and_delete_looks_dangerous(page, build_url):  # noqa: F811
+def test_long_titles_end_in_an_ellipsis_and_delete_looks_dangerous(page, build_url):
     url, _ = build_url
     name = "a_very_long_deck_folder_name_that_goes_on_and_on_for_ever_x"
     _create(page, url, name)
@@ -123,7 +121,7 @@ def test_long_titles_end_in_an_ellipsis_and_delete_looks_dangerous(page, build_u
     page.wait_for_url(re.compile(r".*/build/file\?path=.*angry_customer/PROMPT\.md.*"))
 
 
-def test_the_offline_assistant_says_which_model_answered_and_what_it_can_do(page, build_url):  # noqa: F811
+def test_the_offline_assistant_says_which_model_answered_and_what_it_can_do(page, build_url):
     url, workspace = build_url
     before = (workspace / "support/PROMPT.md").read_text()
     page.goto(f"{url}/build/file?path=support/PROMPT.md&deck=support/PROMPT.md")
