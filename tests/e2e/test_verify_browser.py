@@ -1,9 +1,11 @@
 """Verify in Chromium against `gambit serve`: the batch page fills in while it runs, its
 matrix opens on reasons and conversations, the failures filter, and the histogram's bins.
 
-The model is a fake server on 127.0.0.1, slow enough (a few tenths of a second a reply) that
-a batch of three runs at concurrency one is watched while it works. A grader's score is -1
-or +2, drawn from the conversation (the same for the same input).
+The model is a fake server on 127.0.0.1. Once it has answered the first grader, it holds
+every later reply until the test opens its gate, so the batch is certainly still running
+with a row filled in when the test looks (timing alone made that a race on a loaded
+machine). A grader's score is -1 or +2, drawn from the conversation (the same for the same
+input).
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import threading
 import zlib
 
 import pytest
@@ -20,8 +23,16 @@ from tests.e2e.conftest import _free_port, serve_simulator, stop
 from tests.support.fake_model_server import FakeModelServer, FunctionCall, Reply
 
 
-class SlowGradingModel(FakeModelServer):
+class GatedGradingModel(FakeModelServer):
+    def __init__(self) -> None:
+        super().__init__()
+        self.gate = threading.Event()
+        self._graded_once = threading.Event()
+
     def _next_reply(self, request):
+        if self._graded_once.is_set():
+            # a request thread of the threading server: waiting here holds only this reply
+            self.gate.wait(timeout=120)
         body = request.body if isinstance(request.body, dict) else {}
         tools = json.dumps(body.get("tools") or [])
         if (
@@ -31,13 +42,14 @@ class SlowGradingModel(FakeModelServer):
             score = 2 if zlib.crc32(json.dumps(body.get("input")).encode()) % 2 else -1
             reason = "kind and exact" if score > 0 else "never says when the parcel arrives"
             payload = {"score": score, "reason": reason, "evidence": []}
+            self._graded_once.set()
             return Reply(function_calls=[FunctionCall("gambit_respond", {"payload": payload})])
-        return Reply(deltas=["Your parcel ", "is on its way."], delay=0.35)
+        return Reply(deltas=["Your parcel ", "is on its way."], delay=0.05)
 
 
 @pytest.fixture(scope="module")
-def verify_url(tmp_path_factory):
-    model = SlowGradingModel().start()
+def verify_server(tmp_path_factory):
+    model = GatedGradingModel().start()
     folder = tmp_path_factory.mktemp("verify-sim")
     log = (folder / "serve.log").open("w")
     env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "REDIS_URL")}
@@ -45,7 +57,8 @@ def verify_url(tmp_path_factory):
     env.update({"GAMBIT_SIM_DB": str(folder / "sim.sqlite3")})
     port = _free_port()
     proc = serve_simulator(env, port, log)
-    yield f"http://127.0.0.1:{port}"
+    yield f"http://127.0.0.1:{port}", model
+    model.gate.set()
     stop(proc)
     log.close()
     model.stop()
@@ -58,7 +71,8 @@ RUNNING_ROWS = """() => {
 }"""
 
 
-def test_a_batch_fills_in_as_it_runs_and_its_matrix_opens(page, verify_url):
+def test_a_batch_fills_in_as_it_runs_and_its_matrix_opens(page, verify_server):
+    verify_url, model = verify_server
     page.goto(verify_url + "/grade/verify")
     page.fill("input[name=runs]", "4")
     page.fill("input[name=repeats]", "1")
@@ -69,9 +83,14 @@ def test_a_batch_fills_in_as_it_runs_and_its_matrix_opens(page, verify_url):
     progress = page.locator("progress#batch-progress")
     expect(progress).to_have_attribute("max", "8")  # 4 runs and 4 grades
     # the table of runs fills in while the batch still runs (the session socket's partials)
-    page.wait_for_function(RUNNING_ROWS, timeout=60_000)
-    assert 0 < int(progress.get_attribute("value") or 0) < 8
-    expect(page.locator("[data-progress=eta]")).to_contain_text(re.compile(r"left|almost|estim"))
+    try:
+        page.wait_for_function(RUNNING_ROWS, timeout=60_000)
+        assert 0 < int(progress.get_attribute("value") or 0) < 8
+        expect(page.locator("[data-progress=eta]")).to_contain_text(
+            re.compile(r"left|almost|estim")
+        )
+    finally:
+        model.gate.set()
     expect(page.locator("#verify-batch [data-status]")).to_have_text("completed", timeout=90_000)
     expect(progress).to_have_attribute("value", "8")
     expect(page.locator("#verify-matrix tr[data-run]")).to_have_count(4)
