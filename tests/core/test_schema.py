@@ -757,12 +757,21 @@ _NAMES = st.sampled_from(["a", "b", "c", "n"])
 
 def _schemas() -> st.SearchStrategy[dict]:
     scalar = st.sampled_from(_SCALAR_TYPES).map(lambda kind: {"type": kind})
+    bounded = st.builds(
+        lambda kind, bounds: {"type": kind, **bounds},
+        st.sampled_from(["number", "integer"]),
+        st.dictionaries(
+            st.sampled_from(["minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"]),
+            st.sampled_from([-3, 0, 1.5, 3]),
+            max_size=2,
+        ),
+    )
     # Keywords outside the fast subset, so giving up is exercised too.
     other = st.sampled_from(
         [{}, {"description": "anything"}, {"type": "string", "minLength": 2}, {"enum": [1, "a"]}]
     )
     return st.recursive(
-        scalar | other,
+        scalar | bounded | other,
         lambda inner: st.one_of(
             st.builds(
                 lambda props, required, extra: {
@@ -773,7 +782,7 @@ def _schemas() -> st.SearchStrategy[dict]:
                 },
                 st.dictionaries(_NAMES, inner, max_size=3),
                 st.lists(_NAMES, max_size=2, unique=True),
-                st.sampled_from([None, True, False]),
+                st.sampled_from([None, True, False]) | inner,
             ),
             st.builds(lambda items: {"type": "array", "items": items}, inner),
             st.just({"type": "array"}),
