@@ -229,7 +229,7 @@ async def http(
 
 
 async def csrf(port: int) -> dict:
-    _, _, cookies = await http(port, "GET", "/test/")
+    _, _, cookies = await http(port, "GET", "/test")
     return cookies
 
 
@@ -341,6 +341,8 @@ def scaleout(
                         port, "POST", "/test/new?format=json",
                         {"deck": "support/PROMPT.md", "model": "openresponses/fake"}, cookies,
                     )  # fmt: skip
+                    if not isinstance(data, dict) or "id" not in data:
+                        raise SystemExit(f"/test/new answered {data!r}")
                     sessions.append(data["id"])
                     await http(
                         port,
