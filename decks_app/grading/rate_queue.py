@@ -68,7 +68,9 @@ def _signed(value: float) -> str:
     return f"{value:+.1f}".replace(".0", "")
 
 
-def build_queue(inputs: Inputs, rater: str, *, limit: int = LIMIT) -> list[QueueItem]:
+def build_queue(inputs: Inputs, rater: str) -> list[QueueItem]:
+    """Everything `rater` has still to rate, most useful first (the page shows the first
+    LIMIT and says how many there are in all)."""
     human = inputs.human()
     mine = inputs.rated_by(rater)
     versions = inputs.scoring_versions()
@@ -142,4 +144,4 @@ def build_queue(inputs: Inputs, rater: str, *, limit: int = LIMIT) -> list[Queue
     for target in sorted(graded):
         if target not in human:
             add(target, "unrated", "graded, not rated by anyone yet")
-    return out[:limit]
+    return out

@@ -38,6 +38,7 @@ from decks_app.runs import deck_trees, providers, telemetry
 from decks_app.runs import events as event_log
 from decks_app.runs.registry import JSONObject, Payload
 from decks_app.runs.state import with_message_refs
+from decks_app.sessions import keyset
 from decks_app.sessions.kinds import ScenarioParams, ScenarioResult
 from decks_app.workspaces.served import PathOutsideWorkspace, find_deck, jailed_path, project_root
 from gambit.core import check_deck_tree, deck_files_hash, is_valid_id, state_to_dict
@@ -212,12 +213,27 @@ def verify_run_or_none(run_id: str) -> Run | None:
     )
 
 
-def batches(workspace: Workspace, limit: int = 50) -> list[Run]:
-    return list(
-        Run.objects.filter(kind="verify", session__workspace=workspace, session__origin="verify")
-        .select_related("session")
-        .order_by("-created_at")[:limit]
-    )
+BATCHES_PER_PAGE = 50
+
+
+def _batches(workspace: Workspace):
+    return Run.objects.filter(
+        kind="verify", session__workspace=workspace, session__origin="verify"
+    ).select_related("session")
+
+
+def batch_page(workspace: Workspace, *, before: str = "", after: str = "") -> keyset.Page:
+    """A page of the workspace's batches, newest first, in keyset pages like the sessions
+    list (a batch started meanwhile shifts nothing; a broken cursor is `keyset.BadCursor`)."""
+    qs = _batches(workspace)
+    return keyset.paginate(qs, size=BATCHES_PER_PAGE, before=before, after=after)
+
+
+def comparable_batches(workspace: Workspace, run: Run) -> tuple[list[Run], int]:
+    """The newest completed batches `run` can be compared with, and how many there are in
+    all (the picker also takes any batch id typed into it)."""
+    qs = _batches(workspace).filter(status="completed").exclude(pk=run.pk)
+    return list(qs.order_by("-created_at", "-id")[:BATCHES_PER_PAGE]), qs.count()
 
 
 # ---------------------------------------------------------------- execution

@@ -30,6 +30,7 @@ from decks_app.grading.rate_items import (
     queue_entry,
     rate_item,
 )
+from decks_app.grading.rate_queue import LIMIT as QUEUE_SHOWN
 from decks_app.grading.rate_queue import build_queue
 from decks_app.models import Session, Workspace
 from decks_app.sessions import feedback as feedback_service
@@ -68,10 +69,11 @@ class RatePage(PageData):
 
     workspace: Workspace
     rater: str
-    queue: list[dict[str, Any]]
+    queue: list[dict[str, Any]]  # the first LIMIT items of the queue
     item: RateItem | None
     progress: list[dict[str, Any]]
     position: int = 0
+    queue_total: int = 0  # every item still to rate
     score_keys: list[tuple[str, int]] = field(default_factory=lambda: SCORE_KEYS)
     move_keys: list[tuple[str, str]] = field(default_factory=lambda: MOVE_KEYS)
     tab = "grade"
@@ -86,6 +88,7 @@ class RatePage(PageData):
         return {
             "rater": self.rater or None,
             "queue": self.queue,
+            "queueTotal": self.queue_total,
             "position": self.position,
             "item": self.item.to_json() if self.item else None,
             "progress": self.progress,
@@ -99,9 +102,11 @@ class RatePage(PageData):
 def _page(
     workspace: Workspace, inputs: Inputs, rater: str, item: RateItem | None, queue: list[Any]
 ) -> RatePage:
-    entries = [queue_entry(q) for q in queue]
+    entries = [queue_entry(q) for q in queue[:QUEUE_SHOWN]]
     position = next((i for i, q in enumerate(entries) if item and q["target"] == item.target), 0)
-    return RatePage(workspace, rater, entries, item, progress_figures(inputs), position)
+    return RatePage(
+        workspace, rater, entries, item, progress_figures(inputs), position, queue_total=len(queue)
+    )
 
 
 def _set_rater(request: HtmxHttpRequest) -> HttpResponse:

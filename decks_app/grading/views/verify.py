@@ -13,6 +13,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 from django.http import Http404, HttpResponse
@@ -24,6 +25,7 @@ from django_htmx.http import HttpResponseClientRedirect
 from decks_app.grading import batch_compare
 from decks_app.grading import verify as verify_service
 from decks_app.models import Run
+from decks_app.sessions import keyset
 from decks_app.sessions.actions import stop_session
 from decks_app.web.live import live_view
 from decks_app.web.pages import (
@@ -35,6 +37,7 @@ from decks_app.web.pages import (
     render_page,
     wants_json,
 )
+from decks_app.web.routes import query_url
 from decks_app.workspaces.served import current_workspace, list_decks
 
 
@@ -46,6 +49,12 @@ def _root_decks(workspace):
 @require_GET
 def verify_tab(request: HtmxHttpRequest, fmt: str | None = None) -> HttpResponse:
     workspace = current_workspace()
+    try:
+        page = verify_service.batch_page(
+            workspace, before=request.GET.get("before", ""), after=request.GET.get("after", "")
+        )
+    except keyset.BadCursor as exc:
+        return error_response(request, str(exc), 400, fmt, back=reverse("grading:verify"))
     decks = _root_decks(workspace)
     wanted = request.GET.get("deck") or (decks[0].path if decks else "")
     if wanted and wanted not in {d.path for d in decks}:
@@ -58,7 +67,7 @@ def verify_tab(request: HtmxHttpRequest, fmt: str | None = None) -> HttpResponse
         decks=decks,
         deck=wanted,
         refs=refs,
-        batches=[verify_service.batch_dict(r) for r in verify_service.batches(workspace)],
+        page=page,
     )
     return render_page(request, "grading/verify.html", data, fmt)
 
@@ -71,12 +80,38 @@ class VerifyPage(PageData):
     decks: list[Any]
     deck: str
     refs: dict[str, list[dict[str, Any]]]
-    batches: list[dict[str, Any]]
+    page: keyset.Page  # of the batches, newest first
     tab = "grade"
     defaults = verify_service.VerifyParams(scenarios=[], graders=[])
 
+    @cached_property
+    def batches(self) -> list[dict[str, Any]]:
+        return [verify_service.batch_dict(r) for r in self.page.rows]
+
+    def url(self, fmt: str | None = None, **cursor: str | None) -> str:
+        return query_url("grading:verify", ["json"] if fmt else [], deck=self.deck, **cursor)
+
+    @property
+    def older_url(self) -> str | None:
+        return self.url(before=self.page.older) if self.page.older else None
+
+    @property
+    def newer_url(self) -> str | None:
+        return self.url(after=self.page.newer) if self.page.newer else None
+
     def to_json(self) -> dict[str, Any]:
-        return {"deck": self.deck or None, **self.refs, "batches": self.batches}
+        older, newer = self.page.older, self.page.newer
+        return {
+            "deck": self.deck or None,
+            **self.refs,
+            "batches": self.batches,
+            # keyset pages: pass `older` as ?before= (or `newer` as ?after=) for the next one
+            "page": {
+                **self.page.to_json(),
+                "olderUrl": self.url("json", before=older) if older else None,
+                "newerUrl": self.url("json", after=newer) if newer else None,
+            },
+        }
 
 
 @require_POST
@@ -208,14 +243,18 @@ class VerifyBatchPage(PageData):
             )
         return out
 
+    @cached_property
+    def comparable(self) -> tuple[list[Run], int]:
+        """The newest completed batches it can be compared with, and how many there are."""
+        return verify_service.comparable_batches(self.run.session.workspace, self.run)
+
     @property
     def others(self) -> list[Run]:
-        """Completed batches it can be compared with."""
-        return [
-            b
-            for b in verify_service.batches(self.run.session.workspace)
-            if b.id != self.run.id and b.status == "completed"
-        ]
+        return self.comparable[0]
+
+    @property
+    def others_total(self) -> int:
+        return self.comparable[1]
 
     def to_json(self) -> dict[str, Any]:
         return self.batch

@@ -255,3 +255,15 @@ def test_raters_survive_an_export_and_import_and_the_test_tab_keeps_its_own(clie
     assert answer.status_code == 201, answer.content
     new = Session.objects.get(pk=answer.json()["id"])
     assert sorted(new.feedback.values_list("rater", "score")) == [("", 3), ("ann", 2), ("ben", -1)]
+
+
+def test_the_page_says_how_many_items_are_queued_beyond_those_it_serves(
+    client, queue_data, monkeypatch
+):
+    from decks_app.grading.views import rate
+
+    monkeypatch.setattr(rate, "QUEUE_SHOWN", 2)
+    page = _as(client, "alice").get("/grade/rate.json").json()
+    assert len(page["queue"]) == 2 and page["queueTotal"] == 6
+    html = client.get("/grade/rate").content.decode()
+    assert "6 items in your queue; the keys move through the first 2" in html

@@ -309,3 +309,34 @@ def test_pass_rates_are_corrected_for_the_graders_errors_when_it_was_rated(clien
     html = client.get(f"/grade/verify/{first}").content.decode()
     assert "Corrected for the grader" in html and 'data-figure="correctedPassRate"' in html
     assert "too few ratings to judge" in html
+
+
+def test_the_batches_list_pages_back_to_the_first_and_a_new_batch_shifts_nothing(
+    client, workspace, monkeypatch
+):
+    monkeypatch.setattr(verify_service, "BATCHES_PER_PAGE", 3)
+    started = [_start(client) for _ in range(5)]
+    first = client.get("/grade/verify.json").json()
+    assert len(first["batches"]) == 3 and first["page"]["newerUrl"] is None
+    _start(client)  # a batch started while the reader looks at the first page
+    second = client.get(first["page"]["olderUrl"]).json()
+    seen = [b["id"] for b in first["batches"] + second["batches"]]
+    assert sorted(seen) == sorted(started)  # each batch once, the new one on no old page
+    assert second["page"]["olderUrl"] is None and second["page"]["newerUrl"]
+    html = client.get("/grade/verify").content.decode()
+    assert 'class="pager-older"' in html and "Older →" in html
+    bad = client.get("/grade/verify?before=not-a-cursor")
+    assert bad.status_code == 400 and "start again from the newest" in bad.content.decode()
+
+
+def test_the_compare_picker_offers_the_newest_batches_and_takes_any_id(
+    client, workspace, monkeypatch
+):
+    monkeypatch.setattr(verify_service, "BATCHES_PER_PAGE", 2)
+    started = [_start(client) for _ in range(4)]
+    Run.objects.filter(pk__in=started).update(status="completed")
+    html = client.get(f"/grade/verify/{started[-1]}").content.decode()
+    offered = [b for b in started[:-1] if f'<option value="{b}">' in html]
+    assert len(offered) == 2
+    assert "The newest 2 of 3 completed batches are offered" in html
+    assert 'name="before" list="comparable-batches"' in html
