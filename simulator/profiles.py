@@ -88,6 +88,10 @@ def sqlite_database(path: Path) -> dict[str, Any]:
     return {
         "ENGINE": "django.db.backends.sqlite3",
         "NAME": str(path),
+        # One connection per thread, kept: opening one runs the PRAGMAs below, about 5 ms on
+        # every request and every read of a session's socket when connections were closed
+        # after each (a local file needs no pool and has no server to lose).
+        "CONN_MAX_AGE": None,
         "OPTIONS": {
             "transaction_mode": "IMMEDIATE",
             "timeout": 20,

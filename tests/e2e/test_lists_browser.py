@@ -4,6 +4,7 @@ marked, and an unknown URL is one sentence and the tabs."""
 
 from __future__ import annotations
 
+import json
 import re
 
 from playwright.sync_api import expect
@@ -153,3 +154,21 @@ def test_hello_greets_its_context_then_each_message(page, live_url):
     page.fill("textarea[name=message]", "go")
     page.click("#send")
     expect(page.locator("#conversation")).to_contain_text("Hello, go!", timeout=20_000)
+
+
+def test_a_session_cannot_start_before_the_picked_decks_context_fields_arrive(page, live_url):
+    """Picking a deck fetches its context fields; until they replace the previous deck's, the
+    Start button is disabled, so a quick click never sends one deck's fields for another."""
+    page.goto(live_url + "/test")
+    held = []
+    page.route("**/test/context-form*", lambda route: held.append(route))  # it waits here
+    page.select_option("select[name=deck]", "support/PROMPT.md")
+    expect(page.locator("#new-session")).to_be_disabled()
+    assert len(held) == 1
+    held[0].continue_()
+    expect(page.locator("#new-session")).to_be_enabled()
+    page.fill("input[name=model]", "offline/echo")
+    page.click("#new-session")
+    page.wait_for_url(re.compile(r".*/test/session-[0-9a-f]{24}$"))
+    session = page.request.get(page.url + ".json").json()
+    assert "support/PROMPT.md" in json.dumps(session)
