@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any, Literal, NamedTuple
 
 from decks_app.models import Session, Workspace
-from decks_app.runs import deck_trees, providers
+from decks_app.runs import deck_trees, providers, telemetry
 from decks_app.runs.executor import RunProgress
 from decks_app.runs.state import session_state_dict
 from decks_app.workspaces.served import DeckInfo, jailed_path, project_root
@@ -139,6 +139,8 @@ class Runner:
         outcome = self.outcome
         latest = outcome.latest
         router = providers.make_router(self.workspace.root)
+        # OpenTelemetry spans, as for the simulator's own runs (None when no export is set).
+        spans = telemetry.sink(self.session.id)
 
         def on_trace(event: dict[str, Any]) -> None:
             kind = event.get("type")
@@ -161,6 +163,8 @@ class Runner:
             elif kind == "log":
                 deck_trees.report_warning(event)
             on_trace_event(event)
+            if spans is not None:
+                spans(event)
 
         try:
             if self.deck is not None:
@@ -184,6 +188,7 @@ class Runner:
             outcome.status, outcome.error_text = "failed", message
             outcome.error = {"type": "server_error", "code": "server_error", "message": message}
         finally:
+            telemetry.close(spans)  # the spans a canceled or failed call left open
             with contextlib.suppress(Exception):
                 await router.aclose()
         return outcome

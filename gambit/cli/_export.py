@@ -29,7 +29,13 @@ def export_group() -> None:
     help="The collector's OTLP/HTTP base URL (default: OTEL_EXPORTER_OTLP_ENDPOINT), "
     "such as http://localhost:4318.",
 )
-def otel_command(file: Path, endpoint: str | None) -> None:
+@click.option(
+    "--conversation-id",
+    metavar="ID",
+    help="The gen_ai.conversation.id of every span (default: each run's id). Give a "
+    "simulator session's id to group its downloaded trace as its live spans are.",
+)
+def otel_command(file: Path, endpoint: str | None, conversation_id: str | None) -> None:
     """Send FILE's runs to an OpenTelemetry collector as GenAI spans.
 
     FILE is a trace in JSON Lines (gambit run --trace, a session's trace download) or a
@@ -56,7 +62,7 @@ def otel_command(file: Path, endpoint: str | None) -> None:
         fail(f"the OpenTelemetry SDK is missing ({exc}); install: pip install 'gambit-py[otel]'")
     try:
         # The collector's failure is this command's error (below), not a warning.
-        result = export_file(file, env, lambda line: None)
+        result = export_file(file, env, lambda line: None, conversation_id=conversation_id)
     except GambitError as exc:
         fail(str(exc).splitlines()[0])
     if result.spans == 0:

@@ -70,10 +70,13 @@ def export_file(
     warn: Callable[[str], None],
     *,
     wait_seconds: float = 15.0,
+    conversation_id: str | None = None,
 ) -> ReplayResult:
     """Send the spans of the trace in `path`; wait for the collector (at most
-    `wait_seconds`)."""
+    `wait_seconds`). `conversation_id` is every span's conversation (default: a saved
+    state's run id, else each run's own)."""
     events, conversation = recorded_events(path)
+    conversation = conversation_id or conversation
     export = Export(env, warn)
     builder = SpanBuilder(
         export.tracer, capture_content=export.capture, conversation_id=conversation

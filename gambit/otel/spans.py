@@ -55,12 +55,17 @@ _PARAMS = {
 }
 
 
+# A folder's deck file (the loader's entry points): the deck is named by its folder.
+FOLDER_DECK_FILES = frozenset({"PROMPT.md", "deck.py"})
+
+
 def deck_name(path: Any) -> str:
-    """A deck as people name it: its folder for `PROMPT.md`, else the file's stem."""
+    """A deck as people name it: its folder for `PROMPT.md` or `deck.py`, else the file's
+    stem."""
     if not isinstance(path, str) or not path:
         return "deck"
     p = Path(path)
-    return p.parent.name if p.name == "PROMPT.md" else p.name.split(".")[0]
+    return p.parent.name if p.name in FOLDER_DECK_FILES and p.parent.name else p.name.split(".")[0]
 
 
 class _Open:

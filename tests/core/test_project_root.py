@@ -106,7 +106,15 @@ REFERENCES = {
     ),
     "a scenario": ('[[scenarios]]\npath = "../../outside/deck/PROMPT.md"', ""),
     "a grader": ('[[graders]]\npath = "../../outside/grader/PROMPT.md"', ""),
-    "a handler": ('[handlers.onError]\npath = "../../outside/deck/PROMPT.md"', ""),
+    "an error handler": ('[handlers.onError]\npath = "../../outside/deck/PROMPT.md"', ""),
+    "a busy handler": (
+        '[handlers.onBusy]\npath = "../../outside/deck/PROMPT.md"\ndelayMs = 5',
+        "",
+    ),
+    "an idle handler": (
+        '[handlers.onIdle]\npath = "../../outside/deck/PROMPT.md"\ndelayMs = 5',
+        "",
+    ),
     "a schema file": ('contextSchema = "../../outside/schema.json"', ""),
     "a Python schema": ('contextSchema = "../../outside/tool.py"', ""),
     "a tool's input schema": (
