@@ -49,11 +49,14 @@ async def handle(request: HttpRequest, data: Any, *, owner: str | None = None) -
             _chunks(call, completion_id, created, chat.model), content_type="text/event-stream"
         )
     final: dict[str, Any] = {}
+    error: dict[str, Any] | None = None
     async for event in call.events():
-        if event["type"] in ("response.completed", "response.failed", "response.incomplete"):
+        if event["type"] == "error":
+            error = event["error"]  # it has the type (a model's failure: 502)
+        elif event["type"] in ("response.completed", "response.failed", "response.incomplete"):
             final = event["response"]
-    if final.get("status") == "failed":
-        return _failure(final.get("error") or {})
+    if error is not None or final.get("status") == "failed":
+        return _failure(error or final.get("error") or {})
     text, calls = _answer(final.get("output") or [])
     message: dict[str, Any] = {"role": "assistant", "content": text or (None if calls else "")}
     if calls:

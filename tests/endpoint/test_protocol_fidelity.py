@@ -572,6 +572,63 @@ def test_chat_completions_refuses_an_image_the_model_cannot_take(server):
     assert (error["code"], error["param"]) == ("unsupported_content", "messages[0].content[0].type")
 
 
+def test_chat_completions_answers_a_failing_model_with_502(server, fake):
+    fake.queue(Reply.http_error(500, "upstream exploded"))
+    fake.queue(Reply.http_error(500, "upstream exploded"))  # the retry, if any
+    fake.queue(Reply.http_error(500, "upstream exploded"))
+    response = _chat(
+        server, {"model": "deck/upstream", "messages": [{"role": "user", "content": "x"}]}
+    )
+    assert response.status_code == 502, response.text
+    error = response.json()["error"]
+    assert error["type"] == "model_error" and "upstream exploded" in error["message"]
+
+
+def test_a_streamed_chat_completion_that_fails_ends_with_its_error_then_done(server):
+    body = {
+        "model": "deck/broken",
+        "messages": [{"role": "user", "content": "x"}],
+        "stream": True,
+    }
+    with httpx.stream(
+        "POST", server + "/v1/chat/completions", json=body, headers=HEADERS, timeout=30
+    ) as response:
+        assert response.status_code == 200
+        data = [line[6:] for line in response.iter_lines() if line.startswith("data: ")]
+    assert data[-1] == "[DONE]"
+    error = json.loads(data[-2])["error"]
+    assert "KeyError" in error["message"] and error["type"] == "server_error"
+    chunks = [json.loads(d) for d in data[:-2]]
+    assert all(c["object"] == "chat.completion.chunk" for c in chunks)
+    assert not any(c["choices"][0]["finish_reason"] for c in chunks)  # no finish posing as one
+
+
+def test_chat_completions_pass_an_image_to_a_model_that_takes_it(server, fake):
+    fake.queue(Reply(text="A heart."))
+    response = _chat(
+        server,
+        {
+            "model": "deck/upstream",
+            "messages": [
+                {
+                    "role": "user",
+                    "content": [
+                        {"type": "text", "text": "What is this?"},
+                        {"type": "image_url", "image_url": {"url": IMAGE, "detail": "low"}},
+                    ],
+                }
+            ],
+        },
+    )
+    assert response.status_code == 200, response.text
+    assert response.json()["choices"][0]["message"]["content"] == "A heart."
+    (message,) = [i for i in _sent(fake)[0]["input"] if i.get("role") == "user"]
+    assert message["content"] == [
+        {"type": "input_text", "text": "What is this?"},
+        {"type": "input_image", "image_url": IMAGE, "detail": "low"},
+    ]
+
+
 # ---------------------------------------------------------------- chat mode
 
 
