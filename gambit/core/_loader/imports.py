@@ -52,6 +52,16 @@ class _SourceOnlyLoader(SourceFileLoader):
     def path_stats(self, path: str) -> Any:
         raise OSError("deck modules are compiled from source")
 
+    def exec_module(self, module: ModuleType) -> None:
+        _LOADED.add(module.__name__)  # before it runs: a module that fails is forgotten too
+        super().exec_module(module)
+
+
+# Names of the modules `_SourceOnlyLoader` has loaded and `_forget_deck_siblings` has not
+# dropped yet: the few to look at, instead of all of sys.modules (thousands in a server,
+# where a walk of them on every deck import was a tenth of a page load's time).
+_LOADED: set[str] = set()
+
 
 class _DeckFolderFinders:
     """While a deck imports, its folder and the package folders inside it are searched by
@@ -98,11 +108,13 @@ _FINDERS = _DeckFolderFinders()
 def _forget_deck_siblings() -> None:
     """Drop from sys.modules what deck modules imported from their folders under plain names
     (a `helper`), so that no deck gets another's. The modules that imported them keep them."""
-    for name, module in list(sys.modules.items()):
+    for name in list(_LOADED):
+        _LOADED.discard(name)
+        if name.startswith(MODULE_PREFIX):
+            continue
+        module = sys.modules.get(name)
         spec = getattr(module, "__spec__", None)
-        if isinstance(getattr(spec, "loader", None), _SourceOnlyLoader) and not name.startswith(
-            MODULE_PREFIX
-        ):
+        if isinstance(getattr(spec, "loader", None), _SourceOnlyLoader):
             sys.modules.pop(name, None)
 
 
