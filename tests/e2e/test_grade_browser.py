@@ -190,3 +190,50 @@ def test_the_grade_tab_grades_the_session_picked_not_the_one_shown(page, grade_u
     page.wait_for_url(re.compile(rf".*/grade\?session={second}.*"))
     expect(page.locator("#grade-history .grade-card")).to_have_count(1)
     expect(page.locator("#grade-selected")).to_contain_text(second)
+
+
+def _grade(page, base: str, session_id: str) -> str:
+    """Run the tone grader on the session from the Grade tab; the run page's URL once done."""
+    page.goto(f"{base}/grade?session={session_id}")
+    page.select_option("#grade-grader", "support/graders/tone/PROMPT.md")
+    page.click("#run-grader")
+    page.wait_for_url(re.compile(r".*/grade/runs/run-[0-9a-f]{24}$"))
+    expect(page.locator("#grade-result [data-status]")).to_have_text("completed", timeout=20_000)
+    return page.url
+
+
+def test_a_flag_shows_on_its_own_grade_run_only(page, grade_url):
+    # issue 26: every grade run of a message shares its ref, so a flag set on one run of
+    # the tone grader showed on every other run of it
+    session_id = _chat(page, grade_url, "Where is my parcel?")
+    first = _grade(page, grade_url, session_id)
+    second = _grade(page, grade_url, session_id)
+    page.goto(first)
+    page.locator(".grade-result .flag-form button").first.click()
+    expect(page.locator(".grade-result.flagged")).to_have_count(1)
+    page.goto(second)
+    button = page.locator(".grade-result .flag-form button").first
+    expect(button).to_have_attribute("aria-pressed", "false")
+    expect(button).to_have_text("Flag")
+    expect(page.locator(".grade-result.flagged")).to_have_count(0)
+
+
+def test_the_calibration_matrix_corner_reads_human_down_grader_across(page, grade_url):
+    # issue 26: the corner read "human <U+FF3C> grader", a fullwidth glyph common fonts lack
+    session_id = _chat(page, grade_url, "Can I change the address?")
+    page.locator("#conversation .feedback button[data-score='1']").first.click()
+    expect(page.locator("#conversation .feedback button[data-score='1']").first).to_have_attribute(
+        "aria-pressed", "true"
+    )
+    _grade(page, grade_url, session_id)
+    page.goto(grade_url + "/grade/calibration")
+    article = page.locator(
+        "article.calibration[data-grader='support/graders/tone/PROMPT.md']"
+    ).first
+    article.locator("summary", has_text="Provisional figures").click()
+    corner = article.locator("table.confusion thead th").first
+    expect(corner).to_be_visible()
+    # as drawn (the header row is set in capitals by CSS)
+    expect(corner).to_have_text(
+        "human \u2193 / grader \u2192", use_inner_text=True, ignore_case=True
+    )

@@ -172,3 +172,18 @@ def test_a_session_cannot_start_before_the_picked_decks_context_fields_arrive(pa
     page.wait_for_url(re.compile(r".*/test/session-[0-9a-f]{24}$"))
     session = page.request.get(page.url + ".json").json()
     assert "support/PROMPT.md" in json.dumps(session)
+
+
+def test_the_session_header_names_the_decks_model_or_that_a_compute_deck_has_none(page, live_url):
+    """Issue 26: before its first run a session's header said "deck model" whatever the
+    deck; it names the deck's model, and says a compute deck (Hello) has none."""
+    header = page.locator("#session-model")
+    for deck, expected in [
+        ("support/PROMPT.md", "openrouter/openai/gpt-4o-mini"),
+        ("hello/deck.py", "no model (compute deck)"),
+    ]:
+        page.goto(live_url + "/test")
+        page.select_option("select[name=deck]", deck)
+        page.click("#new-session")  # enabled once the deck's context fields have arrived
+        page.wait_for_url(re.compile(r".*/test/session-[0-9a-f]{24}$"))
+        expect(header).to_have_text(expected)

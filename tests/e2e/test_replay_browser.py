@@ -76,3 +76,23 @@ def test_replay_opens_at_step_one_and_the_keys_step_by_event_and_turn(page, live
         sizes,
         wide,
     )  # nothing runs off the page
+
+
+def test_re_run_offline_names_the_replay_model_not_the_originals(page, live_url):
+    # The offline re-run's calls are answered by the recording: its header and its trace name
+    # `offline-replay`, not the model the original session used (openresponses/fake).
+    _new_session(page, live_url)
+    _send(page, "replay me offline")
+    expect(page.locator("#status")).to_have_text("completed", timeout=20_000)
+    expect(page.locator("#session-model")).to_contain_text("openresponses/fake")
+    source = page.url
+    page.click("#rerun")
+    page.wait_for_url(lambda url: url != source and re.search(r"/test/session-[0-9a-f]{24}$", url))
+    expect(page.locator("#status")).to_have_text("completed", timeout=20_000)
+    page.reload()  # the header is drawn with the page; the run has now ended
+    expect(page.locator("#session-model")).to_have_text("offline-replay (offline)")
+    # the trace's model call named the deck's model before the recording resolved every
+    # model to itself (the header already read offline-replay then)
+    model_call = page.locator("#trace-tree li.node.model summary").first
+    expect(model_call).to_contain_text("offline-replay")
+    expect(page.locator("#trace-panel")).not_to_contain_text("openresponses/fake")
