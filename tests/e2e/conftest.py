@@ -187,7 +187,13 @@ def pages(site, browser):
     page.locator("#conversation .feedback button[data-score='2']").first.click()
     session_id = session.rstrip("/").split("/")[-1]
     page.click("#rerun")  # a replay of it, for the compare page
-    page.wait_for_url(re.compile(r".*/test/session-[0-9a-f]{24}$"))
+    # the replay's own page (the page is on a session URL already: wait for another one)
+    page.wait_for_url(
+        lambda url: (
+            re.search(r"/test/session-[0-9a-f]{24}$", url) is not None
+            and not url.rstrip("/").endswith(session_id)
+        )
+    )
     expect(page.locator("#status")).to_have_text("completed")
     compare = page.url + "/compare"
     page.goto(f"{site}/grade?session={session_id}")
