@@ -23,6 +23,9 @@ def test_a_session_from_the_keyboard_alone(page, live_url, fake_model):
     )
     page.keyboard.press("Tab")  # to the model field
     page.keyboard.type("openresponses/fake")
+    # Start session is disabled while the picked deck's context fields load (a disabled
+    # button takes no focus)
+    expect(page.locator("#new-session")).to_be_enabled()
     page.focus("#new-session")
     page.keyboard.press("Enter")
     page.wait_for_url(re.compile(r".*/test/session-[0-9a-f]{24}$"))
@@ -47,6 +50,9 @@ def test_trace_events_with_j_and_k(page, live_url):
     page.goto(live_url + "/test")
     page.select_option("select[name=deck]", "support/PROMPT.md")
     page.fill("input[name=model]", "openresponses/fake")
+    # Start session is disabled while the picked deck's context fields load (a disabled
+    # button takes no focus)
+    expect(page.locator("#new-session")).to_be_enabled()
     page.focus("#new-session")
     page.keyboard.press("Enter")
     page.wait_for_url(re.compile(r".*/test/session-[0-9a-f]{24}$"))
@@ -73,6 +79,9 @@ def test_a_reply_is_announced_once_and_focus_returns_to_the_box(page, live_url, 
     page.goto(live_url + "/test")
     page.select_option('form[action="/test/new"] select[name=deck]', "support/PROMPT.md")
     page.fill("input[name=model]", "openresponses/fake")
+    # Start session is disabled while the picked deck's context fields load (a disabled
+    # button takes no focus)
+    expect(page.locator("#new-session")).to_be_enabled()
     page.focus("#new-session")
     page.keyboard.press("Enter")
     page.wait_for_url(re.compile(r".*/test/session-[0-9a-f]{24}$"))
