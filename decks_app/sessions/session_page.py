@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from django.db import transaction
+from django.db import connection, transaction
 from django.db.models import Sum
 from django.urls import reverse
 from django.utils import timezone
@@ -127,6 +127,28 @@ def context_fill(session: Session) -> dict[str, Any] | None:
     return None
 
 
+def _snapshot() -> Any:
+    """A transaction whose reads see one snapshot. PostgreSQL's default (read committed)
+    lets a run's end commit between the read of the session and that of its runs, and the
+    page then said "completed" over the conversation as it was before the reply; a new
+    transaction there reads at repeatable read. (SQLite's transaction already reads one
+    snapshot.)"""
+    atomic = transaction.atomic()
+    if connection.vendor != "postgresql" or not connection.get_autocommit():
+        return atomic  # inside an outer transaction: its isolation stands
+
+    class _RepeatableRead:
+        def __enter__(self) -> None:
+            atomic.__enter__()
+            with connection.cursor() as cursor:
+                cursor.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+
+        def __exit__(self, *exc: Any) -> Any:
+            return atomic.__exit__(*exc)
+
+    return _RepeatableRead()
+
+
 @dataclass
 class SessionPage(PageData):
     """Everything the session page shows, read at one cursor (the last event id): the
@@ -171,7 +193,7 @@ class SessionPage(PageData):
         """The page as it is now (`rerun`: also whether "Re-run offline" is offered, which
         reads the trace; the live fragments leave it out)."""
         deck = find_deck(session.workspace, session.deck_path)
-        with transaction.atomic():
+        with _snapshot():
             session.refresh_from_db()
             cursor = event_log.last_event_id(session.id)
             runs = list(session.runs.all())
