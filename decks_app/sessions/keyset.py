@@ -66,6 +66,39 @@ class Page:
         return {"older": self.older, "newer": self.newer, "size": len(self.rows)}
 
 
+class PageLinks:
+    """The Older / Newer links of a list page holding one keyset `Page` (the sessions list,
+    the Grade tab's picker, the Verify batches): a subclass gives `keyset_page` and
+    `page_url(fmt, **cursor)`, its list's URL (filters kept) at a cursor."""
+
+    @property
+    def keyset_page(self) -> Page:
+        raise NotImplementedError
+
+    def page_url(self, fmt: str | None = None, **cursor: str | None) -> str:
+        raise NotImplementedError
+
+    @property
+    def older_url(self) -> str | None:
+        older = self.keyset_page.older
+        return self.page_url(before=older) if older else None
+
+    @property
+    def newer_url(self) -> str | None:
+        newer = self.keyset_page.newer
+        return self.page_url(after=newer) if newer else None
+
+    def page_json(self) -> dict[str, Any]:
+        """The twin's `page`: pass `older` as ?before= (or `newer` as ?after=) for the next
+        one, or follow its URLs."""
+        page = self.keyset_page
+        return {
+            **page.to_json(),
+            "olderUrl": self.page_url("json", before=page.older) if page.older else None,
+            "newerUrl": self.page_url("json", after=page.newer) if page.newer else None,
+        }
+
+
 def paginate(qs: QuerySet, *, size: int, before: str = "", after: str = "") -> Page:
     """The page of `qs` (any order is replaced by newest first) after `before` or before
     `after` (cursors from an earlier Page), or the newest page."""

@@ -41,7 +41,7 @@ from decks_app.workspaces.served import current_workspace
 
 
 @dataclass
-class SessionChoices:
+class SessionChoices(keyset.PageLinks):
     """The Grade tab's session picker: a page of the gradable sessions matching `q` (newest
     first, keyset pages) and where `q` matched their conversation."""
 
@@ -68,19 +68,14 @@ class SessionChoices:
     def rows(self) -> list[dict[str, Any]]:
         return [{"session": s, "match": self.matches.get(s.id)} for s in self.sessions]
 
-    def url(self, fmt: str | None = None, **cursor: str | None) -> str:
+    @property
+    def keyset_page(self) -> keyset.Page:
+        return self.page
+
+    def page_url(self, fmt: str | None = None, **cursor: str | None) -> str:
         return query_url("grading:grade_sessions", ["json"] if fmt else [], q=self.q, **cursor)
 
-    @property
-    def older_url(self) -> str | None:
-        return self.url(before=self.page.older) if self.page.older else None
-
-    @property
-    def newer_url(self) -> str | None:
-        return self.url(after=self.page.newer) if self.page.newer else None
-
     def to_json(self) -> dict[str, Any]:
-        older, newer = self.page.older, self.page.newer
         return {
             "q": self.q,
             "sessions": [
@@ -94,11 +89,7 @@ class SessionChoices:
                 }
                 for s in self.sessions
             ],
-            "page": {
-                **self.page.to_json(),
-                "olderUrl": self.url("json", before=older) if older else None,
-                "newerUrl": self.url("json", after=newer) if newer else None,
-            },
+            "page": self.page_json(),
         }
 
 

@@ -73,7 +73,7 @@ def verify_tab(request: HtmxHttpRequest, fmt: str | None = None) -> HttpResponse
 
 
 @dataclass
-class VerifyPage(PageData):
+class VerifyPage(keyset.PageLinks, PageData):
     """The Verify form for a root deck (its scenarios and graders) and the batches so far."""
 
     workspace: Any
@@ -88,29 +88,19 @@ class VerifyPage(PageData):
     def batches(self) -> list[dict[str, Any]]:
         return [verify_service.batch_dict(r) for r in self.page.rows]
 
-    def url(self, fmt: str | None = None, **cursor: str | None) -> str:
+    @property
+    def keyset_page(self) -> keyset.Page:
+        return self.page
+
+    def page_url(self, fmt: str | None = None, **cursor: str | None) -> str:
         return query_url("grading:verify", ["json"] if fmt else [], deck=self.deck, **cursor)
 
-    @property
-    def older_url(self) -> str | None:
-        return self.url(before=self.page.older) if self.page.older else None
-
-    @property
-    def newer_url(self) -> str | None:
-        return self.url(after=self.page.newer) if self.page.newer else None
-
     def to_json(self) -> dict[str, Any]:
-        older, newer = self.page.older, self.page.newer
         return {
             "deck": self.deck or None,
             **self.refs,
             "batches": self.batches,
-            # keyset pages: pass `older` as ?before= (or `newer` as ?after=) for the next one
-            "page": {
-                **self.page.to_json(),
-                "olderUrl": self.url("json", before=older) if older else None,
-                "newerUrl": self.url("json", after=newer) if newer else None,
-            },
+            "page": self.page_json(),
         }
 
 

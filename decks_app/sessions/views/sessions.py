@@ -68,7 +68,7 @@ def sessions_list(request: HtmxHttpRequest, fmt: str | None = None) -> HttpRespo
 
 
 @dataclass
-class SessionsPage(PageData):
+class SessionsPage(keyset.PageLinks, PageData):
     """The Test tab: the sessions (filtered), the decks and scenarios to start one with, the
     providers, and the context forms of the first deck and scenario."""
 
@@ -95,27 +95,15 @@ class SessionsPage(PageData):
         return query_url("sessions:sessions", args, status=f.status, deck=f.deck, q=f.q, **cursor)
 
     @property
-    def older_url(self) -> str | None:
-        older = self.listed.page.older
-        return self.page_url(before=older) if older else None
-
-    @property
-    def newer_url(self) -> str | None:
-        newer = self.listed.page.newer
-        return self.page_url(after=newer) if newer else None
+    def keyset_page(self) -> keyset.Page:
+        return self.listed.page
 
     def to_json(self) -> dict[str, Any]:
-        page = self.listed.page
         return {
             "workspace": {"id": self.workspace.id, "root": self.workspace.root},
             "filter": {"status": self.filter.status, "deck": self.filter.deck, "q": self.filter.q},
             "sessions": [session_row_json(r) for r in self.rows],
-            # keyset pages: pass `older` as ?before= (or `newer` as ?after=) for the next one
-            "page": {
-                **page.to_json(),
-                "olderUrl": self.page_url("json", before=page.older) if page.older else None,
-                "newerUrl": self.page_url("json", after=page.newer) if page.newer else None,
-            },
+            "page": self.page_json(),
             "decks": [d.to_dict() for d in self.decks],
             "scenarios": self.scenarios,
             "providers": self.providers,
