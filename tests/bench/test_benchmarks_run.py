@@ -12,25 +12,18 @@ from __future__ import annotations
 
 import os
 import re
-import socket
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
+from tests.support.machine import reachable
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def _answers(port: int) -> bool:
-    try:
-        with socket.create_connection(("127.0.0.1", port), timeout=1):
-            return True
-    except OSError:
-        return False
-
-
-DISTRIBUTED = _answers(5432) and _answers(6379)
+DISTRIBUTED = reachable(5432) and reachable(6379)
 
 # script, its arguments for a tiny workload, a line its figures are read from
 CASES = [

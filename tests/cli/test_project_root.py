@@ -11,18 +11,12 @@ import sys
 import textwrap
 from pathlib import Path
 
-import pytest
-
 from tests.support.fake_model_server import FakeModelServer
+from tests.support.machine import needs_proc  # the tests that plant /proc links
 
 GAMBIT = str(Path(sys.executable).parent / "gambit")
 MODEL = "openrouter/test-model"
 SECRET = "sk-must-never-leave-4242"
-
-# The /proc tests plant links to Linux's /proc; the others run everywhere.
-needs_proc = pytest.mark.skipif(
-    not Path("/proc/self/environ").exists(), reason="needs Linux's /proc"
-)
 
 
 def write(root: Path, rel: str, text: str) -> Path:

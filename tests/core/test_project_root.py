@@ -19,13 +19,9 @@ from gambit.core import (
     run_deck,
 )
 from gambit.providers.offline import ScriptedProvider
+from tests.support.machine import needs_proc  # the tests that plant /proc links
 
 from .conftest import ACTION_SCHEMAS, GRADER_SCHEMAS, MODEL, DeckFolder
-
-# The /proc tests plant links to Linux's /proc; the others run everywhere.
-needs_proc = pytest.mark.skipif(
-    not Path("/proc/self/environ").exists(), reason="needs Linux's /proc"
-)
 
 
 @pytest.fixture

@@ -7,13 +7,14 @@ from __future__ import annotations
 
 import os
 import re
-import socket
 import subprocess
 import sys
 import time
 
 import pytest
 from playwright.sync_api import expect
+
+from tests.support.machine import reachable
 
 from .conftest import ROOT, _free_port, serve_simulator, stop
 
@@ -22,18 +23,10 @@ REDIS = os.environ.get("GAMBIT_TEST_REDIS", "redis://127.0.0.1:6379/5")
 WORKER = "import sys; from gambit.cli._serve import worker_command; worker_command(sys.argv[1:])"
 
 
-def _reachable(port: int) -> bool:
-    try:
-        with socket.create_connection(("127.0.0.1", port), timeout=1):
-            return True
-    except OSError:
-        return False
-
-
 @pytest.fixture(scope="module")
 def distributed(fake_model, tmp_path_factory):
     for name, port in (("PostgreSQL", 5432), ("Redis", 6379)):
-        if not _reachable(port):
+        if not reachable(port):
             print(f"skipping the distributed tests: {name} is not reachable on 127.0.0.1:{port}")
             pytest.skip(f"{name} is not reachable on 127.0.0.1:{port}")
     import psycopg

@@ -7,28 +7,21 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
+from tests.support.machine import reachable
+
 PG = os.environ.get("GAMBIT_TEST_PG", "postgres://postgres@127.0.0.1:5432/postgres")
 ROOT = Path(__file__).resolve().parents[3]
 
 
-def _reachable() -> bool:
-    try:
-        with socket.create_connection(("127.0.0.1", 5432), timeout=1):
-            return True
-    except OSError:
-        return False
-
-
 @pytest.fixture
 def pg_database():
-    if not _reachable():
+    if not reachable(5432):
         pytest.skip("PostgreSQL is not reachable on 127.0.0.1:5432")
     import psycopg
 
