@@ -6,6 +6,8 @@ Read-only: the commands that change a session are in `decks_app.sessions.actions
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -127,26 +129,19 @@ def context_fill(session: Session) -> dict[str, Any] | None:
     return None
 
 
-def _snapshot() -> Any:
+@contextlib.contextmanager
+def _snapshot() -> Iterator[None]:
     """A transaction whose reads see one snapshot. PostgreSQL's default (read committed)
     lets a run's end commit between the read of the session and that of its runs, and the
     page then said "completed" over the conversation as it was before the reply; a new
-    transaction there reads at repeatable read. (SQLite's transaction already reads one
-    snapshot.)"""
-    atomic = transaction.atomic()
-    if connection.vendor != "postgresql" or not connection.get_autocommit():
-        return atomic  # inside an outer transaction: its isolation stands
-
-    class _RepeatableRead:
-        def __enter__(self) -> None:
-            atomic.__enter__()
+    transaction there reads at repeatable read. Inside an outer transaction its isolation
+    stands. (SQLite's transaction already reads one snapshot.)"""
+    repeatable = connection.vendor == "postgresql" and connection.get_autocommit()
+    with transaction.atomic():
+        if repeatable:  # the transaction's first statement, as PostgreSQL requires
             with connection.cursor() as cursor:
                 cursor.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
-
-        def __exit__(self, *exc: Any) -> Any:
-            return atomic.__exit__(*exc)
-
-    return _RepeatableRead()
+        yield
 
 
 @dataclass
