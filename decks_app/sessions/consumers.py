@@ -7,9 +7,10 @@ for every stored event after N, then for every `session.changed` notification it
 database again. A lost notification delays text; it never loses it (docs/simulator.md).
 
 Other live pages (a grade run, a Verify batch, a replay's comparison, the Build assistant)
-say `{"view": V, "key": K}` instead, V a view registered with `@live_view`: the socket then
-sends their live part, re-rendered from their template whenever the session moves on and it
-changed (`decks_app.web.live`, the one live-update path).
+say `{"view": V, "key": K, "digest": D}` instead, V a view registered with `@live_view` and D
+the digest of the part as the page shows it: the socket then sends their live part,
+re-rendered from their template whenever the session moves on and it changed
+(`decks_app.web.live`, the one live-update path).
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from decks_app.sessions.actions import get_session
 from decks_app.sessions.conversation import conversation_blocks
 from decks_app.sessions.session_page import SessionPage
 from decks_app.web import live
+from decks_app.web.pages import live_digest
 
 BATCH = 500
 # While a run is active, re-read the database this often even without a notification, so a
@@ -90,8 +92,9 @@ def _read_view(session_id: str, view: str, key: str) -> tuple[str, str] | None:
     return live.live_html(view, session_id, key), last["status"] if last else "idle"
 
 
-def _view_hello(text: str | None) -> tuple[str, str] | None:
-    """A live page's hello `{"view": V, "key": K}` (V a registered live view), or None."""
+def _view_hello(text: str | None) -> tuple[str, str, str] | None:
+    """A live page's hello `{"view": V, "key": K, "digest": D}` (V a registered live view,
+    D optional), or None."""
     try:
         data: Any = json.loads(text or "{}")
     except (ValueError, RecursionError):
@@ -101,7 +104,8 @@ def _view_hello(text: str | None) -> tuple[str, str] | None:
     registered, key = live.get(data.get("view")), data.get("key", "")
     if registered is None or not isinstance(key, str) or len(key) > 1024:
         return None
-    return registered.name, key
+    digest = data.get("digest")
+    return registered.name, key, digest if isinstance(digest, str) else ""
 
 
 def _hello(text: str | None) -> tuple[int, int, str | None] | None:
@@ -141,7 +145,7 @@ class SessionConsumer(AsyncWebsocketConsumer):
         self.lock = asyncio.Lock()
         self.poller: asyncio.Task | None = None
         self.view: tuple[str, str] | None = None  # a live page's (view, key), not the session page
-        self.sent = ""  # what a live page was sent last
+        self.sent = ""  # the digest of what a live page shows (sent last, or said in its hello)
         await self.channel_layer.group_add(self.group, self.channel_name)
         await self.accept()
 
@@ -165,7 +169,7 @@ class SessionConsumer(AsyncWebsocketConsumer):
         if hello is None:
             return
         self.after, self.version, self.status = hello
-        self.view, self.sent = view, ""
+        self.view, self.sent = (view[:2], view[2]) if view is not None else (None, "")
         await self.catch_up(force=True)  # the answer to a hello always carries the cursor
         if self.poller is None:
             self.poller = asyncio.create_task(self._poll())
@@ -200,7 +204,8 @@ class SessionConsumer(AsyncWebsocketConsumer):
             await self.close(code=4404)
             return
         html, self.status = result
-        if html and html != self.sent:
-            self.sent = html
+        digest = live_digest(html) if html else ""
+        if html and digest != self.sent:
+            self.sent = digest
             for frame in fragments.frames([html]):
                 await self.send(text_data=frame)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 from typing import Any
 
@@ -47,6 +48,9 @@ class PageData:
     for the navigation). A live part of the page is rendered from the same object."""
 
     tab = ""
+    # The named partial of the page's template that its live view sends over the socket
+    # ("" for a page with no live part): render_page gives the page its digest.
+    live_partial = ""
 
     def to_json(self) -> Any:
         raise NotImplementedError
@@ -70,12 +74,22 @@ def render_page(
         return json_response(data.to_json())
     if fragment and wants_fragment(request):
         return render(request, f"{template}#{fragment}", data.context())
-    return render(request, template, data.context())
+    extra = {}
+    if data.live_partial:
+        # The page says in its hello what it shows, so the socket's first answer swaps the
+        # part only if it changed since: a swap on connect would take a field being typed in.
+        extra["live_digest"] = live_digest(live_part(f"{template}#{data.live_partial}", data))
+    return render(request, template, data.context(**extra))
 
 
 def live_part(template: str, data: PageData) -> str:
     """A page's live part as an htmx out-of-band swap (sent over the session socket)."""
     return render_to_string(template, data.context(oob=True))
+
+
+def live_digest(html: str) -> str:
+    """What identifies a live part as rendered (sent by the page, kept by the socket)."""
+    return hashlib.sha256(html.encode()).hexdigest()[:32]
 
 
 def page(

@@ -66,7 +66,12 @@
   function submitWith(score) {
     // A click, not requestSubmit: htmx takes the score from the button that was clicked.
     var button = document.querySelector("#rate-form button[name=score][value='" + score + "']");
-    if (button) button.click();
+    if (!button) return;
+    // An item swapped in a moment ago is processed by htmx only when it settles; a key
+    // pressed before that would post the form natively and leave the page. Process it now
+    // (htmx skips an element it has already processed).
+    if (window.htmx) window.htmx.process(button.form);
+    button.click();
   }
 
   document.addEventListener("keydown", function (evt) {

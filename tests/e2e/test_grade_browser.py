@@ -237,3 +237,31 @@ def test_the_calibration_matrix_corner_reads_human_down_grader_across(page, grad
     expect(corner).to_have_text(
         "human \u2193 / grader \u2192", use_inner_text=True, ignore_case=True
     )
+
+
+def test_a_finished_grade_runs_page_is_not_swapped_when_its_socket_opens(page, grade_url):
+    # Seen as a flaky design test: the socket's first answer replaced the grade's part right
+    # after the page loaded, unchanged, detaching what the user was about to use. The page
+    # now names in its hello the part it shows, and the socket leaves an unchanged part alone.
+    session_id = _chat(page, grade_url, "Is the parcel insured?")
+    url = _grade(page, grade_url, session_id)
+    sent: list[object] = []
+    received: list[object] = []
+
+    def follow(socket):
+        socket.on("framesent", lambda frame: sent.append(frame))
+        socket.on("framereceived", lambda frame: received.append(frame))
+
+    page.on("websocket", follow)
+    page.goto(url)
+    reason = page.locator(".grade-result .flag-form input[name=reason]").first
+    handle = reason.element_handle()
+    reason.fill("the reply never says yes or no")
+    deadline = 50
+    while not sent and deadline:  # the hello
+        page.wait_for_timeout(100)
+        deadline -= 1
+    assert sent, "the page never said hello"
+    page.wait_for_timeout(1_000)  # longer than the socket takes to answer a hello
+    assert received == []
+    assert handle.evaluate("el => el.isConnected && el.value") == "the reply never says yes or no"

@@ -218,6 +218,8 @@ RUN_TEMPLATE = "grading/grade_run.html"
 class GradeRunPage(PageData):
     """One grade run: the run, what it found (`grade`, the twin) and the session it graded."""
 
+    live_partial = "result"  # the part its live view sends
+
     run: Run
     graded: Session
     grade: dict[str, Any]

@@ -136,6 +136,8 @@ class VerifyBatchPage(PageData):
     grader's figures with its label and the sessions of its outliers (joined here, not in
     the template)."""
 
+    live_partial = "batch"  # the part its live view sends
+
     run: Run
     batch: dict[str, Any]
     tab = "grade"

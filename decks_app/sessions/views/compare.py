@@ -24,6 +24,8 @@ TEMPLATE = "sessions/compare.html"
 class ComparePage(PageData):
     """The replay, its original and their comparison (`result`, the twin)."""
 
+    live_partial = "result"  # the part its live view sends
+
     session: Session
     result: dict[str, Any]
     tab = "test"

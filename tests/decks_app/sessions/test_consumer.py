@@ -327,6 +327,34 @@ async def test_a_live_page_gets_its_part_again_only_when_it_changed():
     await comm.disconnect()
 
 
+async def test_a_live_page_is_not_swapped_on_connect_when_its_part_has_not_changed():
+    """The page says in its hello the digest of the part it was rendered with: the socket's
+    first answer is sent only when the part changed since (a swap on connect would replace a
+    flag reason being typed), and a hello without a digest always gets the part."""
+    import re
+
+    from django.test import Client
+
+    session, _ = await sync_to_async(_session_with_events)(1)
+    run = await sync_to_async(_grade_run_of)(session)
+    page = await sync_to_async(Client().get)(f"/grade/runs/{run.id}")
+    assert page.status_code == 200
+    digest = re.search(r'data-live-digest="([0-9a-f]{32})"', page.content.decode()).group(1)
+    comm, connected, _ = await _connect(run.session_id)
+    assert connected
+    await comm.send_json_to({"view": "grade_run", "key": run.id, "digest": digest})
+    assert await comm.receive_nothing(timeout=0.5)  # the page already shows this part
+    await Run.objects.filter(pk=run.id).aupdate(status="failed", error="gone")
+    await event_log.notify(run.session_id)
+    assert 'data-status="failed"' in await comm.receive_from(timeout=5)
+    await comm.disconnect()
+    for hello in ({"digest": digest}, {"digest": "0" * 32}, {}):  # stale or absent: sent
+        comm, connected, _ = await _connect(run.session_id)
+        await comm.send_json_to({"view": "grade_run", "key": run.id, **hello})
+        assert 'data-status="failed"' in await comm.receive_from(timeout=5)
+        await comm.disconnect()
+
+
 async def test_a_live_page_never_gets_another_sessions_part():
     session, _ = await sync_to_async(_session_with_events)(1)
     run = await sync_to_async(_grade_run_of)(session)
