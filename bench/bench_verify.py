@@ -8,6 +8,11 @@ of request the way that tool expects (a `gambit_respond` call for Gambit's grade
 "GRADE: C" for inspect_ai's model_graded_qa, a JSON verdict for promptfoo's llm-rubric) after
 100 ms.
 
+A fourth line, "httpx floor", is no tool: a bare loop of the same 200 requests through httpx
+(the HTTP client Gambit uses) at the same concurrency, with no Gambit code at all. Its
+span/limit is what the machine, the fake server and the client cost before any harness work:
+the floor under gambit verify's figure.
+
 For each tool: wall time of the whole command, the request span at the server (first request
 in to last answer out), span / model-bound limit, peak RSS of the process tree (each tool runs
 under its own wrapper process, which reads RUSAGE_CHILDREN) and the number of model calls.
@@ -53,6 +58,26 @@ WRAPPER = (
     "rss = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss; "
     "print(wall, rss, code)"
 )
+
+
+# The floor: 2 x runs requests, as a Gambit answer asks (Open Responses, not streamed), through
+# one httpx client at CONCURRENCY, in a process of its own like the tools.
+FLOOR = """
+import asyncio, os, sys, httpx
+runs, concurrency = int(sys.argv[1]), int(sys.argv[2])
+body = {"model": "bench", "stream": False,
+        "input": [{"role": "user", "content": "What is the capital of France?"}]}
+async def main():
+    slots = asyncio.Semaphore(concurrency)
+    async with httpx.AsyncClient(base_url=os.environ["OPENRESPONSES_BASE_URL"], timeout=60) as client:
+        async def one():
+            async with slots:
+                answer = await client.post("/responses", json=body)
+                answer.raise_for_status()
+                answer.json()
+        await asyncio.gather(*(one() for _ in range(2 * runs)))
+asyncio.run(main())
+"""
 
 
 class BenchModel(TimedModelServer):
@@ -283,7 +308,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--runs", type=int, default=100)
-    parser.add_argument("--no-peers", action="store_true", help="time gambit verify only")
+    parser.add_argument(
+        "--no-peers", action="store_true", help="time gambit verify (and the httpx floor) only"
+    )
     args = parser.parse_args()
     limit = 2 * args.runs * LATENCY / CONCURRENCY
 
@@ -313,6 +340,11 @@ def main() -> None:
         ],  # fmt: skip
         {**base_env, **model.env()},
         work / "gambit",
+    )
+    tools["httpx floor"] = (
+        [sys.executable, "-c", FLOOR, str(args.runs), str(CONCURRENCY)],
+        {**base_env, **model.env()},
+        work,
     )
     skipped: list[str] = []
     if not args.no_peers:

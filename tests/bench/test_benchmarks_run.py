@@ -53,7 +53,7 @@ CASES = [
     (
         "bench_verify.py",
         ["--no-peers", "--rounds", "1", "--runs", "4"],
-        r"gambit verify\s+\d+\.\d+\s+\d+\.\d+",
+        r"gambit verify\s+\d+\.\d+\s+\d+\.\d+[\s\S]*httpx floor\s+\d+\.\d+\s+\d+\.\d+",
     ),
 ]
 # These need the PostgreSQL and Redis of the distributed profile on 127.0.0.1.
