@@ -264,6 +264,8 @@ def _run_batch(
                     model_resolver=router,
                     on_trace=watch.chain(sink),
                     compaction=compaction_settings(router, flags.no_compact),
+                    # exec sees what a deck's [permissions] env grants of it, as in `gambit run`
+                    host_env=dict(os.environ),
                     **settings,
                 )
         finally:

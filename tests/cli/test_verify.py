@@ -221,3 +221,38 @@ def test_a_grader_that_raises_is_named_with_its_error(
     (line,) = [line for line in result.stdout.splitlines() if line.startswith("failed grade")]
     boom = (workspace / "boom/deck.py").resolve()
     assert line.endswith(f": DeckCodeError: {boom} raised RuntimeError: rubric file missing")
+
+
+def test_exec_sees_its_granted_environment_in_a_batch(
+    fake_server: FakeModelServer, workspace: Path, monkeypatch: pytest.MonkeyPatch
+):
+    # `gambit verify` (and `scenario --runs`) gave the engine no host environment, so an exec
+    # tool in a batch saw none of what its deck's [permissions] env grants, unlike `gambit run`.
+    python = os.path.realpath(sys.executable)
+    bot = (workspace / "bot/PROMPT.md").read_text()
+    bot = bot.replace(
+        "+++\nYou help",
+        f'[permissions]\nenv = ["GAMBIT_BATCH_PROBE"]\nrun = {{ paths = ["{python}"] }}\n'
+        "+++\nYou help",
+    )
+    (workspace / "bot/PROMPT.md").write_text(bot)
+    code = "import os; print(os.environ.get('GAMBIT_BATCH_PROBE'), os.environ.get('HIDDEN_X'))"
+    fake_server.queue(
+        Reply(text="Where is my order?"),
+        Reply(function_calls=[FunctionCall("exec", {"command": python, "args": ["-c", code]})]),
+        Reply(text="It has shipped."),
+        Reply(text=""),
+        respond(1, "fine"),
+    )
+    monkeypatch.setenv("GAMBIT_BATCH_PROBE", "granted-value")
+    monkeypatch.setenv("HIDDEN_X", "not-granted")
+    result = verify(fake_server, "--runs", "1", "--concurrency", "1", cwd=workspace)
+    assert result.returncode == 0, result.stderr
+    outputs = [
+        item["output"]
+        for request in fake_server.requests
+        if isinstance(request.body, dict)
+        for item in request.body.get("input") or []
+        if isinstance(item, dict) and item.get("type") == "function_call_output"
+    ]
+    assert outputs and all("granted-value None" in str(o) for o in outputs), outputs
