@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any, Literal, NamedTuple
 
 from decks_app.models import Session, Workspace
-from decks_app.runs import deck_trees, providers, telemetry
+from decks_app.runs import deck_trees, providers, telemetry, worker
 from decks_app.runs.executor import RunProgress
 from decks_app.runs.state import session_state_dict
 from decks_app.workspaces.served import DeckInfo, jailed_path, project_root
@@ -138,7 +138,12 @@ class Runner:
         cancellation propagates, with `self.outcome` as far as the run got."""
         outcome = self.outcome
         latest = outcome.latest
-        router = providers.make_router(self.workspace.root)
+        # The server's run loop shares its routers (and their connections) with its runs.
+        routers = worker.shared_routers()
+        if routers is not None:
+            router = await routers.acquire(self.workspace.root)
+        else:
+            router = providers.make_router(self.workspace.root)
         # OpenTelemetry spans, as for the simulator's own runs (None when no export is set).
         spans = telemetry.sink(self.session.id)
 
@@ -189,8 +194,11 @@ class Runner:
             outcome.error = {"type": "server_error", "code": "server_error", "message": message}
         finally:
             telemetry.close(spans)  # the spans a canceled or failed call left open
-            with contextlib.suppress(Exception):
-                await router.aclose()
+            if routers is not None:
+                await routers.release(router)
+            else:
+                with contextlib.suppress(Exception):
+                    await router.aclose()
         return outcome
 
     def _relative(self, message: str) -> str:

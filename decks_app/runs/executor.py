@@ -238,8 +238,11 @@ def _as_text(value: Any) -> str:
     return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, indent=2)
 
 
-async def execute_run(run_id: str, *, router: Any = None) -> str:
-    """Run one claimed run to its end; return its final status."""
+async def execute_run(
+    run_id: str, *, router: Any = None, routers: providers.SharedRouters | None = None
+) -> str:
+    """Run one claimed run to its end; return its final status. Its provider router is
+    `router`, else one of `routers` (the run loop's, shared by its runs), else its own."""
     try:
         # Patiently: the database thread keeps its connection from run to run, and the first
         # query after a database restart finds it broken (it is replaced, and tried again).
@@ -271,7 +274,7 @@ async def execute_run(run_id: str, *, router: Any = None) -> str:
         deck_models = list(model_params.models or []) if model_params else []
     except DeckLoadError:
         pass
-    own_router = None
+    own_router = shared_router = None
     if kind.provider is not None:
         provider = kind.provider(Preparation(run, session, job.deck_file, job.prepared))
         # A provider that answers every model itself (a recording) resolves the decks'
@@ -279,7 +282,9 @@ async def execute_run(run_id: str, *, router: Any = None) -> str:
         resolver = provider if callable(getattr(provider, "resolve_model", None)) else None
         override = None
     else:
-        if router is None:
+        if router is None and routers is not None:
+            router = shared_router = await routers.acquire(session.workspace.root)
+        elif router is None:
             router = own_router = providers.make_router(session.workspace.root)
         provider = resolver = router
         override, _, _ = providers.effective_model(session.model, deck_models, router)
@@ -352,6 +357,8 @@ async def execute_run(run_id: str, *, router: Any = None) -> str:
                 await own_router.aclose()
             except Exception:
                 pass
+        if shared_router is not None and routers is not None:
+            await routers.release(shared_router)
     rest = await writer.hand_over()  # written with the run's end, in one transaction
     await db_patiently(finish_run, run.id, status, error, result, progress, started, rest)
     await event_log.notify(session.id)

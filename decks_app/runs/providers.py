@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from gambit.providers import ProviderRouter, all_providers
+from gambit.providers import ProviderRouter, all_providers, find_config
 
 OFFLINE_MODEL = "offline/demo"
 
@@ -82,3 +82,71 @@ def effective_model(override: str, deck_models: list[str], router: ProviderRoute
 
 def make_router(workspace_root: str | Path) -> ProviderRouter:
     return ProviderRouter.from_env(provider_env(), start=workspace_root)
+
+
+class SharedRouters:
+    """The provider routers of one run loop, shared by the runs it executes.
+
+    A router built per run opened a new HTTP client per turn: a new connection and, for an
+    https provider, a CA bundle load and a TLS handshake before the first byte. Shared, the
+    runs of a workspace reuse one pool of connections, as the runs of a `gambit verify` batch
+    do. Each workspace root has one current router, for its `gambit.toml` (path and
+    modification time) and environment: when either changes, the next run gets a new router
+    and the old one is closed once the last run using it has released it. Use it only on the
+    loop it belongs to.
+    """
+
+    def __init__(self) -> None:
+        self._current: dict[str, tuple[tuple[Any, ...], ProviderRouter]] = {}
+        self._uses: dict[int, int] = {}  # id(router) -> runs using it
+        self._retired: list[ProviderRouter] = []
+
+    @staticmethod
+    def _key(workspace_root: str) -> tuple[Any, ...]:
+        config = find_config(workspace_root)
+        stamp: tuple[str, int | None] | None = None
+        if config is not None:
+            try:
+                stamp = (str(config), config.stat().st_mtime_ns)
+            except OSError:
+                stamp = (str(config), None)
+        return (stamp, hash(frozenset(provider_env().items())))
+
+    async def acquire(self, workspace_root: str | Path) -> ProviderRouter:
+        """The router for a run in `workspace_root`; give it back with `release`."""
+        root = str(workspace_root)
+        key = self._key(root)
+        current = self._current.get(root)
+        if current is None or current[0] != key:
+            if current is not None:
+                self._retired.append(current[1])
+            current = self._current[root] = (key, make_router(root))
+        router = current[1]
+        self._uses[id(router)] = self._uses.get(id(router), 0) + 1
+        await self._close_idle()
+        return router
+
+    async def release(self, router: ProviderRouter) -> None:
+        """A run is done with `router`: a retired router no run uses any more is closed."""
+        self._uses[id(router)] = self._uses.get(id(router), 1) - 1
+        await self._close_idle()
+
+    async def _close_idle(self) -> None:
+        idle = [r for r in self._retired if self._uses.get(id(r), 0) <= 0]
+        self._retired = [r for r in self._retired if r not in idle]
+        for old in idle:
+            self._uses.pop(id(old), None)
+            await _close(old)
+
+    async def aclose(self) -> None:
+        routers = [router for _, router in self._current.values()] + self._retired
+        self._current, self._uses, self._retired = {}, {}, []
+        for router in routers:
+            await _close(router)
+
+
+async def _close(router: ProviderRouter) -> None:
+    try:
+        await router.aclose()
+    except Exception:  # a client that fails to close must not stop a run or the shutdown
+        pass

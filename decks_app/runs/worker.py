@@ -35,6 +35,7 @@ from django.db import DatabaseError, transaction
 from decks_app.runs import outage, queue
 from decks_app.runs.database import db
 from decks_app.runs.executor import execute_run
+from decks_app.runs.providers import SharedRouters
 
 log = logging.getLogger(__name__)
 
@@ -46,6 +47,8 @@ POLL_SECONDS = float(os.environ.get("GAMBIT_WORKER_POLL_SECONDS", "0.2"))
 _loop: asyncio.AbstractEventLoop | None = None
 _accepting = True
 _hosted: set[asyncio.Task] = set()
+# The run loop's provider routers, shared by the runs it hosts (their HTTP connections too).
+_routers = SharedRouters()
 _lock = threading.Lock()
 executed = 0
 
@@ -106,8 +109,20 @@ def enqueue_queued_runs() -> int:
 def attach(loop: asyncio.AbstractEventLoop) -> None:
     """Run this process's runs on `loop` (Daphne's in `gambit serve`, a thread's in
     `gambit worker`)."""
-    global _loop, _accepting
+    global _loop, _accepting, _routers
+    if loop is not _loop:
+        _routers = SharedRouters()  # connections belong to the loop that opened them
     _loop, _accepting = loop, True
+
+
+def shared_routers() -> SharedRouters | None:
+    """The run loop's shared provider routers, when called on the run loop; None on any other
+    loop (a caller there builds its own router, whose connections die with that loop)."""
+    try:
+        running = asyncio.get_running_loop()
+    except RuntimeError:
+        return None
+    return _routers if running is _loop else None
 
 
 def worker_id() -> str:
@@ -156,14 +171,14 @@ async def _hosted_run(run_id: str) -> str:
     assert task is not None
     _hosted.add(task)
     try:
-        return await _run(run_id)
+        return await _run(run_id, _routers)
     finally:
         _hosted.discard(task)
 
 
-async def _run(run_id: str) -> str:
+async def _run(run_id: str, routers: SharedRouters | None = None) -> str:
     try:
-        status = await execute_run(run_id)
+        status = await execute_run(run_id, routers=routers)
         log.info("run %s %s", run_id, status)
         return status
     except asyncio.CancelledError:
@@ -196,6 +211,7 @@ async def stop_runs(timeout: float = 8.0) -> None:
         task.cancel()
     if running:
         await asyncio.wait(running, timeout=timeout)
+    await _routers.aclose()
 
 
 def _crashed(run_id: str) -> None:

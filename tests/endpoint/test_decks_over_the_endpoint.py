@@ -412,3 +412,21 @@ def test_a_forced_function_reaches_a_chat_completions_upstream_in_its_shape(tmp_
         proc.wait(timeout=10)
         log.close()
         chat_only.stop()
+
+
+# ---------------------------------------------------------------- connections
+
+
+def test_calls_reuse_the_servers_connections_to_the_upstream(server, fake):
+    # Each call built its own provider router before, so each opened a new connection to
+    # the upstream (for an https one, a CA bundle load and a TLS handshake on every call).
+    # The server's run loop now shares its routers, and their connections, with its calls.
+    fake.queue(Reply(text="one"), Reply(text="two"), Reply(text="three"))
+    for body in (
+        {"model": "openresponses/fake", "input": "a"},
+        {"model": "deck/upstream", "input": "b"},
+        {"model": "openresponses/fake", "input": "c"},
+    ):
+        assert _post(server, body).json()["status"] == "completed"
+    peers = {r.peer for r in fake.requests_to("/responses")}
+    assert len(fake.requests_to("/responses")) == 3 and len(peers) == 1, peers

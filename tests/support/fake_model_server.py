@@ -213,6 +213,7 @@ class RecordedRequest:
     headers: dict[str, str]
     body: Any
     raw: bytes = b""
+    peer: tuple[str, int] | None = None  # the client's address: one per connection
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -1041,7 +1042,8 @@ class FakeModelServer:
         except ValueError:
             body = None
         headers = {key.lower(): value for key, value in handler.headers.items()}
-        rec = RecordedRequest(handler.command, handler.path, headers, body, raw)
+        peer = tuple(handler.client_address[:2]) if handler.client_address else None
+        rec = RecordedRequest(handler.command, handler.path, headers, body, raw, peer)
         with self._lock:
             self.requests.append(rec)
         return rec
