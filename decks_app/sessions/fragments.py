@@ -59,6 +59,8 @@ def session_fragments(page: SessionPage, request: Any = None) -> list[str]:
     its first blocks, then the rest appended in groups."""
     ctx = page.context(oob=True)
     pieces: list[str] = [render_to_string(f"{TEMPLATE}#status", ctx, request=request)]
+    # the model that answered, the grades and the context fill move with the runs too
+    pieces.append(render_to_string(f"{TEMPLATE}#facts", ctx, request=request))
     blocks = list(page.blocks_shown)
     rendered = [
         render_to_string(f"{TEMPLATE}#block", {**ctx, "block": b}, request=request) for b in blocks

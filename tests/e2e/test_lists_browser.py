@@ -187,3 +187,21 @@ def test_the_session_header_names_the_decks_model_or_that_a_compute_deck_has_non
         page.click("#new-session")  # enabled once the deck's context fields have arrived
         page.wait_for_url(re.compile(r".*/test/session-[0-9a-f]{24}$"))
         expect(header).to_have_text(expected)
+
+
+def test_the_session_header_follows_the_model_that_answered_without_a_reload(page, live_url):
+    """Seen on a fresh clone with no key: the header kept naming the deck's model after the
+    offline demo model had answered (the JSON twin and the trace said offline). The header's
+    facts are now swapped in with the rest when a run ends."""
+    page.goto(live_url + "/test")
+    page.select_option("select[name=deck]", "support/PROMPT.md")
+    page.fill("input[name=model]", "offline/echo")
+    page.click("#new-session")
+    page.wait_for_url(re.compile(r".*/test/session-[0-9a-f]{24}$"))
+    header = page.locator("#session-model")
+    expect(header).to_have_text("offline/echo")  # the override, before any run answered
+    page.fill("textarea[name=message]", "where is my parcel")
+    page.click("#send")
+    expect(page.locator("#status")).to_have_text("completed", timeout=20_000)
+    expect(header).to_have_text("offline/echo (offline)")
+    assert page.request.get(page.url + ".json").json()["offline"] is True
