@@ -235,9 +235,10 @@ def build_tree(
     """The tree of the given events: payloads in order, or `(event id, payload)` pairs (then
     node ids are stable across builds, which the live page's in-place updates rely on).
     `deck_label` names a deck from its path as the workspace does (the trace page passes
-    `trace_items.deck_labeler`), and a run by its deck; without it a deck is named by the
-    last two parts of its path and a run by its id (the session page's panel). An absolute
-    path is never shown."""
+    `trace_items.deck_labeler`); without it a deck is named by the last two parts of its
+    path (the session page's panel). A run is named by its deck either way: a scenario run
+    holds the persona's runs and the deck's under one run id, which named them all alike.
+    An absolute path is never shown."""
     label = deck_label or _short_path
     roots: list[Node] = []
     run: Node | None = None
@@ -271,7 +272,7 @@ def build_tree(
             decks, tools, models = {}, {}, {}  # call ids belong to their run
             if isinstance(event, RunStartEvent):
                 run.id = f"tn-{pk}"
-                run.label = label(event.deck_path) if deck_label else run_id or "run"
+                run.label = label(event.deck_path) if event.deck_path else run_id or "run"
                 continue
             run.id = f"tn-{pk}-run"  # events without their run.start: this one goes inside
         run.end_ts = max(run.end_ts, ts)

@@ -264,10 +264,23 @@ def test_statuses_are_final_when_a_run_fails_is_canceled_or_interrupted(status):
         [*EVENTS[:5], {"type": "run.end", "status": status, "error": "boom", "ts": 20}]
     )
     states = {(n.kind, n.label): n.status for n in walk([run])}
-    assert states[("run", "run-1")] == status and run.run_id == "run-1"
+    assert states[("run", "root/PROMPT.md")] == status and run.run_id == "run-1"
     assert states[("deck", "root/PROMPT.md")] == status and states[("tool", "lookup")] == status
     assert not {"running", "calling"} & set(states.values())
     assert run.detail == "boom"
+
+
+def test_a_scenario_runs_persona_and_deck_are_told_apart_by_their_decks():
+    # A scenario run traces the persona's turns and the deck's under one run id: the session
+    # page's panel named every one of them by that id ("run-7185… run-7185…").
+    persona = {"type": "run.start", "runId": "run-9", "deckPath": "/w/late/PROMPT.md", "ts": 1}
+    deck = {"type": "run.start", "runId": "run-9", "deckPath": "/w/support/PROMPT.md", "ts": 3}
+    ends = {"type": "run.end", "status": "completed", "ts": 2}
+    roots = build_tree([persona, ends, deck, {**ends, "ts": 4}])
+    assert [(r.label, r.run_id) for r in roots] == [
+        ("late/PROMPT.md", "run-9"),
+        ("support/PROMPT.md", "run-9"),
+    ]
 
 
 def test_nodes_have_stable_ids_and_report_what_changed_after_an_event():
