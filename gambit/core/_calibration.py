@@ -768,6 +768,13 @@ def length_bias(
             f"longer replies score higher: Spearman {_fmt(estimate.value, interval)} between "
             "length and score"
         )
+    elif interval is not None and interval.high < 0:
+        # Not the verbosity bias the probe looks for, but a preference all the same: say so
+        # (a rubric that asks for brevity does this; otherwise the grader penalises length).
+        message = (
+            f"shorter replies score higher: Spearman {_fmt(estimate.value, interval)} between "
+            "length and score; expected only if the rubric asks for brevity"
+        )
     else:
         message = (
             f"no sign of a preference for long replies: Spearman {_fmt(estimate.value, interval)}"

@@ -187,6 +187,12 @@ def test_the_verbosity_probe_flags_scores_that_follow_length():
     independent = length_bias([rng.choice([-1, 0, 1, 2]) for _ in lengths], lengths)
     assert not independent.flagged
     assert independent.to_json()["kind"] == "verbosity"
+    assert independent.message.startswith("no sign of a preference for long replies")
+    # scores that fall with length: not flagged as verbosity, but never "no sign" either
+    # (the demo grader's 7 replies read "no sign of a preference ...: Spearman -1.00")
+    falls = length_bias([-s for s in follows], lengths)
+    assert not falls.flagged and falls.estimate.value < -0.5
+    assert falls.message.startswith("shorter replies score higher")
 
 
 def test_the_position_probe_flags_a_first_shown_preference():
