@@ -24,7 +24,7 @@ from ._deck import Deck, DeckTree
 from ._grading import GradingRun, grade_state
 from ._ids import new_id
 from ._loader import as_tree
-from ._permissions import entry_permissions
+from ._permissions import EntryPermissions, entry_permissions
 from ._provider import ModelProvider
 from ._runtime import _MISSING
 from ._scenario import run_scenario
@@ -389,8 +389,23 @@ async def run_verify(
         if ref.label
     }
 
+    labels: dict[int, str | None] = {}  # per tree: resolving its path is a few syscalls
+    permissions: dict[int, EntryPermissions | None] = {}
+
     def label(tree: DeckTree) -> str | None:
-        return ref_labels.get(str(Path(tree.root.path).resolve())) or tree.root.label
+        if id(tree) not in labels:
+            labels[id(tree)] = (
+                ref_labels.get(str(Path(tree.root.path).resolve())) or tree.root.label
+            )
+        return labels[id(tree)]
+
+    def grader_permissions(tree: DeckTree) -> EntryPermissions | None:
+        """The grader's entry permissions (the same for each of its grades)."""
+        if id(tree) not in permissions:
+            permissions[id(tree)] = entry_permissions(
+                root_tree.root.graders, tree.root.path, root_tree.root.path
+            )
+        return permissions[id(tree)]
 
     progress = VerifyProgress()
     slots = asyncio.Semaphore(concurrency)
@@ -447,9 +462,7 @@ async def run_verify(
                     strict=strict,
                     threshold=threshold,
                     **{
-                        "entry_permissions": entry_permissions(
-                            root_tree.root.graders, tree.root.path, root_tree.root.path
-                        ),
+                        "entry_permissions": grader_permissions(tree),
                         **run_options,
                         **(grader_options or {}),
                         "stream": False,
