@@ -609,6 +609,42 @@ class RaterAgreement:
         }
 
 
+def _alpha_resampled(
+    value_counts: NDArray[Any], domain: NDArray[Any], level: str, weights: Weights
+) -> Values:
+    """Krippendorff's alpha of every resample at once: row r of `weights` says how many times
+    each unit (row of `value_counts`) is drawn. The package's own formula (coincidences `o`
+    summed over units, `n` their margins, alpha = 1 - sum(o*d) / (n d n / (N - 1))), with
+    each unit's coincidences computed once and the resamples' sums taken as one product: it
+    called the package once per resample, about 0.2 ms each (a third of a calibration
+    report). NaN where a resample holds fewer than two values, as the package cannot say.
+    Tests hold it equal to the package, resample by resample."""
+    import numpy as np
+
+    units, values = value_counts.shape
+    pairable = np.maximum(value_counts.sum(axis=1), 2) - 1
+    per_unit = (
+        value_counts[:, :, None] * value_counts[:, None, :]
+        - value_counts[:, None, :] * np.eye(values)[None, :, :]
+    ) / pairable[:, None, None]
+    o = (np.asarray(weights, dtype=float) @ per_unit.reshape(units, -1)).reshape(-1, values, values)
+    n = o.sum(axis=1)  # (R, V): each value's pairable count
+    if level == "interval":
+        d = np.broadcast_to((domain[:, None] - domain[None, :]) ** 2, o.shape)
+    else:  # ordinal: the distance depends on each resample's margins
+        low = np.minimum.outer(np.arange(values), np.arange(values))
+        high = np.maximum.outer(np.arange(values), np.arange(values))
+        cum = np.cumsum(n, axis=1)
+        between = cum[:, high] - cum[:, low] + n[:, low]
+        d = (between - (n[:, :, None] + n[:, None, :]) / 2) ** 2
+    observed = (o * d).sum(axis=(1, 2))
+    expected = np.einsum("rv,rvw,rw->r", n, d, n) / (n.sum(axis=1) - 1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        out = 1 - observed / expected
+    out[(n > 0).sum(axis=1) < 2] = np.nan
+    return out
+
+
 def krippendorff_alpha(
     ratings: Sequence[tuple[Hashable, str, float]],
     *,
@@ -652,11 +688,7 @@ def krippendorff_alpha(
     boot = ClusterBootstrap(groups, resamples=resamples, seed=seed)
 
     def statistic(weights: Weights) -> Values:
-        # alpha is not a weighted mean: expand each row of weights back into repeated items
-        out = np.empty(len(weights))
-        for r, row in enumerate(weights):
-            out[r] = alpha_of(np.repeat(every, row.astype(int)))
-        return out
+        return _alpha_resampled(value_counts, np.asarray(domain, dtype=float), level, weights)
 
     interval = (
         boot.interval(statistic, point, bca=False)

@@ -325,6 +325,36 @@ def test_krippendorffs_alpha_gives_the_published_example():
     assert ordinal.alpha.value == pytest.approx(0.815, abs=5e-4)
 
 
+@pytest.mark.parametrize("level", ["interval", "ordinal"])
+def test_alpha_of_every_resample_at_once_equals_the_package_resample_by_resample(level):
+    # The bootstrap computes all resamples' alphas in one product; the package, called once
+    # per resample on the units drawn (repeated as drawn), is the reference.
+    import krippendorff
+
+    from gambit.core._statistics import _alpha_resampled
+
+    rng = np.random.default_rng(7)
+    domain = np.array([-3.0, -1.0, 0.0, 1.0, 2.5])
+    counts = np.zeros((30, len(domain)))
+    for row in counts:  # 2 to 4 raters per unit, around a unit's own value
+        centre = rng.integers(len(domain))
+        for _ in range(rng.integers(2, 5)):
+            row[min(len(domain) - 1, max(0, centre + rng.integers(-1, 2)))] += 1
+    weights = rng.multinomial(30, [1 / 30] * 30, size=200).astype(float)
+    weights[0] = 0
+    weights[0, :2] = [3, 4]  # a resample of two units: may hold one value only
+    got = _alpha_resampled(counts, domain, level, weights)
+    for r, row in enumerate(weights):
+        drawn = counts[np.repeat(np.arange(30), row.astype(int))]
+        if (drawn.sum(axis=0) > 0).sum() < 2:
+            assert math.isnan(got[r])
+            continue
+        expected = krippendorff.alpha(
+            value_counts=drawn, value_domain=domain, level_of_measurement=level
+        )
+        assert got[r] == pytest.approx(expected, abs=1e-12), r
+
+
 def test_alpha_needs_two_raters_on_one_item():
     single = krippendorff_alpha([("a", "ann", 1), ("b", "ann", 2)])
     assert single.alpha.value is None and single.items == 0
