@@ -35,6 +35,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from tests.support.fake_model_server import FakeModelServer, Reply  # noqa: E402
+from tests.support.machine import reachable  # noqa: E402
 
 SERVE = "import sys; from gambit.cli._serve import serve_command; serve_command(sys.argv[1:])"
 WORKER = "import sys; from gambit.cli._serve import worker_command; worker_command(sys.argv[1:])"
@@ -54,14 +55,6 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
-
-
-def reachable(port: int) -> bool:
-    try:
-        with socket.create_connection(("127.0.0.1", port), timeout=1):
-            return True
-    except OSError:
-        return False
 
 
 # ---------------------------------------------------------------- a minimal websocket client
