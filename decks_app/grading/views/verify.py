@@ -59,17 +59,14 @@ def verify_tab(request: HtmxHttpRequest, fmt: str | None = None) -> HttpResponse
     wanted = request.GET.get("deck") or (decks[0].path if decks else "")
     if wanted and wanted not in {d.path for d in decks}:
         raise Http404("no deck with scenarios at that path")
-    refs = (
-        verify_service.deck_refs(workspace, wanted) if wanted else {"scenarios": [], "graders": []}
+    return render_page(
+        request, "grading/verify.html", _verify_page(workspace, decks, wanted, page), fmt
     )
-    data = VerifyPage(
-        workspace=workspace,
-        decks=decks,
-        deck=wanted,
-        refs=refs,
-        page=page,
-    )
-    return render_page(request, "grading/verify.html", data, fmt)
+
+
+def _verify_page(workspace, decks, deck: str, page, **form: Any) -> VerifyPage:
+    refs = verify_service.deck_refs(workspace, deck) if deck else {"scenarios": [], "graders": []}
+    return VerifyPage(workspace=workspace, decks=decks, deck=deck, refs=refs, page=page, **form)
 
 
 @dataclass
@@ -81,8 +78,41 @@ class VerifyPage(keyset.PageLinks, PageData):
     deck: str
     refs: dict[str, list[dict[str, Any]]]
     page: keyset.Page  # of the batches, newest first
+    # A form sent back with an error: what was wrong, and what the user had typed and ticked
+    # (shown again as sent, so nothing is lost); None for a fresh form.
+    form_error: str = ""
+    sent: Any = None
     tab = "grade"
     defaults = verify_service.VerifyParams(scenarios=[], graders=[])
+
+    def _sent_or(self, name: str, default: Any) -> Any:
+        return default if self.sent is None else self.sent.get(name, "")
+
+    @property
+    def values(self) -> dict[str, Any]:
+        """The form's fields: the defaults, or what was sent."""
+        d = self.defaults
+        return {
+            "runs": self._sent_or("runs", d.runs),
+            "repeats": self._sent_or("repeats", d.repeats),
+            "concurrency": self._sent_or("concurrency", d.concurrency),
+            "maxTurns": self._sent_or("maxTurns", d.max_turns),
+            "threshold": self._sent_or("threshold", 0),
+        }
+
+    def _ticked(self, role: str, field: str) -> list[dict[str, Any]]:
+        chosen = None if self.sent is None else set(self.sent.getlist(field))
+        return [
+            {**ref, "ticked": chosen is None or ref["path"] in chosen} for ref in self.refs[role]
+        ]
+
+    @property
+    def scenario_choices(self) -> list[dict[str, Any]]:
+        return self._ticked("scenarios", "scenario")
+
+    @property
+    def grader_choices(self) -> list[dict[str, Any]]:
+        return self._ticked("graders", "grader")
 
     @cached_property
     def batches(self) -> list[dict[str, Any]]:
@@ -112,7 +142,17 @@ def verify_start(request: HtmxHttpRequest) -> HttpResponse:
         settings = verify_service.parse_settings(workspace, deck, request.POST)
         run = verify_service.start_verify(workspace, deck, settings)
     except verify_service.VerifyError as exc:
-        return error_response(request, str(exc), 400)
+        decks = _root_decks(workspace)
+        if wants_json(request) or request.htmx or deck not in {d.path for d in decks}:
+            return error_response(request, str(exc), 400)
+        # The form again, with the error above it and everything as the user sent it.
+        page = _verify_page(
+            workspace, decks, deck, verify_service.batch_page(workspace),
+            form_error=str(exc), sent=request.POST,
+        )  # fmt: skip
+        response = render_page(request, "grading/verify.html", page)
+        response.status_code = 400
+        return response
     if wants_json(request):
         return json_response(verify_service.batch_dict(run), status=202)
     if request.htmx:

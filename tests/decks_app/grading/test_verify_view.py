@@ -122,6 +122,46 @@ def test_bad_settings_are_named(client, workspace, changes, message):
     assert response.status_code == 400 and message in response.json()["error"]
 
 
+def test_a_refused_form_comes_back_with_the_error_and_everything_as_sent(client, workspace):
+    # Before, a refused form was an error page with a link back to a fresh form: the runs,
+    # repeats and ticks the user had set were gone.
+    sent = {**FORM, "grader": "", "runs": "7", "repeats": "3", "threshold": "1.5"}
+    response = client.post("/grade/verify/run", sent)
+    html = response.content.decode()
+    assert response.status_code == 400 and Run.objects.count() == 0
+    assert (
+        '<p class="callout error" id="verify-error" role="alert">pick at least one grader</p>'
+        in html
+    )
+    assert 'name="runs" min="1" max="100" value="7"' in html
+    assert 'name="repeats" min="1" max="20" value="3"' in html
+    assert 'name="threshold" min="-3" max="3" step="0.5" value="1.5"' in html
+    assert f'value="{SCENARIO}" checked>' in html  # ticked as sent
+    assert f'value="{TONE_PATH}">' in html  # unticked as sent
+    # Sent again with a grader ticked, it starts.
+    assert client.post("/grade/verify/run", {**sent, "grader": TONE_PATH}).status_code == 302
+
+
+def test_a_deck_without_graders_says_what_to_do_instead_of_offering_a_run_that_fails(
+    client, settings, tmp_path
+):
+    for folder, front in [
+        ("bot", '[[scenarios]]\npath = "../persona/PROMPT.md"\nlabel = "Asks"\n'),
+        ("persona", ""),
+    ]:
+        (tmp_path / folder).mkdir()
+        (tmp_path / folder / "PROMPT.md").write_text(f"+++\n{front}+++\nSay hello.\n")
+    settings.GAMBIT_WORKSPACE = str(tmp_path)
+    html = client.get("/grade/verify?deck=bot/PROMPT.md").content.decode()
+    assert (
+        '<button type="submit" id="run-verify" disabled aria-describedby="verify-no-graders">'
+        in html
+    )
+    assert "<code>bot/PROMPT.md</code> declares no grader" in html
+    assert 'href="/build/deck?path=bot/PROMPT.md"' in html and 'href="/test#scenario-form"' in html
+    assert client.get("/grade/verify.json?deck=bot/PROMPT.md").json()["graders"] == []
+
+
 def test_stopping_a_queued_batch(client, workspace):
     run_id = _start(client)
     assert client.post(f"/grade/verify/{run_id}/stop?format=json").json() == {"stopped": [run_id]}
