@@ -240,11 +240,12 @@ async def grade_state(
         run_at=_dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
         error=error,
     )
-    updated = state.model_copy(deep=True)
-    meta = dict(updated.meta or {})
+    # States are values (the runtime publishes a new one on every pass, never edits one), so
+    # the graded state shares the conversation with `state` and only its `meta` is new: a
+    # deep copy cost 13% of a Verify batch's engine time for nothing.
+    meta = dict(state.meta or {})
     meta["gradingRuns"] = [run.to_json(), *(meta.get("gradingRuns") or [])]
-    updated.meta = meta
-    return run, updated
+    return run, state.model_copy(update={"meta": meta})
 
 
 class _GradeTrace:
