@@ -215,8 +215,10 @@ def _read_messages(inputs: Inputs, session: Session) -> None:
     for i, ref in enumerate(session.message_refs or []):
         if i >= len(messages) or messages[i].get("role") != "assistant" or not ref.get("id"):
             continue
-        target = target_key(session.id, ref["id"])
         length = len(content_text(messages[i].get("content")))
+        if not length:  # a step that only calls tools: no reply a person could rate
+            continue
+        target = target_key(session.id, ref["id"])
         inputs.session_of[target], inputs.ref_of[target] = session.id, ref["id"]
         inputs.lengths[target] = length
         inputs.message_targets.append(target)

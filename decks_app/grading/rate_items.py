@@ -14,7 +14,7 @@ from django.urls import reverse
 from decks_app.grading.calibration_inputs import CONVERSATION, Inputs, scenario_name, target_key
 from decks_app.grading.rate_queue import QueueItem
 from decks_app.models import Feedback, Session
-from decks_app.sessions.conversation import conversation
+from decks_app.sessions.conversation import content_text, conversation
 
 RATER_COOKIE = "gambit_rater"
 # The keyboard map: a key per score (1 is -3, 4 is 0, 7 is +3), and the moves.
@@ -101,13 +101,15 @@ class RateItem:
 
 
 def is_rateable(session: Session, ref: str | None) -> bool:
-    """A conversation with messages, or one of its assistant messages."""
+    """A conversation with messages, or one of its assistant messages with text (a step
+    that only calls tools says nothing a person could rate)."""
     messages = session.messages or []
     if ref is None:
         return bool(messages)
     for i, entry in enumerate(session.message_refs or []):
         if entry.get("id") == ref and i < len(messages):
-            return messages[i].get("role") == "assistant"
+            message = messages[i]
+            return message.get("role") == "assistant" and bool(content_text(message.get("content")))
     return False
 
 

@@ -114,10 +114,10 @@ def build_queue(inputs: Inputs, rater: str) -> list[QueueItem]:
         add(target, "inconsistent", why)
     # 3. scenarios with no rating at all: round-robin over them, graded items first
     graded = {t for v in versions for t in v.grades}
-    rated_sessions = {inputs.session_of.get(t) for t in human}
+    rated_scenarios = {inputs.scenario_of.get(inputs.session_of.get(t, "")) for t in human}
     unrated_scenarios: dict[str, list[str]] = {}
     for session, scenario in inputs.scenario_of.items():
-        if session not in rated_sessions:
+        if scenario not in rated_scenarios:  # not one rating on any of its conversations
             unrated_scenarios.setdefault(scenario, []).append(session)
     if unrated_scenarios:
         per_scenario: dict[str, list[str]] = {}

@@ -267,3 +267,36 @@ def test_the_page_says_how_many_items_are_queued_beyond_those_it_serves(
     assert len(page["queue"]) == 2 and page["queueTotal"] == 6
     html = client.get("/grade/rate").content.decode()
     assert "6 items in your queue; the keys move through the first 2" in html
+
+
+def test_a_step_that_only_calls_tools_is_not_served_nor_rateable(client, workspace):
+    # Before, such steps (an assistant message with tool calls and no text) were queued: the
+    # page said "rate the highlighted reply" and highlighted nothing.
+    session = graded_session(workspace, [Turn({(TONE, tone_hash(workspace)): [1]})], index=5)
+    call = "msg-000000000005000000000009"
+    session.messages.insert(1, {"role": "assistant", "content": None, "tool_calls": [{}]})
+    session.message_refs.insert(1, {"id": call, "role": "assistant"})
+    session.save()
+    served = [
+        q["messageRefId"] for q in _as(client, "alice").get("/grade/rate.json").json()["queue"]
+    ]
+    assert call not in served and ref(5, 0) in served
+    assert client.get(f"/grade/rate/{session.id}/{call}").status_code == 404
+    answer = client.post(f"/grade/rate/{session.id}/{call}/rating", {"score": "1"})
+    assert answer.status_code == 404 and not Feedback.objects.filter(message_ref_id=call).exists()
+
+
+def test_a_scenario_is_unrated_only_while_none_of_its_conversations_is(client, workspace):
+    # Before, every conversation not rated yet was queued as "no one has rated anything of
+    # scenario 'late_delivery' yet", however many of that scenario's others had been rated.
+    key = (TONE, tone_hash(workspace))
+    graded_session(workspace, [Turn({key: [1]}, {"bob": 1})], index=6, scenario="late_delivery")
+    other = graded_session(workspace, [Turn({key: [1]})], index=7, scenario="late_delivery")
+    fresh = graded_session(workspace, [Turn({key: [1]})], index=8, scenario="refunds")
+    queue = _as(client, "alice").get("/grade/rate.json").json()["queue"]
+    tiers = {q["session"]: (q["tier"], q["detail"]) for q in queue}
+    assert tiers[fresh.id] == (
+        "unrated scenario",
+        "no one has rated anything of scenario 'refunds' yet",
+    )
+    assert tiers[other.id] == ("unrated", "graded, not rated by anyone yet")
