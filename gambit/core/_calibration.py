@@ -69,7 +69,13 @@ GATE_MIN_LOWER = 0.75
 # that side (sensitivity or specificity is unknown or wide without them).
 MIN_PER_SIDE = 15
 # Regions of the human score, for grouping disagreements.
-SCORE_REGIONS = (("low (-3..-2)", -3, -2), ("middle (-1..+1)", -1, 1), ("high (+2..+3)", 2, 3))
+# Regions of the human score's category (a mean of several raters rounds half away from
+# zero), named by the means they hold: a mean of +1.67 is "high", not "+2..+3".
+SCORE_REGIONS = (
+    ("low (-1.5 and below)", -3, -2),
+    ("middle (-1.5 to +1.5)", -1, 1),
+    ("high (+1.5 and above)", 2, 3),
+)
 
 
 @dataclass(frozen=True)
@@ -518,13 +524,15 @@ def _side_hint(c: Calibration) -> str | None:
         return None
     if c.human_fails < MIN_PER_SIDE and c.human_fails <= c.human_passes:
         return (
-            f"mostly ones the humans would fail (below {c.threshold:+g}): "
-            f"only {c.human_fails} of {c.pairs} rated items are"
+            f"including replies that deserve to fail (below {c.threshold:+g}): only "
+            f"{c.human_fails} of the {c.pairs} rated so far are below it (the grader's "
+            "failing grades are the likeliest place to find them)"
         )
     if c.human_passes < MIN_PER_SIDE:
         return (
-            f"mostly ones the humans would pass (at least {c.threshold:+g}): "
-            f"only {c.human_passes} of {c.pairs} rated items are"
+            f"including replies that deserve to pass (at least {c.threshold:+g}): only "
+            f"{c.human_passes} of the {c.pairs} rated so far reach it (the grader's passing "
+            "grades are the likeliest place to find them)"
         )
     return None
 

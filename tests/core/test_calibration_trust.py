@@ -121,9 +121,9 @@ def test_a_poor_grader_is_not_trusted_and_is_told_where_disagreements_cluster():
     (refunds, other) = result.disagreement_groups["scenario"]
     assert refunds.value == "refunds" and refunds.share > other.share
     assert {g.value for g in result.disagreement_groups["scoreRegion"]} <= {
-        "low (-3..-2)",
-        "middle (-1..+1)",
-        "high (+2..+3)",
+        "low (-1.5 and below)",
+        "middle (-1.5 to +1.5)",
+        "high (+1.5 and above)",
     }
 
 
@@ -134,7 +134,8 @@ def test_scarce_failures_ask_for_ratings_of_failing_items():
         CalibrationPair(-3, -3, conversation="f2"),
     ]
     result = calibrate(pairs)
-    assert "mostly ones the humans would fail" in result.verdict.next_step
+    assert "including replies that deserve to fail (below +0): only" in result.verdict.next_step
+    assert result.verdict.next_step.endswith("(the grader's failing grades are the likeliest place to find them)")
 
 
 def test_the_json_can_include_every_pair_used():

@@ -75,7 +75,7 @@ def test_disagreements_are_grouped_by_scenario_and_region_and_link_to_the_conver
     assert by_scenario["late_delivery"]["disagreements"] == 0
     assert by_scenario["refunds"]["disagreements"] > 0
     assert {d["scoreRegion"] for d in tone["disagreements"]} <= {
-        "low (-3..-2)", "middle (-1..+1)", "high (+2..+3)"
+        "low (-1.5 and below)", "middle (-1.5 to +1.5)", "high (+1.5 and above)"
     }  # fmt: skip
     html = client.get("/grade/calibration").content.decode()
     assert 'data-groups="scenario"' in html and 'data-groups="scoreRegion"' in html
