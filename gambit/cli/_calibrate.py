@@ -287,8 +287,11 @@ def _print_report(report: dict[str, Any]) -> None:
         console.print(text, style=style, markup=False)
 
     ratings = report["ratings"]
+    unmatched = (
+        f" ({ratings['unmatched']} of items no grade row names)" if ratings["unmatched"] else ""
+    )
     say(
-        f"{ratings['total']} ratings ({ratings['unmatched']} of items no grade names), "
+        f"{ratings['total']} ratings{unmatched}, "
         f"pass: score >= {report['threshold']:+g}, 95% intervals from {report['resamples']} "
         f"bootstrap resamples of conversations (seed {report['seed']})"
     )

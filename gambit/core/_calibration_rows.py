@@ -161,6 +161,14 @@ def _number(row: dict[str, Any], key: str, where: str) -> float | None:
     return number
 
 
+def _score(row: dict[str, Any], key: str, where: str) -> float | None:
+    """A score on the -3..+3 scale (a mean of several raters may fall between two)."""
+    number = _number(row, key, where)
+    if number is not None and not -3 <= number <= 3:
+        raise RowError(f"{where}: {key} is {row.get(key)!r}; write a score from -3 to 3")
+    return number
+
+
 def _turn(row: dict[str, Any], where: str) -> str | None:
     turn = _number(row, "turn", where)
     if turn is None:
@@ -182,7 +190,7 @@ def read_rows(rows: Iterable[tuple[str, dict[str, Any]]]) -> CalibrationRows:
             if rating is not None:
                 pending.append((where, rating))
         elif _text(row, "item") is not None:
-            score = _number(row, "score", where)
+            score = _score(row, "score", where)
             if score is None:
                 raise RowError(f"{where}: the rating of {row.get('item')!r} has no score; add one")
             pending.append(
@@ -202,11 +210,17 @@ def read_rows(rows: Iterable[tuple[str, dict[str, Any]]]) -> CalibrationRows:
                 f"{where}: neither a grade row (with grader and score) nor a rating row (with "
                 "item and score); add the missing key"
             )
+    seen: set[tuple[str, str]] = set()
     for _where, rating in pending:
         key = data.aliases.get(rating.item)
         if key is None:
             data.unmatched_ratings += 1
             key = rating.item
+        if (key, rating.rater) in seen:
+            # An export repeats an item's rating on each of its grade rows (every grader,
+            # every repeat): one rating, counted once. A rater's later row replaces it.
+            data.ratings[:] = [r for r in data.ratings if (r.item, r.rater) != (key, rating.rater)]
+        seen.add((key, rating.rater))
         data.ratings.append(
             Rating(
                 item=key,
@@ -223,7 +237,7 @@ def _grade_row(
     data: CalibrationRows, position: int, where: str, row: dict[str, Any]
 ) -> Rating | None:
     grader = str(_text(row, "grader"))
-    score = _number(row, "score", where)
+    score = _score(row, "score", where)
     session, run = _text(row, "session"), _text(row, "run")
     conversation = session or run
     if conversation is None:
@@ -256,7 +270,7 @@ def _grade_row(
         length = _number(row, "replyLength", where)
         if length is not None:
             version.lengths[key] = length
-    human = _number(row, "humanRating", where)
+    human = _score(row, "humanRating", where)
     if human is None:
         return None
     return Rating(item=key, rater=_text(row, "humanRater") or EXPORT_RATER, score=human)

@@ -201,6 +201,17 @@ def test_versions_drift_graders_and_raters(tmp_path):
             "g.csv",
             "g.csv:2: the grade row has neither session nor run",
         ),
+        # Out of the scale: before, 9 was taken and moved kappa without a word.
+        (
+            '{"item": "a", "score": 9}\n',
+            "r.jsonl",
+            "r.jsonl:1: score is 9; write a score from -3 to 3",
+        ),
+        (
+            "session,grader,score,humanRating\ns1,Tone,1,-4\n",
+            "g.csv",
+            "g.csv:2: humanRating is '-4'; write a score from -3 to 3",
+        ),
     ],
 )
 def test_a_bad_row_is_one_line_naming_file_line_and_key(tmp_path, content, name, expected):
@@ -233,3 +244,15 @@ def test_the_console_script_prints_plain_lines_in_ci(tmp_path):
     assert any(
         line.startswith("  verdict: ") and len(line) > 100 for line in done.stdout.splitlines()
     )
+
+
+def test_an_items_rating_repeated_on_each_grade_row_counts_once(tmp_path):
+    # An export repeats an item's human rating on every grade row of it (each grader, each
+    # repeat); before, the summary counted each row as a rating: "78 ratings" for 25.
+    rows = simulator_rows(40)
+    repeated = [*rows, *({**r, "gradeRun": r["gradeRun"] + "-b"} for r in rows)]
+    grades = write_csv(tmp_path / "grades.csv", EXPORT_FIELDS, repeated)
+    result = calibrate(str(grades), "--resamples", "200", "--json", str(tmp_path / "c.json"))
+    assert result.exit_code == 0, result.output
+    assert json.loads((tmp_path / "c.json").read_text())["ratings"]["total"] == 80
+    assert result.output.startswith("80 ratings, pass: score >= +0,")
