@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any, Literal, NamedTuple
 
 from decks_app.models import Session, Workspace
-from decks_app.runs import deck_trees, providers, telemetry, worker
+from decks_app.runs import deck_trees, providers, recorded, telemetry, worker
 from decks_app.runs.executor import RunProgress
 from decks_app.runs.state import session_state_dict
 from decks_app.workspaces.served import DeckInfo, jailed_path, project_root
@@ -151,7 +151,11 @@ class Runner:
             kind = event.get("type")
             if kind == "run.end":
                 latest.usage = event.get("usage")
-            elif kind == "response.output_item.done":
+            if kind in ("run.start", "model.result") and not event.get("parentActionCallId"):
+                # Which model answered the root deck, for the run's record (as the
+                # simulator's runs keep it): not the `deck/...` name the client asked for.
+                latest.answers.append(recorded.answer_of(event))
+            if kind == "response.output_item.done":
                 item = _surfaced_item(event)
                 if item is not None:
                     deltas.put_nowait(item)
@@ -223,6 +227,7 @@ class Runner:
             strict=deck_trees.strict_mode(),
             project_root=project_root(self.workspace),
         )
+        latest.root = str(file)
         if tree is None or diag.errors:
             raise ApiError(
                 500,

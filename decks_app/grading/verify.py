@@ -34,7 +34,7 @@ from django.utils import timezone
 
 from decks_app.grading import batch_table
 from decks_app.models import Run, Session, TraceEvent, Workspace
-from decks_app.runs import deck_trees, providers, telemetry
+from decks_app.runs import deck_trees, providers, recorded, telemetry
 from decks_app.runs import events as event_log
 from decks_app.runs.registry import JSONObject, Payload
 from decks_app.runs.state import with_message_refs
@@ -380,9 +380,16 @@ def _save_scenario_run(
         scenario.save()
         scenario_path = _relative(batch.workspace, record.scenario) or record.scenario
         label = record.scenario_label or Path(record.scenario).parent.name
+        # The model that answered the root deck (the header, the list and the twin show it).
+        answered = recorded.answered_model(
+            events, recorded.root_matcher(events, abs_path=None, rel_path=batch.deck_path)
+        )
+        model, offline = answered or ("", False)
         run = Run.objects.create(
             session=scenario,
             kind="scenario",
+            model=model,
+            offline=offline,
             params=ScenarioParams(scenario=scenario_path, label=f"{label} #{record.index}"),
             status="completed" if record.status == "completed" else "failed",
             error=record.error or "",

@@ -166,12 +166,7 @@ class RunContext[P: Payload]:
             # and a grader's per-turn calls each end one, and the run used all of them
             self.progress.usage = recorded.add_usage(self.progress.usage, event.get("usage"))
         elif kind in ("run.start", "model.result") and not event.get("parentActionCallId"):
-            self.progress.answers.append(
-                {
-                    k: event.get(k)
-                    for k in ("type", "deckPath", "model", "provider", "offline", "runId")
-                }
-            )
+            self.progress.answers.append(recorded.answer_of(event))
         elif kind == "log":
             deck_trees.report_warning(event)
         self._writer.add(event)

@@ -70,6 +70,12 @@ def _model_label(event: ModelResultEvent) -> str | None:
     return model if isinstance(model, str) and model else None
 
 
+def answer_of(event: Payload) -> Payload:
+    """What `answered_model` reads of a `run.start` or `model.result` event (kept while a run
+    goes on, for its end)."""
+    return {k: event.get(k) for k in ("type", "deckPath", "model", "provider", "offline", "runId")}
+
+
 def answered_model(payloads: Iterable[Payload], is_root: IsRoot) -> tuple[str, bool] | None:
     """(the model or models that answered the root deck, whether offline), from its
     `model.result` events; None when no model answered."""

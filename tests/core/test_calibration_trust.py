@@ -135,7 +135,9 @@ def test_scarce_failures_ask_for_ratings_of_failing_items():
     ]
     result = calibrate(pairs)
     assert "including replies that deserve to fail (below +0): only" in result.verdict.next_step
-    assert result.verdict.next_step.endswith("(the grader's failing grades are the likeliest place to find them)")
+    assert result.verdict.next_step.endswith(
+        "(the grader's failing grades are the likeliest place to find them)"
+    )
 
 
 def test_the_json_can_include_every_pair_used():

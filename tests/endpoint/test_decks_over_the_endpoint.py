@@ -152,6 +152,23 @@ def _model_requests(fake: FakeModelServer) -> list[dict]:
     return [r.body for r in fake.requests_to("/responses")]
 
 
+def test_a_calls_session_names_the_model_that_answered_not_the_deck_asked_for(server, fake):
+    # Before, the Test tab listed these sessions under the model "deck/upstream", and a
+    # deck answered by the offline demo model was not marked offline.
+    before = set(_api_sessions(server))
+    fake.queue(Reply(text="Briefly: yes."))
+    assert _post(server, {"model": "deck/upstream", "input": "Is it on?"}).status_code == 200
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        new = [s for s in _api_sessions(server).values() if s["id"] not in before]
+        if new and new[0]["status"] == "completed":
+            break
+        time.sleep(0.1)
+    assert [(s["model"], s["offline"]) for s in new] == [("openresponses/fake", False)]
+    detail = httpx.get(server + f"/test/{new[0]['id']}.json", timeout=10).json()
+    assert detail["runs"][-1]["model"] == "openresponses/fake"
+
+
 # ---------------------------------------------------------------- extension items
 
 

@@ -69,6 +69,9 @@ def test_a_batch_runs_grades_and_reports(client, workspace):
     assert len(scenario.meta["gradingRuns"]) == 2  # two repeats, recorded like gambit grade
     assert scenario.meta["gradingRuns"][0]["graderHash"]
     assert TraceEvent.objects.filter(session=scenario).exists()  # its own trace
+    # the model that answered it (the header said "no model answered", the list nothing)
+    twin = client.get(f"/test/{scenario.id}.json").json()
+    assert (twin["runs"][-1]["model"], twin["runs"][-1]["offline"]) == ("offline/demo", True)
     # scenario sessions are conversations in the Test tab and gradable in the Grade tab
     listed = [s["id"] for s in client.get("/test.json").json()["sessions"]]
     assert sessions[0] in listed and Run.objects.get(pk=run_id).session_id not in listed
