@@ -21,7 +21,7 @@ from typing import Any
 
 from decks_app.models import Workspace
 from decks_app.workspaces.served import PathOutsideWorkspace, jailed_path, project_root
-from gambit.core import ProjectRoot, check_deck_tree
+from gambit.core import check_deck_tree
 
 MAX_FILE_BYTES = 1_000_000
 HIDDEN = (".gambit", ".git", "__pycache__", "node_modules", ".venv")
@@ -104,8 +104,14 @@ def problems(
         for p in items:
             source = p.file
             file = source
-            if file and remap is not None and Path(file).is_relative_to(remap[0]):
-                file = str(remap[1] / Path(file).relative_to(remap[0]))
+            message, hint = p.message, p.hint
+            if remap is not None:
+                if file and Path(file).is_relative_to(remap[0]):
+                    file = str(remap[1] / Path(file).relative_to(remap[0]))
+                # paths in the words too (a schema file "does not exist (<path>)")
+                cut = str(remap[0]) + os.sep
+                message = message.replace(cut, str(remap[1]))
+                hint = hint.replace(cut, str(remap[1])) if hint else hint
             if file:
                 try:
                     file = str(Path(file).resolve().relative_to(root))
@@ -120,15 +126,15 @@ def problems(
             where = f"{file}:{line}" if file and line else file or ""
             text = f"{where}: " if where else ""
             text += f"{p.key}: " if p.key else ""
-            text += p.message + (f" (fix: {p.hint})" if p.hint else "")
+            text += message + (f" (fix: {hint})" if hint else "")
             out.append(
                 {
                     "severity": severity,
                     "file": file,
                     "line": line,
                     "key": p.key,
-                    "message": p.message,
-                    "hint": p.hint,
+                    "message": message,
+                    "hint": hint,
                     "text": text,
                 }
             )
@@ -213,27 +219,6 @@ def save_file(
         Path(temporary).unlink(missing_ok=True)
         raise
     return {"path": rel, "version": version_of(data)}
-
-
-def validate_draft(workspace: Workspace, deck_rel: str, file_rel: str, text: str) -> list[dict]:
-    """Check the deck tree as it would be with `file_rel` holding `text` (not saved): the
-    deck's folder is copied to a scratch folder with the draft in place."""
-    deck = _jailed(workspace, deck_rel)
-    target = _jailed(workspace, file_rel)
-    folder = deck.parent
-    served = project_root(workspace)
-    if not target.is_relative_to(folder):
-        return problems(workspace, check_deck_tree(deck, project_root=served)[1])
-    with tempfile.TemporaryDirectory(prefix="gambit-draft-") as scratch:
-        copy = Path(scratch) / folder.name
-        shutil.copytree(folder, copy, symlinks=True, ignore=shutil.ignore_patterns(*HIDDEN))
-        (copy / target.relative_to(folder)).parent.mkdir(parents=True, exist_ok=True)
-        (copy / target.relative_to(folder)).write_text(text, encoding="utf-8")
-        # The copy is checked as if it were in the workspace: its files may lie in the
-        # scratch folder or the workspace, nowhere else.
-        draft_root = ProjectRoot(served.path, [*served.allow, Path(scratch).resolve()])
-        _, diag = check_deck_tree(copy / deck.relative_to(folder), project_root=draft_root)
-        return problems(workspace, diag, remap=(copy.resolve(), folder))
 
 
 # ---------------------------------------------------------------- new decks

@@ -22,6 +22,7 @@ from django.template.loader import render_to_string
 from django.views.decorators.http import require_GET, require_POST
 from django_htmx.http import HttpResponseClientRedirect
 
+from decks_app.building import drafts
 from decks_app.building import files as build
 from decks_app.web.live import live_view
 from decks_app.web.pages import (
@@ -220,7 +221,7 @@ def build_validate(request: HtmxHttpRequest) -> HttpResponse:
     if deck not in {d.path for d in list_decks(workspace)}:
         return error_response(request, "pick a deck of this workspace", 400, fmt="json")
     try:
-        problems = build.validate_draft(
+        problems = drafts.validate_draft(
             workspace, deck, request.POST.get("path", ""), request.POST.get("text", "")
         )
     except build.BuildError as exc:

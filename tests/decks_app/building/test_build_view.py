@@ -81,6 +81,45 @@ def test_a_draft_is_validated_at_its_line_without_saving(client, ws):
     assert (ws / "support/PROMPT.md").read_text() == text  # nothing written
 
 
+def _draft_problems(client, ws, deck: str, front: str) -> list[str]:
+    text = (ws / deck).read_text().replace("+++\n", "+++\n" + front + "\n", 1)
+    return [
+        p["text"]
+        for p in client.post("/build/validate", {"path": deck, "deck": deck, "text": text}).json()[
+            "problems"
+        ]
+    ]
+
+
+def _saved_problems(client, ws, deck: str, front: str) -> list[str]:
+    text = (ws / deck).read_text().replace("+++\n", "+++\n" + front + "\n", 1)
+    opened = client.get(f"/build/file.json?path={deck}&deck={deck}").json()
+    saved = client.post(
+        "/build/save", {"path": deck, "deck": deck, "text": text, "version": opened["version"]}
+    ).json()
+    return [p["text"] for p in saved["problems"]]
+
+
+def test_a_draft_says_what_saving_will_say_of_paths_outside_its_folder(client, ws, tmp_path):
+    # Before, the draft was checked in a lone scratch copy of its folder: a schema beside
+    # the deck's folder "did not exist (/tmp/gambit-draft-.../support/schemas/...)" while
+    # typing, and loaded once saved; a path leaving the workspace named the wrong place.
+    (ws / "mydeck").mkdir()
+    (ws / "mydeck/PROMPT.md").write_text('+++\nlabel = "Mine"\n+++\nHello.\n')
+    deck = "mydeck/PROMPT.md"
+    beside = 'contextSchema = "../support/schemas/customer.json"'
+    assert _draft_problems(client, ws, deck, beside) == []
+    for front in (
+        'contextSchema = "../support/schemas/nope.json"',  # missing, inside the workspace
+        'contextSchema = "../../outside.txt"',  # leaves the workspace
+    ):
+        drafted = _draft_problems(client, ws, deck, front)
+        assert drafted and not any("gambit-draft" in t for t in drafted), drafted
+        assert drafted == _saved_problems(client, ws, deck, front)
+        (ws / deck).write_text('+++\nlabel = "Mine"\n+++\nHello.\n')
+    assert any(str(tmp_path / "outside.txt") in t for t in drafted), drafted
+
+
 def test_a_new_deck_loads_cleanly_and_can_be_deleted(client, ws):
     created = client.post("/build/new?format=json", {"name": "Front desk"})
     assert created.status_code == 201 and created.json()["deck"] == "front_desk/PROMPT.md"
