@@ -84,7 +84,11 @@
         var rateForm = document.getElementById("rate-form");
         var score = rateForm && rateForm.dataset.score;
         if (score !== undefined && score !== "") submitWith(score);
-        else { target.blur(); if (current()) current().focus(); }  // then a score key saves both
+        else {
+          target.blur();
+          if (current()) current().focus();  // then a score key saves both
+          hint("Now give a score (1 … 7): it saves the reason with it.");
+        }
       }
       return;
     }
@@ -106,11 +110,35 @@
     }
   });
 
+  function hint(text) {
+    var box = document.getElementById("rate-hint");
+    if (box) box.textContent = text;
+  }
+
+  // A reason typed and not saved yet stays with its item: moving to another item and back
+  // brings it back (never lost to a key pressed too early).
+  var drafts = {};
+  document.addEventListener("input", function (evt) {
+    var item = current();
+    if (evt.target && evt.target.id === "rate-reason" && item) drafts[item.dataset.target] = evt.target.value;
+  });
+  function restoreDraft() {
+    var item = current();
+    var reason = document.getElementById("rate-reason");
+    var draft = item && drafts[item.dataset.target];
+    if (reason && draft && !reason.value) {
+      reason.value = draft;
+      hint("Your unsaved reason is back; give a score (1 … 7) to save it.");
+    }
+  }
+
   // After a rating is saved the item comes back with the graders' reasons: keep the focus on
   // it so the next key works at once.
   document.body.addEventListener("htmx:afterSwap", function (evt) {
     if (evt.detail && evt.detail.target && evt.detail.target.id === "rate-item") {
       var item = current();
+      if (item && item.dataset.rated === "true") delete drafts[item.dataset.target];  // saved
+      else restoreDraft();
       if (item && document.activeElement === document.body) item.focus();
     }
   });

@@ -123,3 +123,32 @@ def test_ten_ratings_with_the_keyboard_move_calibration(page, site):
     expect(page.locator("#rater-name")).to_have_value("Ada")
     expect(item).to_have_attribute("data-rated", "false")
     assert errors == []
+
+
+def test_a_reason_typed_before_a_score_is_kept_and_the_keys_are_listed(page, site):
+    # Before, Enter in the reason with no score did nothing that could be seen, and n then p
+    # came back to an empty field: the reason was lost.
+    if len(page.request.get(site + "/grade/rate.json").json()["queue"]) < 2:
+        _run_verify(page, site)
+    page.context.add_cookies([{"name": "gambit_rater", "value": "Bea", "url": site}])
+    page.goto(site + "/grade/rate")
+    item = page.locator("#rate-item")
+    expect(item).to_have_attribute("data-rated", "false")
+    first = item.get_attribute("data-target")
+    page.keyboard.press("r")
+    page.keyboard.type("names the order but not the date")
+    page.keyboard.press("Enter")
+    expect(page.locator("#rate-hint")).to_contain_text("give a score")
+    page.keyboard.press("n")
+    expect(item).not_to_have_attribute("data-target", first)
+    page.keyboard.press("p")
+    expect(item).to_have_attribute("data-target", first)
+    expect(page.locator("#rate-reason")).to_have_value("names the order but not the date")
+    page.keyboard.press("4")  # the score saves the reason with it
+    expect(item).to_have_attribute("data-rated", "true")
+    session_id, ref = first.split("#")
+    saved = page.request.get(f"{site}/grade/rate/{session_id}/{ref}.json").json()["rating"]
+    assert (saved["score"], saved["reason"]) == (0, "names the order but not the date")
+    # ? lists the queue's own keys
+    page.keyboard.press("?")
+    expect(page.locator("#shortcuts")).to_contain_text("rate the item −3 … +3")
