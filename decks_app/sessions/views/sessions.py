@@ -88,6 +88,16 @@ class SessionsPage(keyset.PageLinks, PageData):
     def rows(self) -> list[dict[str, Any]]:
         return self.listed.rows
 
+    @property
+    def broken_deck(self) -> Any:
+        """The deck the list is filtered to, when it does not load (it cannot be started)."""
+        return next((d for d in self.decks if d.path == self.filter.deck and d.error), None)
+
+    @property
+    def model_suggestions(self) -> list[str]:
+        """offline/echo and the models the decks name, each once."""
+        return list(dict.fromkeys(["offline/echo", *(m for d in self.decks for m in d.models)]))
+
     def page_url(self, fmt: str | None = None, **cursor: str | None) -> str:
         """This list (its filters kept) at a cursor: `before=` for older, `after=` newer."""
         f = self.filter

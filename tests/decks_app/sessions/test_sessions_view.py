@@ -136,3 +136,21 @@ def test_rows_are_named_by_their_first_user_message_or_summary(client, workspace
     row = row[: row.index("</tr>")]
     assert "<time datetime=" in row and 'title="' in row
     assert "ago" in row or "just now" in row
+
+
+def test_a_broken_deck_asked_for_says_why_and_where_to_fix_it(tmp_path, client, settings):
+    # Before, /test?deck=<broken> preselected the disabled option: Start session sent no deck
+    # and answered "no deck at '' in this workspace" on a page of its own.
+    (tmp_path / "broken").mkdir()
+    (tmp_path / "broken/PROMPT.md").write_text("+++\nlabel = = nope\n+++\nHi.\n")
+    (tmp_path / "ok").mkdir()
+    (tmp_path / "ok/PROMPT.md").write_text('+++\nmodelParams.model = "offline/echo"\n+++\nHi.\n')
+    settings.GAMBIT_WORKSPACE = str(tmp_path)
+    html = client.get("/test?deck=broken/PROMPT.md").content.decode()
+    assert 'id="broken-deck" role="alert"><code>broken/PROMPT.md</code> does not load' in html
+    assert 'href="/build/deck?path=broken/PROMPT.md">Fix it in Build</a>' in html
+    assert '<option value="broken/PROMPT.md" disabled>' in html  # offered, never selected
+    assert 'id="broken-deck"' not in client.get("/test?deck=ok/PROMPT.md").content.decode()
+    # the model suggestions name each model once
+    html = client.get("/test").content.decode()
+    assert html.count('<option value="offline/echo">') == 1
