@@ -119,6 +119,15 @@ def rerun_blocker(session: Session) -> str | None:
         return f"A {session.origin} session cannot be re-run offline; only conversations can."
     if session.runs.filter(status__in=Run.ACTIVE).exists():
         return "The session is still running; re-run it offline once it has finished."
+    last = session.runs.order_by("-created_at").only("status").first()
+    if last is not None and last.status in ("canceled", "interrupted"):
+        # Stopped in the middle, its model calls were not all recorded: the replay would
+        # fail at the first one missing (before, it was offered and failed so). A turn that
+        # failed is replayed: the comparison shows whether it fails the same way.
+        return (
+            f"The last turn was stopped ({last.status}), so not all of its model results "
+            "were recorded and a replay could not answer it."
+        )
     if not (
         TraceEvent.objects.filter(session=session, type="model.result")
         .filter(payload__parentActionCallId__isnull=True)

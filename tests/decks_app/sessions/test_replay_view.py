@@ -79,6 +79,22 @@ def test_rerun_is_offered_only_where_a_recording_can_answer(client, workspace):
 
 
 @pytest.mark.django_db
+def test_a_session_whose_last_turn_was_stopped_is_not_offered_a_rerun(client, workspace):
+    # Before, it was offered, and the re-run failed with "offline-replay: deck <server
+    # path> made call 12, but the trace recorded only 11 model calls for it".
+    stopped = _with_events(workspace)
+    Run.objects.create(session=stopped, status="canceled")
+    rerun = client.get(f"/test/{stopped.id}.json").json()["rerun"]
+    assert rerun["available"] is False
+    assert rerun["reason"] == (
+        "The last turn was stopped (canceled), so not all of its model results were "
+        "recorded and a replay could not answer it."
+    )
+    assert 'id="rerun"' not in client.get(f"/test/{stopped.id}").content.decode()
+    assert client.post(f"/test/{stopped.id}/rerun?format=json").status_code == 400
+
+
+@pytest.mark.django_db
 def test_it_refuses_to_rerun_without_recorded_results(client, workspace):
     s = chat_session(workspace)
     r = client.post(f"/test/{s.id}/rerun?format=json")
