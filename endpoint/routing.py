@@ -14,6 +14,7 @@ honour).
 from __future__ import annotations
 
 import dataclasses
+import os
 from pathlib import Path
 from typing import Any
 
@@ -52,15 +53,19 @@ def served_decks(workspace: Workspace) -> dict[str, DeckInfo]:
 
 
 def find_served_deck(workspace: Workspace, model: str) -> DeckInfo | None:
-    """The deck `deck/<name>` names, checking only that deck (not the whole workspace)."""
+    """The deck `deck/<name>` names, checking only that deck (not the whole workspace); one
+    that does not load comes back with its `error` (the caller says so)."""
     name = model.removeprefix(DECK_PREFIX)
     if not name or name.startswith("/") or ".." in name.split("/"):
         return None
+    broken = None
     for candidate in (f"{name}/PROMPT.md", f"{name}/deck.py", f"{name}.deck.md", f"{name}.md"):
         info = find_deck(workspace, candidate)
-        if info is not None and not info.error and deck_name(info) == name:
-            return info
-    return None
+        if info is not None and deck_name(info) == name:
+            if not info.error:
+                return info
+            broken = broken or info
+    return broken
 
 
 def served_workspace() -> Workspace:
@@ -172,6 +177,17 @@ def resolve(
                 f"model {model!r} is not a deck of this workspace (GET /v1/models lists them)",
                 code="model_not_found",
                 param="model",
+            )
+        if target.deck.error:
+            # It is there but does not load (before: "not a deck of this workspace").
+            root = str(Path(workspace.root).resolve())
+            error = target.deck.error.replace(root + os.sep, "")
+            raise ApiError(
+                500,
+                f"the deck {target.deck.path} does not load: {error} (fix it; gambit check "
+                "shows every problem)",
+                type="server_error",
+                code="deck_error",
             )
         if body.max_tool_calls is not None:
             raise ApiError(

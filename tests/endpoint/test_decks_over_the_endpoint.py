@@ -126,6 +126,7 @@ def server(tmp_path_factory, upstream):
         deck = gambit.define_deck(run=run)
         """,
     )
+    write(folder, "decks/broken/PROMPT.md", "+++\nlabel = = nope\n+++\nHi.\n")
     proc, url, log = serve(folder, env_extra=upstream.env())
     yield url
     proc.terminate()
@@ -167,6 +168,18 @@ def test_a_calls_session_names_the_model_that_answered_not_the_deck_asked_for(se
     assert [(s["model"], s["offline"]) for s in new] == [("openresponses/fake", False)]
     detail = httpx.get(server + f"/test/{new[0]['id']}.json", timeout=10).json()
     assert detail["runs"][-1]["model"] == "openresponses/fake"
+
+
+def test_a_deck_that_does_not_load_is_named_as_such_not_as_missing(server):
+    # Before: 404 "model 'deck/broken' is not a deck of this workspace", while the Build tab
+    # listed it with its TOML error.
+    answer = _post(server, {"model": "deck/broken", "input": "x"})
+    error = answer.json()["error"]
+    assert answer.status_code == 500 and error["code"] == "deck_error"
+    assert error["message"].startswith("the deck broken/PROMPT.md does not load: ")
+    assert "invalid TOML front matter" in error["message"]
+    missing = _post(server, {"model": "deck/nowhere", "input": "x"})
+    assert missing.status_code == 404 and missing.json()["error"]["code"] == "model_not_found"
 
 
 # ---------------------------------------------------------------- extension items
