@@ -64,7 +64,8 @@ def find_served_deck(workspace: Workspace, model: str) -> DeckInfo | None:
         if info is not None and deck_name(info) == name:
             if not info.error:
                 return info
-            broken = broken or info
+            if not candidate.endswith(f"{name}.md"):  # a plain .md may be no deck at all
+                broken = broken or info
     return broken
 
 
