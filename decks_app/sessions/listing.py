@@ -55,8 +55,8 @@ PREVIEW_CHARS = 160
 def _text(content: Any) -> str:
     """A message's content as text: a string, or the text parts of a list of parts (which the
     database hands over as JSON text)."""
-    if not isinstance(content, str):
-        return ""
+    if not isinstance(content, str) or content == "null":
+        return ""  # no content (SQLite's JSON text of a null, e.g. a /v1 call with input "")
     if content.startswith("["):
         try:
             parts = json.loads(content)

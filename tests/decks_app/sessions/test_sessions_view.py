@@ -123,7 +123,12 @@ def test_rows_are_named_by_their_first_user_message_or_summary(client, workspace
     titled.meta = {"summary": {"text": "Late parcel complaint", "model": "m"}}
     titled.save()
     empty = create_session(workspace, "support/PROMPT.md")
+    # a user message with no content (a /v1 call with input ""): named by its deck, not "null"
+    contentless = chat_session(workspace)
+    contentless.messages = [{"role": "user", "content": None}]
+    contentless.save()
     rows = {r["id"]: r for r in client.get("/test.json").json()["sessions"]}
+    assert rows[contentless.id]["title"] == contentless.deck_label
     assert (rows[plain.id]["title"], rows[plain.id]["preview"]) == ("Where is order A1002?", None)
     assert rows[titled.id]["title"] == "Late parcel complaint"
     assert rows[titled.id]["preview"].startswith("My parcel is <late>,")
