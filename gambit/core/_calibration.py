@@ -129,6 +129,9 @@ class Verdict:
     gate: bool  # can gate a release on a pass rate (sensitivity/specificity lower bounds)
     summary: str
     next_step: str
+    # The next step is to grade more (rating cannot reach the minimum evidence: too few of
+    # the items this grader graded are left unrated), not to rate.
+    grade_more: bool = False
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -136,6 +139,7 @@ class Verdict:
             "canGate": self.gate,
             "summary": self.summary,
             "nextStep": self.next_step,
+            "gradeMore": self.grade_more,
         }
 
 
@@ -190,6 +194,7 @@ class Calibration:
     verdict: Verdict | None = None
     disagreement_groups: dict[str, list[DisagreementGroup]] = field(default_factory=dict)
     pair_list: list[CalibrationPair] = field(default_factory=list)
+    graded_counted: bool = False  # `graded` was counted by the caller, not defaulted to pairs
 
     @property
     def coverage_of_graded(self) -> float | None:
@@ -324,6 +329,7 @@ def calibrate(
         evidence=evidence,
         disagreement_groups=groups,
         pair_list=pairs,
+        graded_counted=graded is not None,
     )
     return _with_verdict(result)
 
@@ -453,6 +459,20 @@ def verdict(calibration: Calibration) -> Verdict:
     c = calibration
     side_hint = _side_hint(c)
     if not c.evidence.enough:
+        unrated = c.graded - c.pairs
+        if c.graded_counted and unrated < c.evidence.rate_more:
+            # Rating alone cannot get there (before, this said "rate N more" when every item
+            # the grader had graded was rated already).
+            left = (
+                "every item it graded is rated"
+                if unrated <= 0
+                else f"only {unrated} of the items it graded are not rated yet"
+            )
+            step = (
+                f"grade more conversations with this version of the grader, then rate them: "
+                f"{c.evidence.rate_more} more rated items are needed and {left}"
+            )
+            return Verdict(False, False, f"not yet: {c.evidence.message}", step, grade_more=True)
         step = f"rate {c.evidence.rate_more} more items"
         if side_hint:
             step += f", {side_hint}"

@@ -227,3 +227,21 @@ def test_verify_summaries_carry_a_wilson_interval_and_with_ratings_the_corrected
     assert data["correctedPassRate"]["raw"]["value"] == 0.6
     assert data["correctedPassRate"]["corrected"]["interval"] is not None
     assert len(data["calibration"]["pairsUsed"]) == 60
+
+
+def test_when_rating_cannot_reach_the_minimum_the_next_step_is_to_grade_more():
+    # Before, a grader version whose every graded item was rated was told "rate 50 more".
+    pairs = noisy_pairs(20)
+    need = calibrate(pairs).evidence.rate_more
+    all_rated = calibrate(pairs, graded=20).verdict
+    assert all_rated.grade_more and all_rated.to_json()["gradeMore"] is True
+    assert all_rated.next_step == (
+        "grade more conversations with this version of the grader, then rate them: "
+        f"{need} more rated items are needed and every item it graded is rated"
+    )
+    few_left = calibrate(pairs, graded=30).verdict
+    assert few_left.grade_more and "only 10 of the items it graded" in few_left.next_step
+    enough_left = calibrate(pairs, graded=20 + need).verdict
+    assert not enough_left.grade_more and enough_left.next_step.startswith(f"rate {need} more")
+    # a caller that did not count what was graded gets the rating step
+    assert calibrate(pairs).verdict.next_step.startswith(f"rate {need} more")

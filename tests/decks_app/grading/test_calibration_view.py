@@ -116,3 +116,14 @@ def test_graded_but_unrated_shows_no_made_up_figures(client, workspace):
 def test_post_is_405_and_htmx_gets_the_page(client, workspace):
     assert client.post("/grade/calibration").status_code == 405
     assert client.get("/grade/calibration", HTTP_HX_REQUEST="true").status_code == 200
+
+
+def test_a_version_whose_graded_items_are_all_rated_is_sent_to_grade_more(client, workspace):
+    # Before, it said "rate 61 more" and linked to a queue that held none of its items.
+    _rated_session(workspace, [(1, 1), (-2, -1), (0, 0)], grader_hash=_tone_hash(workspace))
+    data = client.get("/grade/calibration.json").json()
+    tone = next(g for g in data["graders"] if g["grader"] == TONE and g["current"])
+    assert tone["verdict"]["gradeMore"] is True
+    assert "every item it graded is rated" in tone["verdict"]["nextStep"]
+    html = client.get("/grade/calibration").content.decode()
+    assert '<a href="/grade/verify">run a Verify batch</a>' in html
