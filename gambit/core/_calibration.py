@@ -32,6 +32,7 @@ graders that scored the same items), and two probes of known judge biases, `leng
 
 from __future__ import annotations
 
+import json
 import math
 import statistics
 from collections.abc import Hashable, Iterable, Mapping, Sequence
@@ -341,6 +342,15 @@ def _conversations(pairs: Sequence[CalibrationPair]) -> list[Hashable]:
     ]
 
 
+def _canonical_order(pair: CalibrationPair) -> tuple[str, float, float, str]:
+    return (
+        pair.conversation or "",
+        pair.human,
+        pair.grader,
+        json.dumps(pair.links, sort_keys=True, default=str),
+    )
+
+
 def _intervals(
     pairs: Sequence[CalibrationPair],
     humans: Sequence[int],
@@ -352,6 +362,13 @@ def _intervals(
     names = ("exact", "withinOne", "kappa", "spearman", "bias")
     if not pairs:
         return dict.fromkeys(names), 0
+    # One order whatever the caller's (the simulator reads sessions, the CLI export rows): the
+    # bootstrap draws conversations by position, so the same pairs in another order gave other
+    # intervals for the same seed.
+    order = sorted(range(len(pairs)), key=lambda i: _canonical_order(pairs[i]))
+    pairs = [pairs[i] for i in order]
+    humans = [humans[i] for i in order]
+    graders = [graders[i] for i in order]
     boot = ClusterBootstrap(_conversations(pairs), resamples=resamples, seed=seed)
     statistics_: dict[str, Any] = {
         "exact": weighted_mean([float(h == g) for h, g in zip(humans, graders, strict=True)]),

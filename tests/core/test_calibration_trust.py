@@ -245,3 +245,13 @@ def test_when_rating_cannot_reach_the_minimum_the_next_step_is_to_grade_more():
     assert not enough_left.grade_more and enough_left.next_step.startswith(f"rate {need} more")
     # a caller that did not count what was graded gets the rating step
     assert calibrate(pairs).verdict.next_step.startswith(f"rate {need} more")
+
+
+def test_the_same_pairs_in_another_order_give_the_same_intervals():
+    # The simulator and `gambit calibrate` read the same pairs in different orders; with the
+    # bootstrap drawing conversations by position, one seed gave them different intervals.
+    pairs = noisy_pairs(60, per_conversation=3, noise=1.0)
+    shuffled = list(pairs)
+    random.Random(7).shuffle(shuffled)
+    a, b = calibrate(pairs), calibrate(shuffled)
+    assert a.intervals == b.intervals and a.intervals["kappa"] is not None
