@@ -254,6 +254,10 @@ def test_a_batch_without_graders_shows_real_progress_and_finishes(client, worksp
     assert '<progress id="batch-progress" max="3" value="3"' in html
     assert html.count("<tr data-run=") == 3 and "of ?" not in html
     assert html.count('data-verdict="done"') == 3  # run, not graded: not a "pass"
+    # nothing about passing where nothing is graded, and the way back is the Test tab
+    assert "pass at score" not in html and 'id="only-failures"' not in html
+    assert "A cell is one run graded" not in html and "3 runs × 1 scenario," in html
+    assert '<a href="/test">← Test</a>' in html
     listed = client.get("/grade/verify").content.decode()
     row = listed[listed.index(f'data-batch="{batch.id}"') :].split("</tr>")[0]
     assert "3/3" in row and "?" not in row
