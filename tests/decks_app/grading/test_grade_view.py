@@ -34,6 +34,7 @@ def test_an_empty_workspace_says_how_to_get_a_session(client, workspace):
     page = client.get("/grade")
     assert page.status_code == 200
     assert "No sessions found. Run the Test view" in page.content.decode()
+    assert "No grade runs for this session yet" not in page.content.decode()  # there is none
     assert client.get("/grade.json").json()["sessions"] == []
 
 
