@@ -230,14 +230,14 @@ def _calls_this_turn(items: Sequence[Any]) -> list[FunctionCallItem]:
     ]
 
 
-def _results_this_turn(items: Sequence[Any]) -> list[str]:
-    """What the tools called this turn returned, as short readable text."""
+def _results_this_turn(items: Sequence[Any], *, raw: bool = False) -> list[str]:
+    """What the tools called this turn returned, as short readable text (`raw`: as sent)."""
     start = _last_user_index(items)
     internal = {
         i.call_id for i in items if isinstance(i, FunctionCallItem) and i.name in INTERNAL_TOOLS
     }
     return [
-        _readable(i.output)
+        i.output if raw else _readable(i.output)
         for i in items[start + 1 :]
         if isinstance(i, FunctionCallOutputItem) and i.call_id not in internal
     ]
@@ -372,7 +372,9 @@ def demo_reply(request: CreateResponseRequest) -> Any:
         edits = [{"old_text": old, "new_text": new}]
         return Call(editor.function.name, {"path": path, "edits": edits})
     if _tool(request, "edit_file") is not None:  # the Build assistant: never guess a tool call
-        return Stream(_assistant_answer(patch, _results_this_turn(items)))
+        return Stream(
+            _assistant_answer(patch, _results_this_turn(items), _results_this_turn(items, raw=True))
+        )
 
     # A deck with actions or tools: call one before answering, once per turn.
     tools = [t for t in request.tools or [] if t.function.name not in INTERNAL_TOOLS]
@@ -426,13 +428,31 @@ ASSISTANT_HELP = (
 )
 
 
-def _assistant_answer(patch: re.Match[str] | None, results: list[str]) -> str:
+def _refusal(output: str) -> str | None:
+    """A tool's error result (`{"status": 4xx, "message": ...}`), as its message."""
+    try:
+        value = json.loads(output)
+    except ValueError:
+        return None
+    if isinstance(value, dict) and isinstance(value.get("status"), int) and value["status"] >= 400:
+        return str(value.get("message") or value.get("code"))
+    return None
+
+
+def _assistant_answer(
+    patch: re.Match[str] | None, results: list[str], raw: Sequence[str] = ()
+) -> str:
     """The Build assistant's answer from the demo model: what its edit did, or what it can
     do (it never calls a read or search tool with arguments made up from the message)."""
     if patch is None or not results:
         return ASSISTANT_HELP
     old, new, path = patch.group("old"), patch.group("new"), patch.group("path")
     outcome = results[-1]
+    refused = _refusal(raw[-1]) if raw else None
+    if refused is not None:  # the tool's error result (no match: 409 "no_changes")
+        # the file as the user named it, not the server's absolute path to it
+        refused = re.sub(r"/\S*/" + re.escape(path.lstrip("./")) + r"\b", path, refused)
+        return f"I could not replace \u201c{old}\u201d in {path}: {refused}"
     if any(word in outcome.lower() for word in ("denied", "error", "not found", "failed")):
         return f"I could not replace \u201c{old}\u201d in {path}: {outcome}"
     return (

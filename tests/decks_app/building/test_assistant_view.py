@@ -152,3 +152,15 @@ def test_offline_a_refused_edit_is_said(client, ws):
     )
     assert data["runs"][-1]["changes"] == []
     assert data["conversation"][-1]["text"].startswith("I could not replace")
+
+
+def test_offline_an_edit_whose_text_is_not_there_is_not_called_done(client, ws):
+    # Before: "Done: I replaced “nothing-like-this” with “x” in PROMPT.md (... the diff is
+    # below, with Undo)", with no diff and the file unchanged.
+    before = (ws / "support/PROMPT.md").read_text()
+    data = _turn(client, 'replace "nothing-like-this" with "x" in PROMPT.md')
+    assert data["runs"][-1]["changes"] == []
+    text = data["conversation"][-1]["text"]
+    assert text.startswith("I could not replace \u201cnothing-like-this\u201d in PROMPT.md: ")
+    assert text.endswith("No edit targets were found in PROMPT.md") and "Done" not in text
+    assert (ws / "support/PROMPT.md").read_text() == before
