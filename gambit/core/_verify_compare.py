@@ -35,6 +35,9 @@ class Difference:
     p_value: float | None = None
     before_interval: Interval | None = None
     after_interval: Interval | None = None
+    # A pass rate's sample sizes: runs (conversations), each counting once, not grades.
+    before_runs: int | None = None
+    after_runs: int | None = None
 
     @property
     def direction(self) -> str:
@@ -58,6 +61,7 @@ class Difference:
             out["pValue"] = _round(self.p_value, 4)
             out["beforeInterval"] = interval_json(self.before_interval)
             out["afterInterval"] = interval_json(self.after_interval)
+            out["beforeRuns"], out["afterRuns"] = self.before_runs, self.after_runs
         return out
 
 
@@ -145,7 +149,7 @@ def _rate_difference(before: list[float], after: list[float]) -> Difference:
     """Pass fractions per conversation, compared by the two-proportion test."""
     rate_a = statistics.fmean(before) if before else None
     rate_b = statistics.fmean(after) if after else None
-    intervals = (_wilson_of(before), _wilson_of(after))
+    intervals = (_wilson_of(before), _wilson_of(after), len(before), len(after))
     test = two_proportion_test(sum(before), len(before), sum(after), len(after))
     if test is None or rate_a is None or rate_b is None:
         return Difference(rate_a, rate_b, None, None, None, None, *intervals)

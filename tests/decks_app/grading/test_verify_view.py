@@ -104,8 +104,10 @@ def test_two_batches_compare(client, workspace):
     data = client.get(f"/grade/verify/compare.json?before={first}&after={second}").json()
     (grader,) = data["graders"].values()
     assert grader["mean"]["delta"] == 0 and grader["passRate"]["delta"] == 0
+    # its rates count runs, not grades, and say so (the batch page's count grades)
+    assert (grader["passRate"]["beforeRuns"], grader["passRate"]["afterRuns"]) == (2, 2)
     html = client.get(f"/grade/verify/compare?before={first}&after={second}").content.decode()
-    assert "Before and after" in html
+    assert "Before and after" in html and "] of 2 runs</span>" in html
 
 
 def test_a_batch_that_has_not_finished_cannot_be_compared(client, workspace):
