@@ -52,24 +52,27 @@ def comparison(before: Run, after: Run) -> dict[str, Any]:
 def changes(first: dict[str, Any], second: dict[str, Any], labels: dict[str, str]) -> list[str]:
     """What differs between two batches' inputs, in words ([] when nothing we record)."""
     out = []
-    if first.get("deckHash") and second.get("deckHash"):
-        if first["deckHash"] != second["deckHash"]:
-            out.append(
-                f"The deck's files changed ({first['deckHash'][:8]} → {second['deckHash'][:8]})."
-            )
-        else:
-            out.append("The deck's files are the same in both batches.")
-    if (first.get("model") or "") != (second.get("model") or ""):
-        out.append(
-            f"The model changed: {first.get('model') or '–'} → {second.get('model') or '–'}."
-        )
+    # A grader's edit first: the deck's hash covers its graders' and scenarios' files too, so
+    # "the deck's files changed" alone read as if the deck itself had (it may not have).
     hashes_before, hashes_after = _grader_hashes(first), _grader_hashes(second)
-    for grader in hashes_before.keys() & hashes_after.keys():
+    for grader in sorted(hashes_before.keys() & hashes_after.keys()):
         if hashes_before[grader] != hashes_after[grader]:
             out.append(
                 f"The grader {labels.get(grader, grader)}'s rubric changed: a change in its "
                 "figures may be the grader's, not the deck's."
             )
+    if first.get("deckHash") and second.get("deckHash"):
+        if first["deckHash"] != second["deckHash"]:
+            out.append(
+                "The files of the deck, its scenarios and its graders changed "
+                f"({first['deckHash'][:8]} → {second['deckHash'][:8]})."
+            )
+        else:
+            out.append("The files of the deck, its scenarios and its graders are the same.")
+    if (first.get("model") or "") != (second.get("model") or ""):
+        out.append(
+            f"The model changed: {first.get('model') or '–'} → {second.get('model') or '–'}."
+        )
     a, b = first["settings"], second["settings"]
     for key, name in SETTINGS.items():
         if a.get(key) != b.get(key):

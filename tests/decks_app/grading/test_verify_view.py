@@ -323,7 +323,7 @@ def test_the_compare_page_names_the_change_and_the_rule(client, workspace):
     assert grader["passRate"]["beforeInterval"]["method"] == "wilson"
     html = client.get(f"/grade/verify/compare?before={first}&after={second}").content.decode()
     assert "two-proportion" in html and "no clear change" in html
-    assert data["changes"] == ["The deck's files are the same in both batches."]
+    assert data["changes"] == ["The files of the deck, its scenarios and its graders are the same."]
     (scenario,) = data["scenarios"]
     assert scenario["graders"][FORM["grader"]]["before"]["graded"] >= 0
 
@@ -335,7 +335,10 @@ def test_the_compare_page_names_a_changed_setting_and_deck(client, workspace):
     _execute(second)
     data = client.get(f"/grade/verify/compare.json?before={first}&after={second}").json()
     assert "The runs per scenario changed: 2 → 3." in data["changes"]
-    assert any(c.startswith("The deck's files changed (") for c in data["changes"])
+    assert any(
+        c.startswith("The files of the deck, its scenarios and its graders changed (")
+        for c in data["changes"]
+    )
 
 
 def test_pass_rates_are_corrected_for_the_graders_errors_when_it_was_rated(client, workspace):
