@@ -357,8 +357,26 @@ def verify_stop(request: HtmxHttpRequest, run_id: str) -> HttpResponse:
 
 @require_GET
 def verify_compare(request: HtmxHttpRequest, fmt: str | None = None) -> HttpResponse:
-    before = _batch_or_404(request.GET.get("before", ""))
-    after = _batch_or_404(request.GET.get("after", ""))
+    back = reverse("grading:verify")
+    wanted = {side: request.GET.get(side, "").strip() for side in ("before", "after")}
+    missing = [side for side, run_id in wanted.items() if not run_id]
+    if missing:
+        return error_response(
+            request,
+            f"choose two batches to compare ({' and '.join(missing)} "
+            f"{'is' if len(missing) == 1 else 'are'} missing): open a "
+            "batch and pick the other from its Compare form",
+            400,
+            fmt=fmt,
+            back=back,
+        )
+    if wanted["before"] == wanted["after"]:
+        return error_response(
+            request, "that is the same batch twice: choose two different batches", 400, fmt=fmt,
+            back=back,
+        )  # fmt: skip
+    before = _batch_or_404(wanted["before"])
+    after = _batch_or_404(wanted["after"])
     if before.status != "completed" or after.status != "completed":
         return error_response(
             request, "both batches must have completed to be compared", 400, fmt=fmt

@@ -116,6 +116,21 @@ def test_a_batch_that_has_not_finished_cannot_be_compared(client, workspace):
     assert response.status_code == 400 and "must have completed" in response.json()["error"]
 
 
+def test_a_compare_without_two_different_batches_says_so(client, workspace):
+    # Before: no `after` was a 404 "No such Verify batch", and one batch on both sides a
+    # full page of "no clear change".
+    first = _start(client)
+    for query, said in (
+        (f"before={first}", "choose two batches to compare (after is missing)"),
+        ("", "(before and after are missing)"),
+        (f"before={first}&after={first}", "that is the same batch twice"),
+    ):
+        answer = client.get(f"/grade/verify/compare.json?{query}")
+        assert answer.status_code == 400 and said in answer.json()["error"], query
+    page = client.get(f"/grade/verify/compare?before={first}").content.decode()
+    assert 'href="/grade/verify"' in page
+
+
 @pytest.mark.parametrize(
     ("changes", "message"),
     [
