@@ -297,7 +297,7 @@ def create_deck(workspace: Workspace, name: str) -> str:
         raise BuildError("a deck name uses letters, digits, - and _ (at most 60)")
     folder = _jailed(workspace, name)
     if folder.exists():
-        raise BuildError(f"{name} already exists")
+        raise BuildError(f"a folder named {name} already exists")
     label = name.replace("_", " ").replace("-", " ").capitalize()
     files = {
         "PROMPT.md": PROMPT.format(label=label),

@@ -202,7 +202,11 @@ def build_save(request: HtmxHttpRequest) -> HttpResponse:
     problems = build.deck_view(workspace, deck)["problems"] if deck in known else []
     if request.htmx:
         errors = sum(1 for p in problems if p.get("severity") == "error")
-        status_text = f"Saved, with {errors} error(s) in the deck." if errors else "Saved."
+        status_text = (
+            f"Saved, with {errors} error{'s' if errors != 1 else ''} in the deck."
+            if errors
+            else "Saved."
+        )
         (messages.warning if errors else messages.success)(request, status_text)
         ctx = {
             "status_text": status_text,

@@ -35,7 +35,7 @@ def test_create_break_fix_and_run_a_deck(page, build_url):
     assert 'startMode = "assistant"' in (workspace / "concierge/PROMPT.md").read_text()
     # Save it broken (it is always saved), then fix it and save with Ctrl+S.
     page.click("#save-file")
-    expect(page.locator("#save-status")).to_contain_text("Saved, with 1 error(s)")
+    expect(page.locator("#save-status")).to_contain_text("Saved, with 1 error in the deck")
     assert "sideways" in (workspace / "concierge/PROMPT.md").read_text()
     page.evaluate(
         f"window.gambitEditor.replaceRange('startMode = \"assistant\"', {{line: {line}, ch: 0}},"

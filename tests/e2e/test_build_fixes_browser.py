@@ -52,7 +52,7 @@ def test_the_folder_name_pattern_compiles_and_a_refused_name_keeps_the_form(page
     assert not [e for e in errors if "pattern" in e.lower()], errors
     name.fill("support")  # passes the pattern; the server refuses it (it exists)
     page.click("#create-deck")
-    expect(page.locator("#new-deck-error")).to_have_text("Support already exists.")
+    expect(page.locator("#new-deck-error")).to_have_text("A folder named support already exists.")
     expect(page.locator("#new-deck-name")).to_have_value("support")
     expect(page).to_have_url(re.compile(r".*/build$"))
     assert errors == []
@@ -65,7 +65,7 @@ def test_a_broken_deck_always_opens_with_its_problems(page, build_url):
     line = _line_of(page, "startMode")
     _set_line(page, line, 'startMode = "sideways"')
     page.click("#save-file")
-    expect(page.locator("#save-status")).to_contain_text("Saved, with 1 error(s)")
+    expect(page.locator("#save-status")).to_contain_text("Saved, with 1 error in the deck")
     for rel in ("PROMPT.md", "INTENT.md", "policy/README.md", "scenarios/first_visit/PROMPT.md"):
         response = page.goto(f"{url}/build/file?path=brittle/{rel}&deck=brittle/PROMPT.md")
         assert response is not None and response.status == 200, rel

@@ -76,7 +76,7 @@ def test_htmx_saves_answer_with_the_problems_partial_and_a_stale_save_with_the_d
     saved = client.post("/build/save", fields, HTTP_HX_REQUEST="true")
     html = saved.content.decode()
     assert saved.status_code == 200 and "<html" not in html
-    assert 'id="save-status"' in html and "Saved, with 1 error(s) in the deck." in html
+    assert 'id="save-status"' in html and "Saved, with 1 error in the deck." in html
     assert '<li class="error" data-file="support/PROMPT.md"' in html
     assert 'id="conflict" hidden hx-swap-oob="true"' in html
     (ws / DECK).write_text(opened["text"] + "\n<i>edited elsewhere</i>\n")

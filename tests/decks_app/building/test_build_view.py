@@ -245,7 +245,7 @@ def test_a_refused_name_keeps_the_form_with_the_reason(client, ws):
     assert fragment.status_code == 200  # htmx swaps it in place of the form
     assert html.lstrip().startswith('<form method="post"') and "<html" not in html
     assert 'value="support"' in html and 'aria-invalid="true"' in html
-    assert "Support already exists." in html
+    assert "A folder named support already exists." in html
     page = client.post("/build/new", {"name": "bad/name"})
     assert page.status_code == 400
     body = page.content.decode()
