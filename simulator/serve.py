@@ -331,6 +331,12 @@ def keys(action: str, name: str | None, folder: str | None) -> None:
     if action == "create":
         if not name:
             raise SystemExit("gambit keys create: give the key a NAME")
+        if ApiKey.objects.filter(name=name[:100], revoked=False).exists():
+            # Two active keys of one name could not be told apart (revoke takes a name).
+            raise SystemExit(
+                f"gambit keys create: an active key is named {name!r}; choose another name, "
+                f"or `gambit keys revoke {name}` first"
+            )
         _, key = create_key(name)
         _echo(key)
         print(
@@ -351,7 +357,8 @@ def keys(action: str, name: str | None, folder: str | None) -> None:
         count = ApiKey.objects.filter(name=name, revoked=False).update(revoked=True)
         if not count:
             raise SystemExit(f"gambit keys revoke: no active key named {name!r}")
-        _echo(f"revoked {count} key(s) named {name!r} of {_key_store(workspace)}")
+        keys = "key" if count == 1 else f"{count} keys"
+        _echo(f"revoked {keys} named {name!r} of {_key_store(workspace)}")
 
 
 def _key_store(workspace: Path) -> str:

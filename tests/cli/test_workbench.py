@@ -340,6 +340,9 @@ def test_keys_made_in_a_deck_folder_open_the_server_started_there(tmp_path: Path
         created.stderr
     )
     assert (folder / ".gambit" / "simulator.sqlite3").is_file()
+    # a second active key of the same name is refused: revoke takes a name
+    again = gambit("keys", "create", "laptop", cwd=folder, env=env)
+    assert again.returncode != 0 and "an active key is named 'laptop'" in again.stderr
     port = _free_port()
     log = (tmp_path / "serve.log").open("w")
     server = subprocess.Popen(
