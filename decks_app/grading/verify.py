@@ -23,8 +23,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
-import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
@@ -33,21 +31,19 @@ from django.db import transaction
 from django.utils import timezone
 
 from decks_app.grading import batch_table
-from decks_app.models import Run, Session, TraceEvent, Workspace
-from decks_app.runs import deck_trees, providers, recorded, telemetry
+from decks_app.grading import verify_records as records
+from decks_app.models import Run, Session, Workspace
+from decks_app.runs import deck_trees, providers, telemetry
 from decks_app.runs import events as event_log
 from decks_app.runs.registry import JSONObject, Payload
-from decks_app.runs.state import with_message_refs
 from decks_app.sessions import keyset
-from decks_app.sessions.kinds import ScenarioParams, ScenarioResult
 from decks_app.workspaces.served import PathOutsideWorkspace, find_deck, jailed_path, project_root
-from gambit.core import check_deck_tree, deck_files_hash, is_valid_id, state_to_dict
+from gambit.core import check_deck_tree, deck_files_hash, is_valid_id
 from gambit.core.verify import (
     GradeRecord,
     GradeSample,
     ScenarioRunRecord,
     VerifyProgress,
-    grade_reason,
     matrix,
     run_verify,
 )
@@ -98,13 +94,6 @@ class VerifyResult(Payload):
     report: JSONObject | None = None
 
 
-def _relative(workspace: Workspace, path: str) -> str | None:
-    try:
-        return str(Path(path).resolve().relative_to(Path(workspace.root).resolve()))
-    except ValueError:
-        return None
-
-
 def deck_refs(workspace: Workspace, deck_path: str) -> dict[str, list[dict[str, Any]]]:
     """The root deck's `[[scenarios]]` and `[[graders]]` that live in the workspace."""
     try:
@@ -118,7 +107,7 @@ def deck_refs(workspace: Workspace, deck_path: str) -> dict[str, list[dict[str, 
         return out
     for role in ("scenarios", "graders"):
         for ref in getattr(tree.root, role):
-            rel = _relative(workspace, ref.path)
+            rel = records.relative_path(workspace, ref.path)
             if rel is not None:
                 label = ref.label or Path(rel).parent.name
                 out[role].append({"path": rel, "label": label, "description": ref.description})
@@ -284,10 +273,10 @@ async def execute_verify(
             kind, record, events = item
             if kind == "run":
                 sessions_by_run[record.id] = await db(
-                    _save_scenario_run, session, run.id, record, events
+                    records.save_scenario_run, session, run.id, record, events
                 )
             else:
-                await db(_save_grade, sessions_by_run.get(record.run_id), record, run.id)
+                await db(records.save_grade, sessions_by_run.get(record.run_id), record, run.id)
             await event_log.notify(session.id)  # the batch page's table fills in at once
 
     async def report_progress() -> None:
@@ -347,96 +336,6 @@ def _write_progress(run_id: str, progress: JSONObject | None) -> None:
         run.save(update_fields=["result", "heartbeat_at"])
 
 
-def _save_scenario_run(
-    batch: Session, batch_run_id: str, record: ScenarioRunRecord, events: list[dict[str, Any]]
-) -> str:
-    """The scenario run as a session of its own, with its conversation and trace."""
-    data = state_to_dict(record.state) if record.state is not None else {}
-    now_ms = int(time.time() * 1000)
-    meta = {
-        **(data.get("meta") or {}),
-        "deckPath": batch.deck_path,
-        "verifyBatchRunId": batch_run_id,
-        "verifyRunId": record.id,  # the run's id in the batch's report
-        "verifyRunIndex": record.index,
-        "scenarioLabel": record.scenario_label,
-        "scenarioPath": _relative(batch.workspace, record.scenario) or record.scenario,
-    }
-    with transaction.atomic():
-        scenario = Session.objects.create(
-            workspace=batch.workspace,
-            deck_path=batch.deck_path,
-            deck_label=batch.deck_label,
-            origin="scenario",
-            source=batch,
-            format=data.get("format") or "responses",
-            state_run_id=data.get("runId") or "",
-            messages=data.get("messages"),
-            items=data.get("items"),
-            meta=meta,
-        )
-        scenario.message_refs = with_message_refs(scenario.messages or [], data.get("messageRefs"))
-        scenario.state_version = 1
-        scenario.save()
-        scenario_path = _relative(batch.workspace, record.scenario) or record.scenario
-        label = record.scenario_label or Path(record.scenario).parent.name
-        # The model that answered the root deck (the header, the list and the twin show it).
-        answered = recorded.answered_model(
-            events, recorded.root_matcher(events, abs_path=None, rel_path=batch.deck_path)
-        )
-        model, offline = answered or ("", False)
-        run = Run.objects.create(
-            session=scenario,
-            kind="scenario",
-            model=model,
-            offline=offline,
-            params=ScenarioParams(scenario=scenario_path, label=f"{label} #{record.index}"),
-            status="completed" if record.status == "completed" else "failed",
-            error=record.error or "",
-            started_at=timezone.now(),
-            finished_at=timezone.now(),
-            duration_ms=record.duration_ms,
-            total_tokens=record.tokens,
-            cost=record.cost,
-            result=ScenarioResult(turns=record.turns, stopped=record.stopped),
-        )
-        TraceEvent.objects.bulk_create(
-            TraceEvent(
-                run=run,
-                session=scenario,
-                seq=seq,
-                type=str(event.get("type", "event"))[:80],
-                payload=json.loads(json.dumps(event, default=str)),
-                ts=event["ts"] if isinstance(event.get("ts"), int) else now_ms,
-            )
-            for seq, event in enumerate(events, start=1)
-        )
-    return scenario.id
-
-
-def _save_grade(session_id: str | None, record: GradeRecord, batch_run_id: str) -> None:
-    if session_id is None or record.grading is None:
-        return
-    with transaction.atomic():
-        session = Session.objects.select_for_update().get(pk=session_id)
-        grading = record.grading.to_json()
-        grading.update(
-            {
-                "runId": record.id,
-                "graderHash": record.grader_hash,
-                "graderPath": _relative(session.workspace, record.grader) or record.grader,
-                "repeat": record.repeat,
-                "verifyBatchRunId": batch_run_id,  # the Grade tab links back to the batch
-                "reason": grade_reason(record.grading),  # the batch page's cell shows it
-            }
-        )
-        meta = dict(session.meta or {})
-        meta["gradingRuns"] = [grading, *(meta.get("gradingRuns") or [])]
-        session.meta = meta
-        session.state_version += 1
-        session.save(update_fields=["meta", "state_version", "updated_at"])
-
-
 # ---------------------------------------------------------------- reading
 
 
@@ -456,9 +355,9 @@ def batch_dict(run: Run) -> dict[str, Any]:
     for path in settings.graders:
         labels.setdefault(path, Path(path).parent.name)
     summaries = {
-        (_relative(run.session.workspace, name) or name): {
+        (records.relative_path(run.session.workspace, name) or name): {
             **summary,
-            "grader": _relative(run.session.workspace, name) or name,
+            "grader": records.relative_path(run.session.workspace, name) or name,
         }
         for name, summary in (report.get("summaries") or {}).items()
     }
@@ -505,11 +404,19 @@ def _workspace_paths(
     workspace = run.session.workspace
     return (
         [
-            {**r, "scenario": _relative(workspace, r.get("scenario") or "") or r.get("scenario")}
+            {
+                **r,
+                "scenario": records.relative_path(workspace, r.get("scenario") or "")
+                or r.get("scenario"),
+            }
             for r in runs
         ],
         [
-            {**g, "grader": _relative(workspace, g.get("grader") or "") or g.get("grader")}
+            {
+                **g,
+                "grader": records.relative_path(workspace, g.get("grader") or "")
+                or g.get("grader"),
+            }
             for g in grades
         ],
     )

@@ -245,6 +245,9 @@ def build_tree(
     decks: dict[str, Node] = {}
     tools: dict[str, Node] = {}
     models: dict[str, Node] = {}
+    # Tool nodes whose deck had not started yet: a deck's `gambit_context` call is traced
+    # just before its deck.start, under the deck's own call id (they move in when it starts).
+    early: dict[str, list[tuple[Node, Node]]] = {}
     last_ts = 0
     node: Node | None
 
@@ -297,6 +300,10 @@ def build_tree(
                 node = Node("deck", label(event.deck_path), status="running", ts=ts)
                 parent = container(event.parent_action_call_id) or run
                 decks[event.action_call_id or ""] = add(parent, node, pk)
+                for moved, held_by in early.pop(event.action_call_id or "", []):
+                    held_by.children.remove(moved)
+                    node.children.append(moved)
+                    moved.parent_id, moved.changed = node.id, pk
             case DeckEndEvent():
                 node = decks.get(event.action_call_id or "")
                 if node:
@@ -341,6 +348,9 @@ def build_tree(
                     node.detail = kind or ""
                     parent = container(event.parent_action_call_id) or run
                     tools[call_id] = add(parent, node, pk)
+                    waiting_for = event.parent_action_call_id
+                    if waiting_for and waiting_for not in tools and waiting_for not in decks:
+                        early.setdefault(waiting_for, []).append((node, parent))
                 node.changed = pk
                 if isinstance(event, ToolCallEvent):
                     node.items.append({"type": "arguments", "text": _text(event.args)})

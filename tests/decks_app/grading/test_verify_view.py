@@ -8,6 +8,7 @@ import asyncio
 import pytest
 
 from decks_app.grading import verify as verify_service
+from decks_app.grading import verify_records
 from decks_app.grading.views.verify import live_batch
 from decks_app.models import Run, Session, TraceEvent
 from decks_app.runs import executor, queue
@@ -288,7 +289,7 @@ def test_the_runs_table_fills_in_while_the_batch_runs(client, workspace):
     record = ScenarioRunRecord(
         id="r1", scenario=SCENARIO, scenario_label="Late", index=1, status="completed", turns=1
     )
-    verify_service._save_scenario_run(batch.session, batch.id, record, [])
+    verify_records.save_scenario_run(batch.session, batch.id, record, [])
     data = client.get(f"/grade/verify/{batch.id}.json").json()
     assert data["status"] == "queued" and [r["id"] for r in data["runs"]] == ["r1"]
     assert data["runs"][0]["scenarioLabel"] == "Late" and data["runs"][0]["session"]
@@ -296,7 +297,7 @@ def test_the_runs_table_fills_in_while_the_batch_runs(client, workspace):
     turns = [Grade(2, "kind"), Grade(-1, "never gives a date")]
     grading = GradingRun("g1", TONE_PATH, "Tone", "turns", turns, "completed", "now")
     grade = GradeRecord("g1", "r1", TONE_PATH, "Tone", "hash", 1, "completed", grading)
-    verify_service._save_grade(data["runs"][0]["session"], grade, batch.id)
+    verify_records.save_grade(data["runs"][0]["session"], grade, batch.id)
     data = client.get(f"/grade/verify/{batch.id}.json").json()
     (cell,) = data["matrix"]["scenarios"][0]["rows"][0]["cells"].values()
     assert cell["verdict"] == "pass" and cell["reasons"] == ["never gives a date"]

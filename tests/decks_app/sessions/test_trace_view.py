@@ -283,6 +283,40 @@ def test_a_scenario_runs_persona_and_deck_are_told_apart_by_their_decks():
     ]
 
 
+def test_a_decks_context_call_sits_in_its_deck_though_traced_before_the_deck_starts():
+    # The runtime traces an action deck's gambit_context call just before the deck's
+    # deck.start, under the deck's own call id: it showed as the run's last child, after the
+    # root's final model call.
+    def ev(type_, ts, **fields):
+        return {"type": type_, "runId": "run-1", "ts": ts, **fields}
+
+    events = [
+        ev("run.start", 1, deckPath="/w/root/PROMPT.md"),
+        ev("deck.start", 2, deckPath="/w/root/PROMPT.md", actionCallId="a-root"),
+        ev("tool.call", 3, name="draft", actionCallId="c-1", parentActionCallId="a-root"),
+        ev("tool.call", 4, name="gambit_context", actionCallId="c-2", parentActionCallId="a-1"),
+        ev("tool.result", 5, name="gambit_context", actionCallId="c-2", result="{}"),
+        ev(
+            "deck.start",
+            6,
+            deckPath="/w/draft/PROMPT.md",
+            actionCallId="a-1",
+            parentActionCallId="c-1",
+        ),  # fmt: skip
+        ev("deck.end", 7, actionCallId="a-1"),
+        ev("tool.result", 8, name="draft", actionCallId="c-1", result="{}"),
+        ev("deck.end", 9, actionCallId="a-root"),
+        ev("run.end", 10, status="completed"),
+    ]
+    [run] = build_tree(events)
+    [root] = run.children
+    [draft_call] = root.children
+    [draft_deck] = draft_call.children
+    [context] = draft_deck.children
+    assert (draft_deck.label, context.label) == ("draft/PROMPT.md", "gambit_context")
+    assert context.parent_id == draft_deck.id and context.status == "done"
+
+
 def test_nodes_have_stable_ids_and_report_what_changed_after_an_event():
     rows = [(100 + i, p) for i, p in enumerate(EVENTS)]
     first = build_tree(rows[:4])  # up to model.result of the first call
