@@ -29,3 +29,15 @@ def test_an_unreachable_server_is_said_too(page, live_url):
     _send(page, "hello")
     expect(page.locator("#toasts .toast.error")).to_contain_text("could not be reached")
     assert page.locator("textarea[name=message]").input_value() == "hello"
+
+
+def test_a_refused_import_keeps_the_page_and_says_why(page, live_url, tmp_path):
+    # Before: a page of its own ("Cannot do that") and a way back that lost the chosen files.
+    bad = tmp_path / "state.json"
+    bad.write_text("not json")
+    page.goto(live_url + "/test")
+    page.set_input_files("#import-form input[name=state]", str(bad))
+    page.click("#import-form button[type=submit]")
+    expect(page.locator("#toasts .toast.error")).to_be_visible()
+    assert page.url.rstrip("/").endswith("/test")
+    assert page.locator("#import-form input[name=state]").evaluate("e => e.files.length") == 1

@@ -8,6 +8,7 @@ from typing import Any
 from django.http import HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
+from django_htmx.http import HttpResponseClientRedirect
 from django.views.decorators.http import require_GET, require_POST
 
 from decks_app.models import Workspace
@@ -205,12 +206,18 @@ def session_create(request: HtmxHttpRequest) -> HttpResponse:
         return error_response(request, str(exc))
     if wants_json(request):
         return _created(session)
-    return redirect("sessions:session", session_id=session.id)
+    return _go(request, reverse("sessions:session", args=[session.id]))
 
 
 def _created(session) -> HttpResponse:
     url = reverse("sessions:session", args=[session.id])
     return json_response({"id": session.id, "url": url}, status=201)
+
+
+def _go(request: HtmxHttpRequest, url: str) -> HttpResponse:
+    """To `url`: a redirect, or for htmx (a form that stays put when refused, its refusal a
+    toast, so nothing chosen or typed is lost) a client-side one."""
+    return HttpResponseClientRedirect(url) if request.htmx else redirect(url)
 
 
 @require_POST
@@ -230,7 +237,7 @@ def session_import(request: HtmxHttpRequest) -> HttpResponse:
         return error_response(request, str(exc))
     if wants_json(request):
         return _created(session)
-    return redirect("sessions:session", session_id=session.id)
+    return _go(request, reverse("sessions:session", args=[session.id]))
 
 
 @require_POST
@@ -271,7 +278,7 @@ def scenario_start(request: HtmxHttpRequest) -> HttpResponse:
             url = reverse("grading:verify_batch", args=[batch.id])
             if wants_json(request):
                 return json_response({"batch": batch.id, "url": url}, 201)
-            return redirect(url)
+            return _go(request, url)
         session = scenarios.start_scenario(
             workspace,
             deck,
@@ -285,7 +292,7 @@ def scenario_start(request: HtmxHttpRequest) -> HttpResponse:
         return error_response(request, str(exc))
     if wants_json(request):
         return _created(session)
-    return redirect("sessions:session", session_id=session.id)
+    return _go(request, reverse("sessions:session", args=[session.id]))
 
 
 def _scenario_input(workspace, deck: str, scenario: str, form) -> object:
