@@ -96,6 +96,10 @@ def test_a_batch_runs_grades_and_reports(client, workspace):
     assert f'id="grading-{scenario.meta["gradingRuns"][0]["id"]}"' in grades
     history = client.get("/grade/verify.json").json()["batches"]
     assert [b["id"] for b in history] == [run_id]
+    # each pass rate in the list is named by its grader (the name was on hover only)
+    listed = client.get("/grade/verify").content.decode()
+    label = history[0]["graderLabels"][FORM["grader"]]
+    assert f'<span title="{FORM["grader"]}">{label} ' in listed
 
 
 def test_two_batches_compare(client, workspace):
