@@ -773,3 +773,36 @@ async def test_echo_answers_respond_decks_with_a_schema_valid_payload():
         "tags": ["You said: grade this"],
         "mood": "calm",
     }
+
+
+@pytest.mark.parametrize(
+    ("said", "expected"),
+    [
+        ("Where is my order A1002?", "order_status"),
+        ("I want a refund, this is a complaint!", "draft_reply"),
+    ],
+)
+async def test_the_demo_model_calls_the_tool_the_message_is_about(said, expected):
+    # Before, a hash of the message chose: the README's "Where is my order A1002?" drafted a
+    # refund, and the complaint looked up an order.
+    from gambit.core._openresponses import ResponseFunctionDefinition, ResponseToolDefinition
+
+    def tool(name: str, description: str) -> ResponseToolDefinition:
+        return ResponseToolDefinition(
+            function=ResponseFunctionDefinition(
+                name=name, description=description, parameters={"type": "object"}
+            )
+        )
+
+    tools = [
+        tool("order_status", "Look up an order by its id."),
+        tool(
+            "draft_reply", "Draft a careful reply for a sensitive situation (refunds, complaints)."
+        ),
+    ]
+    provider = ScriptedProvider(fallback_models=True)
+    result = await provider.responses(
+        CreateResponseRequest(model="offline/demo", input=[message_item("user", said)], tools=tools)
+    )
+    (call,) = result.response.output
+    assert call.name == expected

@@ -293,6 +293,22 @@ def _readable(output: str) -> str:
     return _said(value)[:300]
 
 
+def _best_tool(tools: Sequence[Any], said: str) -> Any:
+    """The tool whose name and description share the most words with the user's message
+    ("where is my order" -> `order_status`, "a refund" -> a tool for refunds), as a model
+    would choose; among equals, one picked by the message's hash (before, the hash alone
+    chose, and the README's "Where is my order A1002?" drafted a refund)."""
+    words = {w for w in re.findall(r"[a-z]{4,}", said.lower())}
+
+    def overlap(tool: Any) -> int:
+        text = f"{tool.function.name.replace('_', ' ')} {tool.function.description or ''}"
+        return sum(1 for w in words if w in text.lower())
+
+    best = max(overlap(t) for t in tools)
+    tied = [t for t in tools if overlap(t) == best]
+    return tied[_seed(said) % len(tied)]
+
+
 def demo_reply(request: CreateResponseRequest) -> Any:
     """The demo model's answer to one request (a `Stream` or a `Call`)."""
     items = list(request.input)
@@ -379,7 +395,7 @@ def demo_reply(request: CreateResponseRequest) -> Any:
     # A deck with actions or tools: call one before answering, once per turn.
     tools = [t for t in request.tools or [] if t.function.name not in INTERNAL_TOOLS]
     if tools and not _calls_this_turn(items):
-        tool = tools[_seed(said) % len(tools)]
+        tool = _best_tool(tools, said)
         args = demo_value(
             tool.function.parameters or {}, tool.function.name, _with_history(items, said)
         )

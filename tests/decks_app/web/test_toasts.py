@@ -90,7 +90,7 @@ def test_an_htmx_save_gets_its_toast_out_of_band(client, ws):
     ).json()["version"])  # fmt: skip
     warned = client.post("/build/save", form, **HTMX).content.decode()
     assert (
-        'class="toast warning" data-toast><span class="toast-text">Saved, with 1 error(s) in the deck.'
+        'class="toast warning" data-toast><span class="toast-text">Saved, with 1 error in the deck.'
         in warned
     )
 
