@@ -66,6 +66,21 @@ def clean_rater(value: str | None) -> str:
     return name
 
 
+def _run_that_said(session: Session, ref_id: str) -> Run | None:
+    """The run whose turn added the message: the last one that started (`turn_base.refs`)
+    before the message's place in the conversation; the session's latest run when no run
+    recorded where its turn started (before, always the latest: a rating of the first
+    reply named the fourth turn's run)."""
+    refs = [r.get("id") for r in session.message_refs or []]
+    runs = list(Run.objects.filter(session=session).order_by("created_at").only("id", "turn_base"))
+    if ref_id in refs:
+        place = refs.index(ref_id)
+        started = [r for r in runs if (r.turn_base or {}).get("refs", place + 1) <= place]
+        if started:
+            return started[-1]
+    return runs[-1] if runs else None
+
+
 def set_feedback(
     session: Session, ref_id: str, score: int | None, reason: str | None, *, rater: str = ""
 ) -> Feedback | None:
@@ -81,11 +96,10 @@ def set_feedback(
     if existing is None:
         if score is None:
             raise FeedbackError("rate the message before giving a reason")
-        last_run = Run.objects.filter(session=session).order_by("-created_at").first()
         return Feedback.objects.create(
             session=session,
             message_ref_id=ref_id,
-            run=last_run,
+            run=_run_that_said(session, ref_id),
             score=score,
             reason=clean_text(reason or "", what="reason", limit=MAX_REASON_CHARS),
             rater=rater,

@@ -89,3 +89,23 @@ def test_a_form_that_is_not_utf8_is_a_400(client, workspace):
         content_type="application/x-www-form-urlencoded; charset=latin-1",
     )
     assert r.status_code == 400 and "UTF-8" in r.json()["error"]
+
+
+def test_a_rating_names_the_run_that_said_the_message(client, workspace):
+    # Before, every rating named the session's latest run: a rating of the first reply of a
+    # four-turn chat carried the fourth turn's run.
+    from decks_app.models import Run
+
+    s = chat_session(workspace)  # system, user, assistant (REF)
+    first = Run.objects.create(session=s, status="completed", turn_base={"refs": 1})
+    s.messages += [{"role": "user", "content": "more"}, {"role": "assistant", "content": "yes"}]
+    later_ref = "msg-000000000000000000000005"
+    s.message_refs += [
+        {"id": "msg-000000000000000000000004", "role": "user"},
+        {"id": later_ref, "role": "assistant"},
+    ]
+    s.save()
+    second = Run.objects.create(session=s, status="completed", turn_base={"refs": 3})
+    for ref, run in ((REF, first), (later_ref, second)):
+        client.post(f"/test/{s.id}/feedback/{ref}", {"score": "1"})
+        assert Feedback.objects.get(message_ref_id=ref).run_id == run.id
