@@ -69,6 +69,13 @@ def find_served_deck(workspace: Workspace, model: str) -> DeckInfo | None:
     return broken
 
 
+def workspace_relative(workspace: Workspace, message: str) -> str:
+    """A message for the API client: paths inside the workspace relative to it (the server's
+    own paths are none of the client's business)."""
+    root = str(Path(workspace.root).resolve())
+    return message.replace(root + os.sep, "").replace(root, ".")
+
+
 def served_workspace() -> Workspace:
     """The served workspace by its root alone, without reading its row (unsaved; a call
     resolves it to the row when it is recorded, `current_workspace`)."""
@@ -181,11 +188,10 @@ def resolve(
             )
         if target.deck.error:
             # It is there but does not load (before: "not a deck of this workspace").
-            root = str(Path(workspace.root).resolve())
-            error = target.deck.error.replace(root + os.sep, "")
             raise ApiError(
                 500,
-                f"the deck {target.deck.path} does not load: {error} (fix it; gambit check "
+                f"the deck {target.deck.path} does not load: "
+                f"{workspace_relative(workspace, target.deck.error)} (fix it; gambit check "
                 "shows every problem)",
                 type="server_error",
                 code="deck_error",

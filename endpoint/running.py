@@ -18,19 +18,17 @@ import contextlib
 import dataclasses
 import json
 import logging
-import os
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any, Literal, NamedTuple
 
 from decks_app.models import Session, Workspace
-from decks_app.runs import deck_trees, providers, recorded, telemetry, worker
+from decks_app.runs import deck_trees, providers, telemetry, worker
 from decks_app.runs.executor import RunProgress
 from decks_app.runs.state import session_state_dict
 from decks_app.workspaces.served import DeckInfo, jailed_path, project_root
 from endpoint.encoding import SPEC_ITEM_TYPES, is_namespaced
 from endpoint.proxying import proxy_call
-from endpoint.routing import run_mode
+from endpoint.routing import run_mode, workspace_relative
 from endpoint.schemas import (
     ApiError,
     CreateResponseBody,
@@ -151,10 +149,8 @@ class Runner:
             kind = event.get("type")
             if kind == "run.end":
                 latest.usage = event.get("usage")
-            if kind in ("run.start", "model.result") and not event.get("parentActionCallId"):
-                # Which model answered the root deck, for the run's record (as the
-                # simulator's runs keep it): not the `deck/...` name the client asked for.
-                latest.answers.append(recorded.answer_of(event))
+            # Which model answered, for the run's record: not the `deck/...` name asked for.
+            latest.note_answer(event)
             if kind == "response.output_item.done":
                 item = _surfaced_item(event)
                 if item is not None:
@@ -184,7 +180,9 @@ class Runner:
             outcome.status, outcome.error_text = "canceled", "the client disconnected"
             raise
         except (ApiError, GambitError, DeckError, ProviderError) as exc:
-            message = self._relative(str(exc).splitlines()[0] if str(exc) else type(exc).__name__)
+            message = workspace_relative(
+                self.workspace, str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+            )
             outcome.status, outcome.error_text = "failed", message
             code = getattr(exc, "code", None) or "run_failed"
             kind = "model_error" if isinstance(exc, ProviderError) else "server_error"
@@ -193,7 +191,7 @@ class Runner:
             outcome.error = {"type": kind, "code": str(code), "message": message}
         except Exception as exc:  # a bug: the response fails with the cause, the stream ends
             log.exception("run %s failed", self.run_id)
-            message = self._relative(f"{type(exc).__name__}: {exc}")
+            message = workspace_relative(self.workspace, f"{type(exc).__name__}: {exc}")
             outcome.status, outcome.error_text = "failed", message
             outcome.error = {"type": "server_error", "code": "server_error", "message": message}
         finally:
@@ -204,12 +202,6 @@ class Runner:
                 with contextlib.suppress(Exception):
                     await router.aclose()
         return outcome
-
-    def _relative(self, message: str) -> str:
-        """A message for the API client: paths inside the workspace relative to it (the
-        server's own paths are none of the client's business)."""
-        root = str(Path(self.workspace.root).resolve())
-        return message.replace(root + os.sep, "").replace(root, ".")
 
     async def _run_deck(
         self,

@@ -57,6 +57,13 @@ class RunProgress:
     root: str | None = None
     transcript: list[JSONObject] = field(default_factory=list)
 
+    def note_answer(self, event: JSONObject) -> None:
+        """Keep a root deck's `run.start` / `model.result` (which model answered)."""
+        if event.get("type") in ("run.start", "model.result") and not event.get(
+            "parentActionCallId"
+        ):
+            self.answers.append(recorded.answer_of(event))
+
 
 class RunRefused(Exception):
     """The run cannot be executed by this process (an unknown kind, invalid params)."""
@@ -165,10 +172,9 @@ class RunContext[P: Payload]:
             # one per run_deck call: a replay's turns, a scenario's persona and root turns
             # and a grader's per-turn calls each end one, and the run used all of them
             self.progress.usage = recorded.add_usage(self.progress.usage, event.get("usage"))
-        elif kind in ("run.start", "model.result") and not event.get("parentActionCallId"):
-            self.progress.answers.append(recorded.answer_of(event))
         elif kind == "log":
             deck_trees.report_warning(event)
+        self.progress.note_answer(event)
         self._writer.add(event)
         if self.spans is not None:
             self.spans(event)

@@ -210,26 +210,24 @@ def read_rows(rows: Iterable[tuple[str, dict[str, Any]]]) -> CalibrationRows:
                 f"{where}: neither a grade row (with grader and score) nor a rating row (with "
                 "item and score); add the missing key"
             )
-    seen: set[tuple[str, str]] = set()
+    # One rating per item and rater: an export repeats an item's rating on each of its grade
+    # rows (every grader, every repeat). A rater's later row replaces the earlier, last in
+    # order (pop, then insert), in one pass however many rows repeat.
+    kept: dict[tuple[str, str], Rating] = {}
     for _where, rating in pending:
         key = data.aliases.get(rating.item)
         if key is None:
             data.unmatched_ratings += 1
             key = rating.item
-        if (key, rating.rater) in seen:
-            # An export repeats an item's rating on each of its grade rows (every grader,
-            # every repeat): one rating, counted once. A rater's later row replaces it.
-            data.ratings[:] = [r for r in data.ratings if (r.item, r.rater) != (key, rating.rater)]
-        seen.add((key, rating.rater))
-        data.ratings.append(
-            Rating(
-                item=key,
-                rater=rating.rater,
-                score=rating.score,
-                conversation=rating.conversation or data.conversation_of.get(key),
-                scenario=rating.scenario,
-            )
+        kept.pop((key, rating.rater), None)
+        kept[(key, rating.rater)] = Rating(
+            item=key,
+            rater=rating.rater,
+            score=rating.score,
+            conversation=rating.conversation or data.conversation_of.get(key),
+            scenario=rating.scenario,
         )
+    data.ratings.extend(kept.values())
     return data
 
 

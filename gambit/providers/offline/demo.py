@@ -230,17 +230,22 @@ def _calls_this_turn(items: Sequence[Any]) -> list[FunctionCallItem]:
     ]
 
 
-def _results_this_turn(items: Sequence[Any], *, raw: bool = False) -> list[str]:
-    """What the tools called this turn returned, as short readable text (`raw`: as sent)."""
+def _outputs_this_turn(items: Sequence[Any]) -> list[str]:
+    """What the tools called this turn returned, as sent."""
     start = _last_user_index(items)
     internal = {
         i.call_id for i in items if isinstance(i, FunctionCallItem) and i.name in INTERNAL_TOOLS
     }
     return [
-        i.output if raw else _readable(i.output)
+        i.output
         for i in items[start + 1 :]
         if isinstance(i, FunctionCallOutputItem) and i.call_id not in internal
     ]
+
+
+def _results_this_turn(items: Sequence[Any]) -> list[str]:
+    """What the tools called this turn returned, as short readable text."""
+    return [_readable(output) for output in _outputs_this_turn(items)]
 
 
 def _context_given(items: Sequence[Any]) -> str:
@@ -301,11 +306,11 @@ def _best_tool(tools: Sequence[Any], said: str) -> Any:
     words = {w for w in re.findall(r"[a-z]{4,}", said.lower())}
 
     def overlap(tool: Any) -> int:
-        text = f"{tool.function.name.replace('_', ' ')} {tool.function.description or ''}"
-        return sum(1 for w in words if w in text.lower())
+        text = f"{tool.function.name.replace('_', ' ')} {tool.function.description or ''}".lower()
+        return sum(1 for w in words if w in text)
 
-    best = max(overlap(t) for t in tools)
-    tied = [t for t in tools if overlap(t) == best]
+    scores = [overlap(t) for t in tools]
+    tied = [t for t, score in zip(tools, scores, strict=True) if score == max(scores)]
     return tied[_seed(said) % len(tied)]
 
 
@@ -388,9 +393,7 @@ def demo_reply(request: CreateResponseRequest) -> Any:
         edits = [{"old_text": old, "new_text": new}]
         return Call(editor.function.name, {"path": path, "edits": edits})
     if _tool(request, "edit_file") is not None:  # the Build assistant: never guess a tool call
-        return Stream(
-            _assistant_answer(patch, _results_this_turn(items), _results_this_turn(items, raw=True))
-        )
+        return Stream(_assistant_answer(patch, _outputs_this_turn(items)))
 
     # A deck with actions or tools: call one before answering, once per turn.
     tools = [t for t in request.tools or [] if t.function.name not in INTERNAL_TOOLS]
@@ -455,16 +458,15 @@ def _refusal(output: str) -> str | None:
     return None
 
 
-def _assistant_answer(
-    patch: re.Match[str] | None, results: list[str], raw: Sequence[str] = ()
-) -> str:
-    """The Build assistant's answer from the demo model: what its edit did, or what it can
-    do (it never calls a read or search tool with arguments made up from the message)."""
-    if patch is None or not results:
+def _assistant_answer(patch: re.Match[str] | None, outputs: list[str]) -> str:
+    """The Build assistant's answer from the demo model, from the tool outputs of this turn:
+    what its edit did, or what it can do (it never calls a read or search tool with
+    arguments made up from the message)."""
+    if patch is None or not outputs:
         return ASSISTANT_HELP
     old, new, path = patch.group("old"), patch.group("new"), patch.group("path")
-    outcome = results[-1]
-    refused = _refusal(raw[-1]) if raw else None
+    outcome = _readable(outputs[-1])
+    refused = _refusal(outputs[-1])
     if refused is not None:  # the tool's error result (no match: 409 "no_changes")
         # the file as the user named it, not the server's absolute path to it
         refused = re.sub(r"/\S*/" + re.escape(path.lstrip("./")) + r"\b", path, refused)
