@@ -13,7 +13,9 @@ from gambit.cli.main import cli
 HEADER = """# The `gambit` command
 
 Generated from `gambit --help` by `docs/generate_cli_reference.py`; a test fails when it is
-out of date. Exit codes: 0 on success, 1 with a one-line reason on stderr for any failure.
+out of date. Exit codes: 0 on success; 1 with a one-line reason on stderr when the command
+fails (a deck that does not load, a failed run, a missed gate); 2 when the command line itself
+is wrong (an unknown option, a value out of range), with the usage and the reason on stderr.
 """
 
 

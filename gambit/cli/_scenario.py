@@ -68,7 +68,7 @@ def _warn_grader(watch: GraderWatch, run: GradingRun) -> None:
 @count_option(
     "--runs", 1, 1000, "Run the scenario this many times (a batch: progress bar, summary table)."
 )
-@count_option("--concurrency", 4, 256, "Runs in flight at once (with --runs).")
+@count_option("--concurrency", 4, 256, "Model calls in flight at once (with --runs).")
 @SCENARIO_INPUT_OPTION
 @path_option("--json", "json_path", "With --runs: write one JSON result per line to this file.")
 @common_run_options

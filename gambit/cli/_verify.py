@@ -72,7 +72,9 @@ def _pass_rate(value: str) -> float:
     100,
     "Grades of each run by each grader (their agreement is the self-consistency).",
 )
-@count_option("--concurrency", 4, 256, "Scenario runs and grades in flight at once.")
+@count_option(
+    "--concurrency", 4, 256, "Model calls in flight at once (scenario runs and grades share them)."
+)
 @count_option("--max-turns", 12, 200, "Most persona messages per run.")
 @threshold_option("A grade passes when its score is at least this.")
 @click.option("--fail-under", type=float, help="Exit 1 when a grader's mean score is below this.")

@@ -6,8 +6,11 @@ times against the root deck, grades every finished conversation `repeats` times 
 grader, and reports each run and each grade with its duration, tokens and cost, so a failure
 is never a bare count: a failed run keeps its error and whatever conversation it produced.
 
-Scenario runs and grade samples share one concurrency limit (each holds a slot only while it
-calls the model), and a run's grades start as soon as that run finishes.
+Scenario runs and grade samples share one concurrency limit on model calls (a call holds a
+slot only while the provider answers: `_call_slots`), and a run's grades start as soon as that
+run finishes. Half as many runs and grades again are under way at once (none more at
+concurrency 1, which runs one thing at a time), so that the next call has its request ready
+when a slot frees, without building every run's request at the start.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
+from ._call_slots import CallSlots, on_first_slot
 from ._deck import Deck, DeckTree
 from ._grading import GradingRun, grade_state
 from ._ids import new_id
@@ -321,6 +325,14 @@ def deck_files_hash(tree: DeckTree) -> str:
     return digest.hexdigest()[:16]
 
 
+def _bounded(options: Mapping[str, Any] | None, calls: CallSlots) -> dict[str, Any]:
+    """`options` (a copy) with its model resolver handing out providers bounded by `calls`."""
+    bounded = dict(options or {})
+    if bounded.get("model_resolver") is not None:
+        bounded["model_resolver"] = calls.resolver(bounded["model_resolver"])
+    return bounded
+
+
 def declared_refs(tree: DeckTree, role: Literal["scenarios", "graders"]) -> list[str]:
     """The root deck's `[[scenarios]]` or `[[graders]]` paths, in declaration order."""
     return [ref.path for ref in getattr(tree.root, role)]
@@ -408,7 +420,12 @@ async def run_verify(
         return permissions[id(tree)]
 
     progress = VerifyProgress()
-    slots = asyncio.Semaphore(concurrency)
+    calls = CallSlots(concurrency)
+    under_way = asyncio.Semaphore(concurrency + concurrency // 2)
+    provider = calls.provider(provider)
+    run_options, persona_options, grader_options = (
+        _bounded(options, calls) for options in (run_options, persona_options, grader_options)
+    )
     user_trace = run_options.pop("on_trace", None)
 
     run_records = [
@@ -446,12 +463,17 @@ async def run_verify(
 
         return on_trace
 
+    def start(record: ScenarioRunRecord | GradeRecord, phase: Phase) -> None:
+        """The record is running from its first model call (or its end, if it makes none)."""
+        if record.status == "queued":
+            record.status = "running"
+            progress.move(phase, "queued", "running")
+            report()
+
     async def grade_one(record: GradeRecord, tree: DeckTree, state: SavedState) -> None:
         meter = _Meter()
-        async with slots:
-            record.status = "running"
-            progress.move("grade", "queued", "running")
-            report()
+        async with under_way:
+            on_first_slot.set(lambda: start(record, "grade"))
             began = time.perf_counter()
             try:
                 grading, _ = await grade_state(
@@ -474,6 +496,7 @@ async def run_verify(
             except Exception as exc:  # recorded on the sample, never lost
                 record.error = f"{type(exc).__name__}: {exc}"
             record.note_spent(began, meter)
+        start(record, "grade")
         failed = record.error is not None or record.score is None
         record.status = "failed" if failed else "completed"
         progress.move("grade", "running", record.status)
@@ -484,10 +507,8 @@ async def run_verify(
     async def run_one(record: ScenarioRunRecord, tree: DeckTree) -> None:
         meter = _Meter()
         partial: list[SavedState] = []
-        async with slots:
-            record.status = "running"
-            progress.move("run", "queued", "running")
-            report()
+        async with under_way:
+            on_first_slot.set(lambda: start(record, "run"))
             began = time.perf_counter()
             try:
                 result = await run_scenario(
@@ -508,12 +529,14 @@ async def run_verify(
                     result.turns,
                     (result.stopped),
                 )
-                record.status = "completed"
+                outcome: Status = "completed"
             except Exception as exc:  # the run fails; what it said so far is kept
                 record.error = f"{type(exc).__name__}: {exc}"
                 record.state = partial[-1] if partial else None
-                record.status = "failed"
+                outcome = "failed"
             record.note_spent(began, meter)
+        start(record, "run")
+        record.status = outcome
         progress.move("run", "running", record.status)
         report()
         if on_run is not None:

@@ -9,6 +9,7 @@ import pytest
 
 from gambit.core import load_deck_tree
 from gambit.core._verify_run import deck_files_hash, grade_rows, run_verify
+from gambit.core.provider import ResolvedModel
 from gambit.providers.offline import Call, Fail, ScriptedProvider
 
 from .conftest import GRADER_SCHEMAS, MODEL
@@ -142,6 +143,51 @@ async def test_concurrency_bounds_the_model_calls_in_flight(decks):
     assert len(report.grades) == 16
     assert model.peak <= 3
     assert model.peak >= 2  # it did run things at once
+
+
+class _ResolvesTo:
+    """A model resolver (as the provider router is) that hands every deck `provider`."""
+
+    def __init__(self, provider):
+        self.provider = provider
+
+    def resolve_model(self, model, *, params=None, deck_path=None):
+        return ResolvedModel(
+            model=model if isinstance(model, str) else model[0], provider=self.provider
+        )
+
+
+async def test_calls_to_a_provider_a_resolver_hands_out_are_bounded_too(decks):
+    # The router resolves each deck's model to a provider of its own; those calls must take
+    # the same slots as calls to the run's provider (docs/cli.md, verify --concurrency).
+    root = _tree(decks)
+    model = Model([1] * 40, delay=0.02)
+    unused = ScriptedProvider()
+    report = await run_verify(
+        root,
+        provider=unused,
+        model_resolver=_ResolvesTo(model.provider),
+        runs=8,
+        repeats=2,
+        concurrency=2,
+    )
+    assert len(report.grades) == 16 and not unused.records
+    assert model.peak == 2
+
+
+async def test_concurrency_one_runs_one_thing_at_a_time(decks):
+    root = _tree(decks)
+    model = Model([1] * 10, delay=0.01)
+    seen = []
+    await run_verify(
+        root,
+        provider=_provider(model),
+        runs=3,
+        concurrency=1,
+        on_progress=lambda p: seen.append(p.to_json()),
+    )
+    assert model.peak == 1
+    assert max(s["run"]["running"] + s["grade"]["running"] for s in seen) == 1
 
 
 async def test_progress_counts_reach_the_totals(decks):
