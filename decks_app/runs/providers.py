@@ -75,9 +75,9 @@ def effective_model(override: str, deck_models: list[str], router: ProviderRoute
     for model in candidates:
         if router.unavailable_reason(model, probe=False) is None:
             return None, model, router.route(model).provider == "offline"
-    if deck_models:
-        return OFFLINE_MODEL, OFFLINE_MODEL, True
-    return None, "", False
+    # No configured provider for the deck's models, or a deck that names none: the offline
+    # demo model answers, as in the CLI (docs/decisions.md).
+    return OFFLINE_MODEL, OFFLINE_MODEL, True
 
 
 def make_router(workspace_root: str | Path) -> ProviderRouter:

@@ -87,16 +87,28 @@ def make_router(deck_path: Path) -> Any:
     answered by the offline demo model, with a note on stderr, so every command works without
     an API key; GAMBIT_REQUIRE_PROVIDER=1 makes that an error instead (for CI).
 
-    The note is printed once per command, for the first such deck: a scenario with a grader
-    reaches four decks that name the same model, and one missing key is one thing to fix."""
-    told: list[str] = []
+    The note is printed once per command and cause (a deck that names no model, a provider
+    not configured), for the first such deck: a scenario with a grader reaches four decks
+    that name the same model, and one missing key is one thing to fix."""
+    told: set[bool] = set()  # a note per cause: no model named, or no provider configured
 
     def note(deck: str | None, tried: str) -> None:
-        if told:
+        named = bool(tried)
+        if named in told:
             return
-        told.append(tried)
+        told.add(named)
+        where = shown_path(deck) if deck else "this deck"
+        if not named:
+            click.echo(
+                f"note: {where} names no model and no --model was given; the offline demo "
+                f'model ({OFFLINE_FALLBACK_MODEL}) answers it. Add model = "..." under '
+                "[modelParams] or pass --model MODEL; GAMBIT_REQUIRE_PROVIDER=1 makes this an "
+                "error.",
+                err=True,
+            )
+            return
         click.echo(
-            f"note: no configured provider for {shown_path(deck) if deck else 'this deck'} "
+            f"note: no configured provider for {where} "
             f"(tried {tried}); the offline demo model ({OFFLINE_FALLBACK_MODEL}) answers "
             "instead, for it and any other deck whose provider is not configured. Set the "
             "provider's key or pass --model-force MODEL; GAMBIT_REQUIRE_PROVIDER=1 makes this "

@@ -216,7 +216,8 @@ class ModelResolver(Protocol):
 
     `model` is a string when there is one model (a deck's single `model`, `--model-force`,
     or the default model) and a list only when the deck gives an ordered fallback list of
-    several, as the TypeScript Gambit passes it.
+    several, as the TypeScript Gambit passes it; an empty list when the deck names no model
+    and no default is given (a resolver may choose one, or raise `ModelNotAvailableError`).
     """
 
     def resolve_model(

@@ -236,7 +236,12 @@ class ProviderRouter(BaseChatProvider):
         candidates, alias_params, expanded = self.expand(model)
         merged = {**alias_params, **(params or {})} or None
         if not candidates:
-            raise ModelNotAvailableError(f"No model configured for deck {deck_path or '(unknown)'}")
+            if self.offline_fallback is not None:
+                return self._fall_back(deck_path, "", merged)
+            raise ModelNotAvailableError(
+                f"No model configured for deck {deck_path or '(unknown)'} and no --model "
+                'provided (fix: add model = "..." under [modelParams], or pass --model)'
+            )
         tried: list[str] = []
         for candidate in candidates:
             reason = self.unavailable_reason(candidate, probe=expanded and len(candidates) > 1)
@@ -248,14 +253,21 @@ class ProviderRouter(BaseChatProvider):
             tried.append(f"{candidate} ({route.provider or 'default'}: {reason})")
         deck = f" for deck {deck_path}" if deck_path else ""
         if self.offline_fallback is not None:
-            if self.on_offline_fallback is not None:
-                self.on_offline_fallback(deck_path, ", ".join(tried))
-            return ResolvedModel(
-                model=self.offline_fallback,
-                params=merged,
-                provider=self.provider_for(self.offline_fallback),
-            )
+            return self._fall_back(deck_path, ", ".join(tried), merged)
         raise ModelNotAvailableError(f"No available model found{deck}. Tried: " + ", ".join(tried))
+
+    def _fall_back(
+        self, deck_path: str | None, tried: str, params: dict[str, Any] | None
+    ) -> ResolvedModel:
+        """The offline fallback answers; `tried` is empty when the deck names no model."""
+        assert self.offline_fallback is not None
+        if self.on_offline_fallback is not None:
+            self.on_offline_fallback(deck_path, tried)
+        return ResolvedModel(
+            model=self.offline_fallback,
+            params=params,
+            provider=self.provider_for(self.offline_fallback),
+        )
 
     # ------------------------------------------------------------------ provider
 

@@ -419,3 +419,21 @@ def test_with_no_provider_configured_the_offline_demo_model_answers_and_says_so(
     assert result.stderr.count("note: no configured provider") == 1
     assert of_type(events, "model.result")[0]["model"] == "offline/demo"
     assert fake_server.requests == []
+
+
+def test_a_deck_that_names_no_model_is_answered_by_the_demo_model_and_says_how_to_name_one(
+    fake_server: FakeModelServer, tmp_path: Path
+):
+    # README: with no provider configured, every command is answered by offline/demo; a
+    # deck with no [modelParams] model is the first deck most people write.
+    deck = tmp_path / "PROMPT.md"
+    deck.write_text('+++\nlabel = "plain"\n+++\nYou help.\n')
+    result, events = gambit_run(deck, clean_env())
+    assert result.returncode == 0, result.stderr
+    assert "PROMPT.md names no model and no --model was given" in result.stderr
+    assert 'Add model = "..." under [modelParams] or pass --model MODEL' in result.stderr
+    assert of_type(events, "model.result")[0]["model"] == "offline/demo"
+    required, _ = gambit_run(deck, clean_env(GAMBIT_REQUIRE_PROVIDER="1"))
+    assert required.returncode == 1
+    assert "No model configured for deck" in required.stderr
+    assert "fix: add model" in required.stderr

@@ -5,8 +5,11 @@ a replay), on the session page, its JSON twin and the session list."""
 from __future__ import annotations
 
 import asyncio
+import shutil
+from pathlib import Path
 
 import pytest
+from django.test import override_settings
 
 from decks_app.models import Run
 from decks_app.runs import executor, queue
@@ -41,6 +44,26 @@ def test_a_deck_whose_model_is_not_configured_shows_the_offline_model(client, mo
     assert '<span id="session-model" title="The model that answered">offline/demo (offline)' in html
     (row,) = client.get("/test.json").json()["sessions"]
     assert (row["model"], row["offline"]) == ("offline/demo", True)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_deck_that_names_no_model_is_answered_by_the_demo_model(
+    client, monkeypatch, tmp_path, settings
+):
+    # As in the CLI (docs/decisions.md): the first deck a new user writes names no model.
+    for key in PROVIDER_KEYS:
+        monkeypatch.delenv(key, raising=False)
+    root = tmp_path / "ws"
+    shutil.copytree(Path(settings.GAMBIT_WORKSPACE), root, ignore=shutil.ignore_patterns(".gambit"))
+    (root / "plain").mkdir()
+    (root / "plain/PROMPT.md").write_text('+++\nlabel = "plain"\n+++\nYou help.\n')
+    with override_settings(GAMBIT_WORKSPACE=str(root)):
+        session = create_session(current_workspace(), "plain/PROMPT.md")
+        run = send_message(session, "Hello?")
+        assert _execute(run.id) == "completed"
+        data = client.get(f"/test/{session.id}.json").json()
+    assert (data["model"], data["offline"]) == ("offline/demo", True)
+    assert "offline demo model" in str(data["conversation"])
 
 
 @pytest.mark.django_db(transaction=True)

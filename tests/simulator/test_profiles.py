@@ -84,6 +84,8 @@ def test_the_session_model_follows_gambit_toml_routing():
     assert effective_model("", ["llama3.1"], router) == (None, "llama3.1", False)
     # An alias is judged by what it expands to (openrouter, unconfigured here).
     assert effective_model("", ["fast"], router) == (OFFLINE_MODEL, OFFLINE_MODEL, True)
+    # A deck that names no model is answered by the demo model too, as in the CLI.
+    assert effective_model("", [], router) == (OFFLINE_MODEL, OFFLINE_MODEL, True)
     keyed = ProviderRouter(config=config, env={"OPENROUTER_API_KEY": "k"})
     assert effective_model("", ["fast"], keyed) == (None, "openrouter/openai/gpt-4o-mini", False)
     assert effective_model("offline/echo", ["fast"], router) == (

@@ -114,19 +114,23 @@ class _RequestParts:
             or (models[0] if len(models) == 1 else list(models) or None)
             or self.run.default_model
         )
-        if not candidate:
+        if not candidate and self.run.resolver is None:
             raise RunError(
                 f"No model configured for deck {deck.path} and no --model provided",
                 code="no_model",
                 deck_path=deck.path,
             )
         if self.run.resolver is not None:
+            # No model at all reaches the resolver as an empty list: the router answers it
+            # with its offline fallback when it has one, else raises "No model configured".
+            candidate = candidate or []
             resolved = self.run.resolver.resolve_model(
                 candidate, params=params, deck_path=deck.path
             )
             if resolved.params is None:
                 resolved.params = params
             return resolved
+        assert candidate  # checked above when there is no resolver
         model = candidate if isinstance(candidate, str) else candidate[0]
         return ResolvedModel(model=model, params=params)
 
