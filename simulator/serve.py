@@ -80,6 +80,8 @@ def _port_free(host: str, port: int) -> str | None:
         probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             probe.bind((host.strip("[]"), port))
+        except socket.gaierror as exc:  # not an address of this machine, nor a name of one
+            return f"unknown host: {exc.strerror or exc}"
         except OSError as exc:
             return exc.strerror or str(exc)
     return None
@@ -131,11 +133,12 @@ def serve(
 ) -> None:
     busy = _port_free(host, port)
     if busy is not None:
-        print(
-            f"gambit serve: cannot listen on {host}:{port} ({busy}); is another server running? "
-            "Pick another port with --port.",
-            file=sys.stderr,
+        fix = (
+            "is another server running? Pick another port with --port."
+            if "in use" in busy
+            else "give --host an address of this machine (127.0.0.1 by default)."
         )
+        print(f"gambit serve: cannot listen on {host}:{port} ({busy}); {fix}", file=sys.stderr)
         raise SystemExit(1)
 
     workspace = served_workspace(target, "gambit serve")

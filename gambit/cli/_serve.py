@@ -26,10 +26,10 @@ def _simulator() -> ModuleType:
 @click.command("serve", context_settings=HELP_OPTIONS)
 @click.argument("deck_or_folder", required=False)
 @click.option("--host", default="127.0.0.1", show_default=True, help="interface to listen on")
-@click.option("--port", default=8000, show_default=True, type=int)
+@click.option("--port", default=8000, show_default=True, type=click.IntRange(1, 65535))
 @click.option(
     "--workers",
-    type=int,
+    type=click.IntRange(0, 256),
     default=None,
     help="concurrent runs executed inside this process (default 8 embedded, 0 distributed)",
 )

@@ -40,7 +40,36 @@ def test_a_second_server_on_a_busy_port_exits_1_before_touching_the_database(tmp
         )  # fmt: skip
     assert result.returncode == 1
     assert f"cannot listen on 127.0.0.1:{port}" in result.stderr
+    assert "is another server running? Pick another port with --port." in result.stderr
     assert not db.exists()  # nothing touched: no migration, no run marked interrupted
+
+
+def test_bad_ports_workers_and_hosts_are_refused_in_one_line_without_a_traceback(tmp_path):
+    import os
+
+    env = {**os.environ, "GAMBIT_SIM_DB": str(tmp_path / "sim.sqlite3")}
+    env.pop("DATABASE_URL", None)
+
+    def serve(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run(
+            [sys.executable, "-c", "from gambit.cli.main import main; main()", "serve", *args],
+            capture_output=True, text=True, env=env, timeout=60,
+        )  # fmt: skip
+
+    for args, said in [
+        (("--port", "99999"), "'--port': 99999 is not in the range 1<=x<=65535"),
+        (("--port", "-1"), "'--port': -1 is not in the range"),
+        (("--workers", "-3"), "'--workers': -3 is not in the range 0<=x<=256"),
+    ]:
+        result = serve(*args)
+        assert result.returncode == 2 and said in result.stderr, result.stderr
+        assert "Traceback" not in result.stderr
+    result = serve("--host", "0.0.0.0.0", "--port", "8123")
+    assert result.returncode == 1 and "Traceback" not in result.stderr
+    assert "cannot listen on 0.0.0.0.0:8123 (unknown host" in result.stderr
+    assert "give --host an address of this machine" in result.stderr
+    assert "another server" not in result.stderr
+    assert not (tmp_path / "sim.sqlite3").exists()
 
 
 def test_a_worker_on_the_embedded_profile_exits_1_and_says_where_the_workers_are(tmp_path):
