@@ -21,7 +21,7 @@ import click
 
 from gambit.cli import HELP_OPTIONS
 from gambit.cli._project import allow_path_option, project_root_for
-from gambit.core import Problem, check_deck_tree, find_workspace_decks
+from gambit.core import Problem, check_deck_tree, decks_below_the_listing, find_workspace_decks
 
 
 def check_report(
@@ -44,14 +44,34 @@ def check_report(
     decks: list[dict] = []
     seen: set[tuple[str, str]] = set()
     models_by_deck: dict[str, list[str]] = {}
+    deeper = decks_below_the_listing(target) if target.is_dir() else []
     if target.is_dir() and not roots:
         errors.append(
             Problem(
                 "no deck found: the folder has no PROMPT.md and no subfolder with one",
                 file=str(target.resolve()),
-                hint="pass a deck's PROMPT.md, or a folder of deck folders",
+                hint="pass a deck's PROMPT.md, or a folder of deck folders"
+                + (
+                    f" (decks lie deeper: {', '.join(_relative(str(d)) for d in deeper)})"
+                    if deeper
+                    else ""
+                ),
             )
         )
+    elif deeper:
+        # A folder of decks is read one level down, as `gambit serve` lists it: say what that
+        # leaves out rather than pass it over.
+        warnings.extend(
+            Problem(
+                "not checked: this deck lies more than one folder down, where a folder of "
+                "decks is not searched (nor listed by gambit serve)",
+                file=str(deck),
+                hint=f"check it by path: gambit check {_relative(str(deck))}",
+                severity="warning",
+            )
+            for deck in deeper
+        )
+    _check_configs(roots, errors, warnings)
     for root in roots:
         tree, diag = check_deck_tree(
             root,
@@ -82,6 +102,35 @@ def check_report(
         **report,
         "_problems": (errors, warnings),
     }
+
+
+def _check_configs(roots: list[Path], errors: list[Problem], warnings: list[Problem]) -> None:
+    """Each `gambit.toml` the decks would run with (the nearest above each), read as `gambit
+    run` reads it: an error there fails every run, so it fails the check too."""
+    from gambit.providers import ConfigError, find_config, load_config
+
+    seen: set[str] = set()
+    for root in roots:
+        folder = Path(root).resolve().parent
+        try:
+            config = load_config(folder)
+        except ConfigError as exc:
+            path = str(find_config(folder) or "gambit.toml")
+            message = str(exc).removeprefix(f"{path}: ")  # the file is the problem's own
+            _extend_new(errors, [Problem(message, file=path)])
+            continue
+        where = str(config.path) if config.path else None
+        if where is None or where in seen:
+            continue
+        seen.add(where)
+        _extend_new(warnings, [_config_warning(m, where) for m in config.warnings])
+
+
+def _config_warning(message: str, where: str | None) -> Problem:
+    """A gambit.toml warning as a problem of that file (its message names the file too)."""
+    if where:
+        message = message.removeprefix(f"{where}: ")
+    return Problem(message, file=where, severity="warning")
 
 
 def _extend_new(problems: list[Problem], more: Iterable[Problem]) -> None:
@@ -120,8 +169,7 @@ def provider_report(
                 errors.append(problem)
             continue
         for message in config.warnings:
-            where = str(config.path) if config.path else None
-            problem = Problem(message, file=where, severity="warning")
+            problem = _config_warning(message, str(config.path) if config.path else None)
             if problem not in warnings:
                 warnings.append(problem)
         described = describe_model_list(names, env, config)

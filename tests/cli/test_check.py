@@ -218,3 +218,35 @@ def test_providers_warns_about_undefined_aliases_and_respects_default_none(tmp_p
     quick = report["providers"]["models"][0]
     assert quick["model"] == "quick" and quick["provider"] is None and not quick["configured"]
     assert "default" in quick["reason"]
+
+
+def test_a_broken_gambit_toml_fails_the_check_as_it_would_fail_the_run(tmp_path: Path):
+    (tmp_path / "gambit.toml").write_text('[context]\nwindow = "big"\n')
+    (tmp_path / "d").mkdir()
+    (tmp_path / "d" / "PROMPT.md").write_text('+++\nlabel = "d"\n+++\nHi.\n')
+    result = run_check(str(tmp_path / "d"))
+    assert result.returncode == 1
+    assert f"error: {tmp_path / 'gambit.toml'}: context.window must be" in result.stderr
+    assert f"{tmp_path / 'gambit.toml'}: {tmp_path}" not in result.stderr  # named once
+    (tmp_path / "gambit.toml").write_text('[providers]\ndefault = "nosuch"\n')
+    warned = run_check(str(tmp_path / "d"))
+    assert warned.returncode == 0
+    assert warned.stderr.count("unknown providers.default 'nosuch'") == 1
+
+
+def test_a_folder_of_decks_names_the_decks_it_does_not_search(tmp_path: Path):
+    (tmp_path / "a").mkdir()
+    (tmp_path / "a" / "PROMPT.md").write_text('+++\nlabel = "a"\n+++\nHi.\n')
+    (tmp_path / "b" / "sub").mkdir(parents=True)
+    (tmp_path / "b" / "sub" / "PROMPT.md").write_text('+++\nlabel = "b\n+++\n')  # broken
+    result = run_check(str(tmp_path))
+    assert result.returncode == 0  # the listing's decks load; the deeper one is named
+    assert "b/sub/PROMPT.md: not checked: this deck lies more than one folder down" in result.stderr
+    assert "check it by path: gambit check" in result.stderr
+    only_deeper = tmp_path / "only"
+    (only_deeper / "x" / "y").mkdir(parents=True)
+    (only_deeper / "x" / "y" / "PROMPT.md").write_text('+++\nlabel = "y"\n+++\nHi.\n')
+    result = run_check(str(only_deeper))
+    assert result.returncode == 1
+    assert "no deck found" in result.stderr and "decks lie deeper:" in result.stderr
+    assert "x/y/PROMPT.md" in result.stderr

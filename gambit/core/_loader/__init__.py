@@ -43,7 +43,14 @@ problem in a deck (only `DeckRunsCode`, when the caller asked for no imports).
 
 from .imports import IMPORT_TIME_LIMIT, DeckRunsCode
 from .paths import ProjectRoot, default_project_root, project_top
-from .tree import as_tree, check_deck_tree, find_workspace_decks, load_deck, load_deck_tree
+from .tree import (
+    as_tree,
+    check_deck_tree,
+    decks_below_the_listing,
+    find_workspace_decks,
+    load_deck,
+    load_deck_tree,
+)
 
 __all__ = [
     "as_tree",
@@ -53,6 +60,7 @@ __all__ = [
     "default_project_root",
     "project_top",
     "check_deck_tree",
+    "decks_below_the_listing",
     "find_workspace_decks",
     "load_deck",
     "load_deck_tree",

@@ -121,6 +121,33 @@ def find_workspace_decks(folder: str | Path) -> list[Path]:
     return found
 
 
+def decks_below_the_listing(folder: str | Path, depth: int = 4) -> list[Path]:
+    """Decks `find_workspace_decks` leaves out: those further down than one folder, under
+    subfolders that are not decks themselves, to `depth` folders down (at most 20; hidden
+    folders and node_modules left out). `gambit check` names them rather than pass them over."""
+    found: list[Path] = []
+
+    def walk(here: Path, level: int) -> None:
+        if level > depth or len(found) >= 20:
+            return
+        for child in sorted(p for p in here.iterdir() if p.is_dir()):
+            if child.name.startswith(".") or child.name == "node_modules":
+                continue
+            entry = folder_entrypoint(child)
+            if entry is None:
+                walk(child, level + 1)
+            elif level > 1:
+                found.append(entry)  # a deck folder's own subfolders are its parts
+
+    folder = Path(folder)
+    if folder_entrypoint(folder) is None:
+        try:
+            walk(folder, 1)
+        except OSError:
+            pass
+    return found
+
+
 class _TreeWalk:
     def __init__(self, *, strict: bool, import_modules: bool = True):
         self.load = Load(Diagnostics(strict=strict), import_modules=import_modules)
