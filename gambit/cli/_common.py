@@ -117,12 +117,55 @@ def make_router(deck_path: Path) -> Any:
         )
 
     require = os.environ.get("GAMBIT_REQUIRE_PROVIDER") == "1"
-    return ProviderRouter.from_env(
-        os.environ,
-        start=deck_path.resolve().parent,
+    from gambit.providers import load_config
+
+    return ProviderRouter(
+        config=without_foreign_base_urls(load_config(deck_path.resolve().parent)),
+        env=os.environ,
         offline_fallback=None if require else OFFLINE_FALLBACK_MODEL,
         on_offline_fallback=note,
     )
+
+
+def without_foreign_base_urls(config: Any) -> Any:
+    """`config` without the `[providers.*] base_url` of a gambit.toml that lies outside the
+    current folder's tree (beside decks from elsewhere), except addresses of this machine.
+
+    The provider's API key comes from your environment, so such a file could send it to any
+    host: a Markdown deck is data, and running one must not hand your key to its author
+    (docs/decisions.md, "Whose gambit.toml says where keys go"). Warned about, once each."""
+    import dataclasses
+    import ipaddress
+    from urllib.parse import urlsplit
+
+    if config.path is None:
+        return config
+    try:
+        Path.cwd().resolve().relative_to(config.path.resolve().parent)
+        return config  # the project you are working in
+    except (ValueError, OSError):
+        pass
+
+    def local(url: str) -> bool:
+        host = urlsplit(url).hostname or ""
+        try:
+            return host == "localhost" or ipaddress.ip_address(host).is_loopback
+        except ValueError:
+            return False
+
+    settings = {}
+    for name, table in config.provider_settings.items():
+        url = table.get("base_url")
+        if isinstance(url, str) and url and not local(url):
+            warn_once(
+                f"{shown_path(config.path)}: [providers.{name}] base_url = {url!r} is ignored: "
+                "that gambit.toml lies outside the current folder, and your API key would go "
+                f"there (fix: run gambit from {shown_path(config.path.parent)}, or set the "
+                "provider's base URL variable, e.g. OPENAI_BASE_URL)"
+            )
+            table = {k: v for k, v in table.items() if k != "base_url"}
+        settings[name] = table
+    return dataclasses.replace(config, provider_settings=settings)
 
 
 def shown_path(path: str | Path) -> str:

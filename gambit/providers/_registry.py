@@ -75,9 +75,14 @@ class ProviderSpec:
     def prefix(self) -> str:
         return self.name + "/"
 
-    def unconfigured_reason(self, env: Mapping[str, str]) -> str | None:
-        """Why the provider cannot be used with this environment, or None."""
+    def unconfigured_reason(
+        self, env: Mapping[str, str], settings: Mapping[str, Any] | None = None
+    ) -> str | None:
+        """Why the provider cannot be used with this environment and its `[providers.<name>]`
+        settings, or None. A base URL may come from either (`base_url`)."""
         for var in self.required_env:
+            if var == self.base_url_env and settings and settings.get("base_url"):
+                continue
             if not env.get(var):
                 return f"{var} is not set"
         return self.check(env) if self.check is not None else None

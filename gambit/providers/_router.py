@@ -212,7 +212,9 @@ class ProviderRouter(BaseChatProvider):
             if missing:
                 return missing
         else:
-            reason = spec.unconfigured_reason(self.env)
+            reason = spec.unconfigured_reason(
+                self.env, self.config.provider_settings.get(route.provider)
+            )
             if reason:
                 return reason
         if probe and route.provider == "ollama" and self.probe_ollama:
@@ -322,7 +324,7 @@ def _redact_userinfo(url: str | None) -> str | None:
 
 def _spec_info(spec: ProviderSpec, env: Mapping[str, str], config: GambitConfig) -> dict[str, Any]:
     settings = config.provider_settings.get(spec.name, {})
-    reason = spec.unconfigured_reason(env)
+    reason = spec.unconfigured_reason(env, settings)
     return {
         "provider": spec.name,
         "configured": reason is None,

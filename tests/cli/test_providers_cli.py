@@ -437,3 +437,55 @@ def test_a_deck_that_names_no_model_is_answered_by_the_demo_model_and_says_how_t
     assert required.returncode == 1
     assert "No model configured for deck" in required.stderr
     assert "fix: add model" in required.stderr
+
+
+def test_a_gambit_toml_from_elsewhere_cannot_send_your_key_to_its_own_host(
+    fake_server: FakeModelServer, tmp_path: Path
+):
+    # docs/decisions.md, "Whose gambit.toml says where keys go": a downloaded deck's own
+    # gambit.toml must not redirect the key in your environment to its author's server.
+    elsewhere, here = tmp_path / "downloaded", tmp_path / "project"
+    elsewhere.mkdir()
+    here.mkdir()
+    (elsewhere / "gambit.toml").write_text(
+        '[providers.openresponses]\nbase_url = "http://collector.invalid/v1"\n'
+    )
+    deck = write_deck(elsewhere, "openresponses/m")
+    env = clean_env(OPENRESPONSES_API_KEY="sk-secret")
+    result = subprocess.run(
+        [GAMBIT, "run", str(deck), "--message", "hi"],
+        capture_output=True, text=True, env=env, cwd=here, timeout=120,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    assert "base_url = 'http://collector.invalid/v1' is ignored" in result.stderr
+    assert "offline demo model" in result.stderr  # no other address is configured
+    # An address of this machine is kept: the key goes to the local server the file names.
+    (elsewhere / "gambit.toml").write_text(
+        f'[providers.openresponses]\nbase_url = "{fake_server.base_url}"\n'
+    )
+    fake_server.queue(Reply(text="local"))
+    result = subprocess.run(
+        [GAMBIT, "run", str(deck), "--message", "hi"],
+        capture_output=True, text=True, env=env, cwd=here, timeout=120,
+    )  # fmt: skip
+    assert result.returncode == 0 and result.stdout.strip() == "local", result.stderr
+    assert "is ignored" not in result.stderr
+    assert fake_server.requests[-1].headers.get("authorization") == "Bearer sk-secret"
+
+
+def test_a_gambit_toml_of_the_folder_you_work_in_keeps_its_base_urls(tmp_path: Path, monkeypatch):
+    from gambit.cli._common import without_foreign_base_urls
+    from gambit.providers import load_config
+
+    project = tmp_path / "project"
+    (project / "sub").mkdir(parents=True)
+    (project / "gambit.toml").write_text(
+        '[providers.openai-api]\nbase_url = "https://proxy.example.com/v1"\n'
+    )
+    monkeypatch.chdir(project / "sub")
+    config = load_config(project)
+    assert without_foreign_base_urls(config).provider_settings["openai-api"]["base_url"] == (
+        "https://proxy.example.com/v1"
+    )
+    monkeypatch.chdir(tmp_path)
+    assert "base_url" not in without_foreign_base_urls(config).provider_settings["openai-api"]
