@@ -806,3 +806,18 @@ async def test_the_demo_model_calls_the_tool_the_message_is_about(said, expected
     )
     (call,) = result.response.output
     assert call.name == expected
+
+
+async def test_an_unknown_model_of_the_offline_provider_is_named_as_unknown():
+    # `--model-force offline/nosuch` said "no scripted reply left ... enqueue more replies",
+    # which means nothing on the command line: nothing was ever scripted there.
+    from gambit.providers.offline.demo import BUILTIN_MODELS
+
+    provider = ScriptedProvider(models=BUILTIN_MODELS)
+    with pytest.raises(ProviderError) as info:
+        await provider.responses(request(model="offline/nosuch"), deck_path="/d/PROMPT.md")
+    assert str(info.value) == (
+        "offline: unknown offline model offline/nosuch (deck /d/PROMPT.md); "
+        "the offline models are offline/echo, offline/demo"
+    )
+    assert info.value.code == "unknown_model"

@@ -95,6 +95,7 @@ class ScriptedProvider(OfflineBase):
         self.models: dict[str, ReplyModel] = dict(models or {})
         self.fallback_models = bool(self.models)
         self._queue: list[ReplySpec] = []
+        self._scripted = False  # whether any reply was ever queued
         self.enqueue(*replies)
 
     def enqueue(self, *replies: ReplySpec) -> ScriptedProvider:
@@ -106,6 +107,7 @@ class ScriptedProvider(OfflineBase):
                     f"(request) -> reply; got {type(reply).__name__}"
                 )
             self._queue.append(reply)
+            self._scripted = True
         return self
 
     @property
@@ -131,6 +133,14 @@ class ScriptedProvider(OfflineBase):
             if self.models:
                 names = ", ".join(f"offline/{name}" for name in self.models)
                 hint = f" or use a built-in offline model ({names})"
+                if not self._scripted:
+                    # Nothing was ever scripted: the model name is what is wrong.
+                    raise ProviderError(
+                        f"unknown offline model {request.model} (deck {deck_label(deck_path)});"
+                        f" the offline models are {names}",
+                        provider=self.name,
+                        code="unknown_model",
+                    )
             raise ProviderError(
                 f"no scripted reply left for model {request.model} "
                 f"(deck {deck_label(deck_path)}); enqueue more replies{hint}",
