@@ -250,3 +250,17 @@ def test_a_folder_of_decks_names_the_decks_it_does_not_search(tmp_path: Path):
     assert result.returncode == 1
     assert "no deck found" in result.stderr and "decks lie deeper:" in result.stderr
     assert "x/y/PROMPT.md" in result.stderr
+
+
+def test_running_a_folder_of_decks_names_the_decks_in_it():
+    result = subprocess.run(
+        [GAMBIT, "run", "examples", "--message", "hi"],
+        capture_output=True, text=True, cwd=ROOT, timeout=60,
+    )  # fmt: skip
+    assert result.returncode == 1
+    assert "examples: this folder has no PROMPT.md or deck.py" in result.stderr
+    assert (
+        "(fix: pass one of the decks in it: examples/hello/deck.py, examples/support/PROMPT.md)"
+        in (result.stderr)
+    )
+    assert "examples/PROMPT.md" not in result.stderr  # it said to pass a file that is not there

@@ -180,6 +180,16 @@ def folder_entrypoint(folder: Path) -> Path | None:
     return None
 
 
+def _decks_inside(folder: Path, most: int = 5) -> list[Path]:
+    """The decks of `folder`'s subfolders (as `path` was given, so the hint can be pasted)."""
+    try:
+        children = sorted(p for p in folder.iterdir() if p.is_dir() and not p.name.startswith("."))
+    except OSError:
+        return []
+    found = [e for e in (folder_entrypoint(c) for c in children) if e is not None]
+    return found[:most]
+
+
 def root_deck_file(load: Load, path: str | Path) -> str | None:
     """The absolute file of the root deck `path` names (a file, or a deck folder); it must
     lie inside the load's jail like every file it references."""
@@ -187,10 +197,16 @@ def root_deck_file(load: Load, path: str | Path) -> str | None:
     if root_path.is_dir():
         entry = folder_entrypoint(root_path)
         if entry is None:
+            inside = _decks_inside(root_path)
+            hint = (
+                f"pass one of the decks in it: {', '.join(str(e) for e in inside)}"
+                if inside
+                else "pass a deck's PROMPT.md (or deck.py), or the folder holding one"
+            )
             load.diag.error(
-                "this folder has no PROMPT.md",
+                "this folder has no PROMPT.md or deck.py",
                 file=str(root_path.resolve()),
-                hint=f"pass the deck's file, e.g. {root_path / 'PROMPT.md'}",
+                hint=hint,
             )
             return None
         root_path = entry
