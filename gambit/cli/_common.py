@@ -550,7 +550,22 @@ def timestamped_path(root: Path, folder: str, suffix: str = "") -> Path:
     stamp = _dt.datetime.now(_dt.UTC).strftime("%Y%m%dT%H%M%SZ")
     name = root.parent.name if root.name == "PROMPT.md" else root.stem
     slug = re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-") or "deck"
-    return Path(".gambit") / folder / f"{slug}-{stamp}{suffix}"
+    # Two commands started in the same second get two places: "-2", "-3", ... A folder is
+    # made here, so a second process cannot take it too; a file is only looked for.
+    for n in range(1, 1000):
+        path = Path(".gambit") / folder / f"{slug}-{stamp}{f'-{n}' if n > 1 else ''}{suffix}"
+        if suffix:
+            if not path.exists():
+                return path
+            continue
+        try:
+            path.mkdir(parents=True)
+            return path
+        except FileExistsError:
+            continue
+        except OSError:
+            return path  # the command's own save says why it cannot write there
+    return path
 
 
 def deck_argument_exists(path: Path) -> None:

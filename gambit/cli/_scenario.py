@@ -70,7 +70,12 @@ def _warn_grader(watch: GraderWatch, run: GradingRun) -> None:
 )
 @count_option("--concurrency", 4, 256, "Model calls in flight at once (with --runs).")
 @SCENARIO_INPUT_OPTION
-@path_option("--json", "json_path", "With --runs: write one JSON result per line to this file.")
+@path_option(
+    "--json",
+    "json_path",
+    "Write one JSON result per run to this file; the scenario then runs as a batch (a summary "
+    "table, no transcript), as with --runs, even for one run.",
+)
 @common_run_options
 @role_model_options()
 def scenario_command(
@@ -101,6 +106,11 @@ def scenario_command(
         deck_argument_exists(path)
     flags = RunFlags.parse(options)
     if runs > 1 or json_path is not None:
+        if flags.state_path is not None:
+            raise click.UsageError(
+                "--state resumes and saves one conversation; a batch (--runs, --json) saves "
+                "each run's under .gambit/verify/ (drop --state, or run once without --runs)"
+            )
         from ._verify import run_batch
 
         run_batch(

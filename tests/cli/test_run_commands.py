@@ -574,3 +574,29 @@ def test_ctrl_c_cancels_the_run_and_keeps_what_arrived(
     assert [
         m["content"] for m in json.loads(state.read_text())["messages"] if m["role"] == "user"
     ] == ["hi"]
+
+
+def test_two_batches_started_in_the_same_second_get_folders_of_their_own(tmp_path, monkeypatch):
+    from gambit.cli._common import timestamped_path
+
+    monkeypatch.chdir(tmp_path)
+    deck = Path("support/PROMPT.md")
+    first, second = timestamped_path(deck, "verify"), timestamped_path(deck, "verify")
+    assert first != second and first.is_dir() and second.is_dir()
+    state = timestamped_path(deck, "sessions", ".json")
+    state.parent.mkdir(parents=True, exist_ok=True)
+    state.write_text("{}")
+    assert timestamped_path(deck, "sessions", ".json") != state
+
+
+def test_a_batch_refuses_state_rather_than_ignore_it(tmp_path):
+    root = Path(__file__).resolve().parents[2] / "examples" / "support"
+    result = subprocess.run(
+        [GAMBIT, "scenario", str(root / "PROMPT.md"), "--scenario",
+         str(root / "scenarios" / "late_delivery" / "PROMPT.md"), "--runs", "2",
+         "--state", str(tmp_path / "s.json")],
+        capture_output=True, text=True, cwd=tmp_path, timeout=60,
+    )  # fmt: skip
+    assert result.returncode == 2
+    assert "--state resumes and saves one conversation" in result.stderr
+    assert not (tmp_path / "s.json").exists() and not (tmp_path / ".gambit").exists()
