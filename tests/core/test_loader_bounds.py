@@ -210,6 +210,31 @@ def test_a_number_that_is_not_one_says_what_it_is(decks: DeckFolder, setting: st
     _, diag = check_deck_tree(decks.deck("d/PROMPT.md", f"[modelParams]\n{setting}"))
     (error,) = diag.errors
     assert (error.key, error.message) == (f"modelParams.{setting.split()[0]}", message)
+    assert error.hint and error.hint.startswith(f"e.g. {setting.split()[0]} = ")
+
+
+def test_a_number_below_its_minimum_gives_one_to_paste(decks: DeckFolder):
+    _, diag = check_deck_tree(decks.deck("d/PROMPT.md", "[modelParams]\nmax_tokens = -3"))
+    (error,) = diag.errors
+    assert (error.message, error.hint) == ("must be at least 1, not -3", "e.g. max_tokens = 1")
+
+
+def test_a_schema_file_that_is_not_json_names_the_key_and_the_deck_that_reads_it(
+    decks: DeckFolder,
+):
+    schema = decks.write("d/s.json", '{"type": "object" "x": 1}')
+    _, diag = check_deck_tree(decks.deck("d/PROMPT.md", 'contextSchema = "./s.json"'))
+    (error,) = diag.errors
+    assert (error.file, error.line, error.key) == (str(schema), 1, "contextSchema")
+    assert error.message == "invalid JSON: Expecting ',' delimiter (column 19)"
+    assert error.hint == "fix the JSON there; contextSchema of PROMPT.md reads this file"
+
+
+def test_a_yaml_front_matter_error_asks_to_fix_the_yaml(decks: DeckFolder):
+    path = decks.write("y/PROMPT.md", "---\nlabel: [x\n---\nhi\n")
+    _, diag = check_deck_tree(path)
+    (error,) = diag.errors
+    assert error.hint and error.hint.startswith("fix the YAML between the --- lines")
 
 
 # ---- $schema, keys and size in schema files --------------------------------------------------

@@ -158,4 +158,10 @@ def front_matter_hint(exc: FrontMatterError) -> str:
         return "close the front matter with a line holding only +++"
     if "levels deep" in text:
         return "flatten the nesting, or move the data into a file the deck reads"
+    if "YAML" in text:
+        return (
+            "fix the YAML between the --- lines (or write TOML between +++ lines, the 1.0 format)"
+        )
+    if "JSON" in text:
+        return "fix the JSON front matter (or write TOML between +++ lines, the 1.0 format)"
     return "fix the front matter syntax (TOML between +++ lines)"

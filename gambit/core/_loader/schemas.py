@@ -77,7 +77,13 @@ def resolve_schema(load: Load, ref: Any, file: str, key: str) -> Schema | None:
         try:
             data = json.loads(text)
         except json.JSONDecodeError as exc:
-            load.diag.error(f"invalid JSON: {exc.msg}", file=str(target), line=exc.lineno)
+            load.diag.error(
+                f"invalid JSON: {exc.msg} (column {exc.colno})",
+                file=str(target),
+                line=exc.lineno,
+                key=key,
+                hint=f"fix the JSON there; {key} of {file.rsplit('/', 1)[-1]} reads this file",
+            )
             return None
         except RecursionError:  # far deeper than the limit
             load.diag.error(

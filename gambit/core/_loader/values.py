@@ -64,12 +64,27 @@ def opt_number(
             if isinstance(value, int | float) and not isinstance(value, bool)
             else type_name(value)
         )
-        load.diag.error(f"must be {kind}, not {shown}", file=file, key=prefix + key)
+        example = f"{key} = {_example(minimum if (minimum or 0) > 0 else None, integer)}"
+        load.diag.error(
+            f"must be {kind}, not {shown}", file=file, key=prefix + key, hint=f"e.g. {example}"
+        )
         return None
     if minimum is not None and value < minimum:
-        load.diag.error(f"must be at least {minimum:g}, not {value}", file=file, key=prefix + key)
+        load.diag.error(
+            f"must be at least {minimum:g}, not {value}",
+            file=file,
+            key=prefix + key,
+            hint=f"e.g. {key} = {_example(minimum, integer)}",
+        )
         return None
     return value
+
+
+def _example(minimum: float | None, integer: bool) -> str:
+    """A value an author can paste: the minimum when there is one, else a plain number."""
+    if minimum is not None:
+        return f"{int(minimum) if integer or float(minimum).is_integer() else minimum:g}"
+    return "1" if integer else "0.7"
 
 
 def table(load: Load, value: Any, file: str, key: str) -> dict[str, Any] | None:
