@@ -228,3 +228,18 @@ def test_the_engine_checks_a_grader_loaded_as_a_root_before_it_grades(tmp_path: 
         with pytest.raises(DeckLoadError, match="g/PROMPT.md: contextSchema: not compatible"):
             asyncio.run(grade_state(loaded, state, provider=provider))
     assert provider.requests == []
+
+
+def test_check_reports_a_graders_every_problem_at_once(tmp_path: Path):
+    # With responseSchema missing, the contextSchema's incompatibility was not reported
+    # until the first was fixed (README: all problems are reported at once).
+    (tmp_path / "c.json").write_text(
+        json.dumps(
+            {"type": "object", "properties": {"foo": {"type": "string"}}, "required": ["foo"]}
+        )
+    )
+    (tmp_path / "PROMPT.md").write_text('+++\nlabel = "g"\ncontextSchema = "./c.json"\n+++\nx\n')
+    result = gambit("check", "PROMPT.md", "--as", "grader", cwd=tmp_path)
+    assert result.returncode == 1
+    assert "a grader deck must declare responseSchema" in result.stderr
+    assert '"foo": added fields must be optional' in result.stderr

@@ -13,6 +13,8 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from .._builtin_schemas import (
+    GRADER_CONTEXT_SCHEMA_URIS,
+    GRADER_OUTPUT_SCHEMA_URI,
     PLAIN_CHAT_INPUT_OPTIONAL_URI,
     PLAIN_CHAT_OUTPUT_URI,
     builtin_schema,
@@ -265,10 +267,17 @@ def _apply_role_rules(load: Load, deck: Deck, role: DeckRole) -> None:
                     else f'add {key} = "./schemas/{"input" if key == "contextSchema" else "output"}.json" (or a built-in gambit://schemas/... URI)'
                 ),
             )
-    if role == "grader" and deck.context_schema is not None and deck.response_schema is not None:
+    if role == "grader" and (deck.context_schema or deck.response_schema) is not None:
+        # Each declared schema is checked even when the other is missing, so every problem
+        # is reported at once; the missing one stands in as its built-in default.
         context_problems, response_problems = grader_compatibility_problems(
-            deck.context_schema, deck.response_schema
+            deck.context_schema or builtin_schema(GRADER_CONTEXT_SCHEMA_URIS[-1]),
+            deck.response_schema or builtin_schema(GRADER_OUTPUT_SCHEMA_URI),
         )
+        if deck.context_schema is None:
+            context_problems = []
+        if deck.response_schema is None:
+            response_problems = []
         for key, problems, what, hint in (
             (
                 "contextSchema",
