@@ -44,7 +44,7 @@ from pathlib import Path
 from typing import Any
 
 from ._json_kinds import kind_words
-from ._permissions import PermissionSet, canonical_path
+from ._permissions import PermissionSet, canonical_path, off_limits
 
 READ_TOOLS = ("read_file", "list_dir", "grep_files")
 BUILTIN_TOOL_NAMES = (*READ_TOOLS, "apply_patch", "exec")
@@ -170,12 +170,11 @@ class _Refused(Exception):
         self.result = _error(status, code, message)
 
 
-def _denied(tool: str, kind: str, path: Path | str) -> dict[str, Any]:
-    return _error(
-        403,
-        "permission_denied",
-        f"{tool} denied for {path}: the deck's [permissions] do not grant {kind} there",
-    )
+def _denied(tool: str, kind: str, path: Path) -> dict[str, Any]:
+    """A 403 naming why: a path no grant reaches (/proc, a `.gambit` folder...), or the
+    missing grant."""
+    why = off_limits(path) or f"the deck's [permissions] do not grant {kind} there"
+    return _error(403, "permission_denied", f"{tool} denied for {path}: {why}")
 
 
 # Errors of the operating system that the call, not the host, is at fault for.
@@ -459,11 +458,7 @@ def _apply_patch(args: dict[str, Any], perms: PermissionSet) -> dict[str, Any]:
     if not perms.can_write(path):
         return _denied("apply_patch", "write", path)
     if not perms.can_read(path):
-        return _error(
-            403,
-            "permission_denied",
-            f"apply_patch read denied for {path}: the deck's [permissions] do not grant read there",
-        )
+        return _denied("apply_patch read", "read", path)
     folder, name = canonical_path(path.parent), path.name
     if not name:
         return _error(400, "invalid_input", f"{path} is a folder, not a file")
@@ -620,11 +615,8 @@ async def _exec(
         command = _path_arg({"command": command}, "command") or ""
         target = perms.resolve(command)
         if not perms.can_run_path(target):
-            return _error(
-                403,
-                "permission_denied",
-                f"exec denied for command {command}: not in [permissions.run] paths",
-            )
+            why = off_limits(target) or "not in [permissions.run] paths"
+            return _error(403, "permission_denied", f"exec denied for command {command}: {why}")
         program = str(target)
     else:
         if not perms.can_run_command(command):

@@ -15,6 +15,9 @@ Intersection is of exact normalised grants (`/a` and `/a/b` intersect to nothing
 is allowed when its canonical form (symlinks followed, for a missing path the nearest
 existing ancestor) equals a canonical grant or lies under one, so neither `..` nor a symlink
 leads out of a grant.
+
+Some paths no grant reaches (`off_limits`): /proc, /sys and /dev, and any `.gambit` folder
+(docs/decks.md, "What the built-in tools never touch").
 """
 
 from __future__ import annotations
@@ -79,6 +82,14 @@ class RunScope:
 
 ALL = Scope(all=True)
 NONE = Scope()
+
+# Never read or written by a built-in tool, whatever the grants (docs/decks.md, "What the
+# built-in tools never touch"): the kernel's views of processes (/proc/self/environ holds
+# every API key), of the system and of devices, as the loader refuses them...
+NEVER_TOUCHED = (Path("/proc"), Path("/sys"), Path("/dev"))
+# ...and any folder of this name: the simulator's state (its secret key, its database with
+# every conversation, verify sessions) and the CLI's saved sessions live in `.gambit`.
+STATE_FOLDER = ".gambit"
 
 
 @dataclass(frozen=True)
@@ -164,18 +175,22 @@ class PermissionSet:
         return Path(os.path.normpath(Path(self.base_dir) / path))
 
     def can_read(self, path: str | Path) -> bool:
-        return _path_allowed(self.read, self.resolve(str(path)))
+        resolved = self.resolve(str(path))
+        return off_limits(resolved) is None and _path_allowed(self.read, resolved)
 
     def can_write(self, path: str | Path) -> bool:
-        return _path_allowed(self.write, self.resolve(str(path)))
+        resolved = self.resolve(str(path))
+        return off_limits(resolved) is None and _path_allowed(self.write, resolved)
 
     def can_run_command(self, command: str) -> bool:
         return self.run.all or command in self.run.commands
 
     def can_run_path(self, path: str | Path) -> bool:
+        resolved = self.resolve(str(path))
+        if off_limits(resolved) is not None:
+            return False
         if self.run.all:
             return True
-        resolved = self.resolve(str(path))
         if canonical_path(resolved) != resolved:
             return False  # a symlink (or a path through one) never matches a run.paths grant
         return any(
@@ -346,6 +361,27 @@ def canonical_path(path: Path) -> Path:
     for name in reversed(missing):
         real = real / name
     return real
+
+
+def off_limits(path: Path) -> str | None:
+    """Why no built-in tool may touch `path` (absolute, normalised), whatever the grants: the
+    rule, in words; None when no rule keeps it out. The path is checked as given and in its
+    canonical form (a link into /proc, as /dev/fd is, or to a `.gambit` folder counts), and so
+    is its folder's canonical form: an entry of /proc/<pid>/fd resolves to the file it has
+    open, or to no file at all."""
+    for form in (path, canonical_path(path.parent), canonical_path(path)):
+        for never in NEVER_TOUCHED:
+            if form == never or never in form.parents:
+                return (
+                    "built-in tools never read or write under /proc, /sys or /dev, whatever "
+                    "the deck's [permissions] grant"
+                )
+        if STATE_FOLDER in form.parts:
+            return (
+                f"built-in tools never read or write inside a {STATE_FOLDER} folder (where the "
+                "simulator and the CLI keep their state), whatever the deck's [permissions] grant"
+            )
+    return None
 
 
 def _path_allowed(scope: Scope, path: Path) -> bool:
