@@ -1,7 +1,9 @@
 """The Build tab: decks as files, edited in the browser with the loader watching.
 
 Every path comes from a request and is relative to the workspace root: it is jailed (no
-absolute path, no `..`, no symlink leading out; `workspaces.jailed_path`). Files are read up
+absolute path, no `..`, no symlink leading out; `workspaces.jailed_path`), and nothing inside
+a `.gambit` folder (the simulator's state: its secret key, its database) is read, written or
+deleted, as the built-in tools never touch one (docs/simulator.md, "Build tab"). Files are read up
 to `MAX_FILE_BYTES`; binary files are reported as such and never edited. A save is atomic
 (a temporary file renamed over the old one) and refuses to overwrite a file that changed on
 disk since it was opened (`StaleWrite` carries the disk version). A broken deck is always
@@ -24,7 +26,8 @@ from decks_app.workspaces.served import PathOutsideWorkspace, jailed_path, proje
 from gambit.core import check_deck_tree
 
 MAX_FILE_BYTES = 1_000_000
-HIDDEN = (".gambit", ".git", "__pycache__", "node_modules", ".venv")
+STATE_FOLDER = ".gambit"
+HIDDEN = (STATE_FOLDER, ".git", "__pycache__", "node_modules", ".venv")
 DECK_NAME_CHARS = set("abcdefghijklmnopqrstuvwxyz0123456789_-")
 
 
@@ -51,9 +54,16 @@ def _root(workspace: Workspace) -> Path:
 
 def _jailed(workspace: Workspace, rel: str) -> Path:
     try:
-        return jailed_path(workspace, rel)
+        path = jailed_path(workspace, rel)
     except PathOutsideWorkspace:
         raise BuildError(f"{rel!r} is not a path inside the workspace") from None
+    # As named, and where it leads (a link to the state folder counts).
+    if STATE_FOLDER in Path(rel).parts or STATE_FOLDER in path.relative_to(_root(workspace)).parts:
+        raise BuildError(
+            f"{rel!r} is inside a {STATE_FOLDER} folder, where the simulator keeps its state "
+            "(its secret key, its database); the Build tab neither shows nor edits it"
+        )
+    return path
 
 
 def file_tree(workspace: Workspace, folder: str = "") -> list[dict[str, Any]]:

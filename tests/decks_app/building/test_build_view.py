@@ -157,6 +157,26 @@ def test_every_escape_is_refused(client, ws, path):
     assert (ws.parent / "outside.txt").read_text() == "secret\n"
 
 
+@pytest.mark.parametrize(
+    "path", [".gambit/secret_key", "./.gambit/secret_key", "state/secret_key", "support/.gambit/x"]
+)
+def test_the_simulators_state_is_neither_shown_nor_edited(client, ws, path):
+    # Before: /build/file?path=.gambit/secret_key answered 200 with Django's secret key,
+    # while the file tree hid the folder (docs/simulator.md, "Build tab").
+    (ws / ".gambit").mkdir()
+    (ws / ".gambit" / "secret_key").write_text("do-not-show\n")
+    (ws / "support" / ".gambit").mkdir()
+    (ws / "support" / ".gambit" / "x").write_text("do-not-show\n")
+    os.symlink(ws / ".gambit", ws / "state")
+    read = client.get("/build/file.json", {"path": path})
+    assert read.status_code == 400 and "do-not-show" not in read.content.decode()
+    assert "where the simulator keeps its state" in read.json()["error"]
+    write = client.post("/build/save", {"path": path, "text": "chosen"})
+    assert write.status_code == 400
+    assert (ws / ".gambit" / "secret_key").read_text() == "do-not-show\n"
+    assert (ws / "support" / ".gambit" / "x").read_text() == "do-not-show\n"
+
+
 def test_binary_files_are_shown_as_such(client, ws):
     (ws / "support/logo.png").write_bytes(b"\x89PNG\x00\x01")
     data = client.get("/build/file.json?path=support/logo.png").json()
