@@ -22,7 +22,7 @@ from django.conf import settings
 
 from decks_app.models import Run, Session, Workspace
 from decks_app.runs import providers
-from decks_app.workspaces.served import DeckInfo, find_deck, list_decks
+from decks_app.workspaces.served import DeckInfo, deck_info, list_decks, workspace_decks
 from endpoint import store as response_store
 from endpoint.schemas import (
     ApiError,
@@ -40,33 +40,34 @@ DECK_PREFIX = "deck/"
 # ---------------------------------------------------------------- models
 
 
-def deck_name(info: DeckInfo) -> str:
+def deck_name(relative: str) -> str:
     """`support/PROMPT.md` -> `support`; `hello/deck.py` -> `hello`; `x.deck.md` -> `x`."""
-    path = Path(info.path)
+    path = Path(relative)
     if path.name in ("PROMPT.md", "deck.py"):
         return str(path.parent) if str(path.parent) != "." else path.stem
     return str(path.with_suffix("")).removesuffix(".deck")
 
 
 def served_decks(workspace: Workspace) -> dict[str, DeckInfo]:
-    return {DECK_PREFIX + deck_name(d): d for d in list_decks(workspace) if not d.error}
+    return {DECK_PREFIX + deck_name(d.path): d for d in list_decks(workspace) if not d.error}
 
 
 def find_served_deck(workspace: Workspace, model: str) -> DeckInfo | None:
-    """The deck `deck/<name>` names, checking only that deck (not the whole workspace); one
-    that does not load comes back with its `error` (the caller says so)."""
+    """The deck of the workspace listing (what `GET /v1/models` lists) that `deck/<name>`
+    names, loading only that deck; one that does not load comes back with its `error` (the
+    caller says so). Anything else is None, as an unknown name is: an action deck of a listed
+    deck (run as a root, it would escape its parent's narrowing), a folder the listing skips
+    (`.hidden/`, `node_modules/`: their Python would be imported), a plain Markdown file."""
     name = model.removeprefix(DECK_PREFIX)
-    if not name or name.startswith("/") or ".." in name.split("/"):
+    root = Path(workspace.root)
+    if not name or not root.is_dir():
         return None
-    broken = None
-    for candidate in (f"{name}/PROMPT.md", f"{name}/deck.py", f"{name}.deck.md", f"{name}.md"):
-        info = find_deck(workspace, candidate)
-        if info is not None and deck_name(info) == name:
-            if not info.error:
-                return info
-            if not candidate.endswith(f"{name}.md"):  # a plain .md may be no deck at all
-                broken = broken or info
-    return broken
+    resolved_root = root.resolve()
+    for entry in workspace_decks(root):
+        # Named as `deck_info` (so the listing) names it: its path without links.
+        if deck_name(str(entry.resolve().relative_to(resolved_root))) == name:
+            return deck_info(workspace, entry)
+    return None
 
 
 def workspace_relative(workspace: Workspace, message: str) -> str:

@@ -50,8 +50,12 @@ def upstream():
 
 
 @pytest.fixture(scope="module")
-def server(tmp_path_factory, upstream):
-    folder = tmp_path_factory.mktemp("decks")
+def folder(tmp_path_factory):
+    return tmp_path_factory.mktemp("decks")
+
+
+@pytest.fixture(scope="module")
+def server(folder, upstream):
     # A compute deck that emits two items: one with a bare type, one already namespaced.
     write(
         folder,
@@ -127,6 +131,28 @@ def server(tmp_path_factory, upstream):
         """,
     )
     write(folder, "decks/broken/PROMPT.md", "+++\nlabel = = nope\n+++\nHi.\n")
+    # Deck files that are not in the listing (GET /v1/models): an action deck inside a listed
+    # deck's folder, compute decks in folders the listing skips (importing one leaves a
+    # mark), a plain Markdown file.
+    write(
+        folder,
+        "decks/upstream/child/PROMPT.md",
+        '+++\nlabel = "Child"\n[modelParams]\nmodel = "openresponses/fake"\n+++\nAn action.\n',
+    )
+    for hidden in ("decks/.hidden/x", "decks/node_modules/pkg"):
+        write(
+            folder,
+            f"{hidden}/deck.py",
+            """
+            from pathlib import Path
+
+            import gambit
+
+            Path(__file__).with_name("imported").write_text("yes")
+            deck = gambit.define_deck(run=lambda ctx: "ran")
+            """,
+        )
+    write(folder, "decks/notes.md", "Plain notes, no deck.\n")
     proc, url, log = serve(folder, env_extra=upstream.env())
     yield url
     proc.terminate()
@@ -180,6 +206,25 @@ def test_a_deck_that_does_not_load_is_named_as_such_not_as_missing(server):
     assert "invalid TOML front matter" in error["message"]
     missing = _post(server, {"model": "deck/nowhere", "input": "x"})
     assert missing.status_code == 404 and missing.json()["error"]["code"] == "model_not_found"
+
+
+@pytest.mark.parametrize(
+    "model", ["deck/upstream/child", "deck/.hidden/x", "deck/node_modules/pkg", "deck/notes"]
+)
+def test_only_decks_of_the_listing_run(server, folder, fake, model):
+    # Before: any deck file of the workspace ran as a root (an action escaping its parent's
+    # narrowing; Python the listing never imports; a plain .md) (docs/endpoint.md, "Models").
+    listed = httpx.get(server + "/v1/models", headers=HEADERS, timeout=10).json()["data"]
+    assert model not in {m["id"] for m in listed}
+    fake.queue(Reply(text="should not be asked"))
+    answer = _post(server, {"model": model, "input": "x"})
+    missing = _post(server, {"model": "deck/nowhere", "input": "x"})
+    assert (answer.status_code, answer.json()["error"]["code"]) == (404, "model_not_found")
+    assert answer.json()["error"]["message"] == missing.json()["error"]["message"].replace(
+        "deck/nowhere", model
+    )
+    assert _model_requests(fake) == []
+    assert not list(folder.rglob("imported"))
 
 
 # ---------------------------------------------------------------- extension items
