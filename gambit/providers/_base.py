@@ -33,6 +33,7 @@ from ._http import (
     Sleep,
     StreamBroken,
     embedded_error,
+    shown_url,
     structured_error,
 )
 from ._pricing import ModelPricing, apply_cost, lookup_pricing
@@ -173,7 +174,7 @@ class HttpProvider(BaseChatProvider):
         self.missing_config: str | None = None
 
     def __repr__(self) -> str:
-        return f"{type(self).__name__}(name={self.name!r}, base_url={self.base_url!r})"
+        return f"{type(self).__name__}(name={self.name!r}, base_url={shown_url(self.base_url)!r})"
 
     @property
     def base_url(self) -> str:
@@ -271,7 +272,7 @@ class HttpProvider(BaseChatProvider):
             raise self._error(
                 f"the stream ended without a terminal event (response.completed, "
                 f"response.incomplete or response.failed) after {acc.events} events from "
-                f"{self.http.url(path)}{_kept(acc.partial_text)}",
+                f"{self.http.shown_url(path)}{_kept(acc.partial_text)}",
                 partial_text=acc.partial_text,
                 retryable=True,
             )
@@ -359,7 +360,7 @@ class HttpProvider(BaseChatProvider):
         if not done and not converter.saw_finish:
             raise self._error(
                 f"the stream ended without [DONE] or a finish_reason after {converter.chunks} "
-                f"chunks from {self.http.url(path)}{_kept(converter.partial_text)}",
+                f"chunks from {self.http.shown_url(path)}{_kept(converter.partial_text)}",
                 partial_text=converter.partial_text,
                 retryable=True,
             )

@@ -11,6 +11,10 @@ Retry rules (docs/providers.md "Reliability"):
 - Once one event of a stream has been handed to the caller nothing is retried: a broken
   stream raises `StreamBroken`, which the adapter turns into a `ProviderError` that keeps
   the partial text.
+
+Every URL an error or log line shows goes through `shown_url`: a base URL may carry a user
+name and password (`http://user:pw@host/v1`), and an error reaches session pages, traces,
+exports, logs and `/v1` error bodies (docs/providers.md, "Reliability").
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import json
 import random
+import re
 import time
 from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping
 from dataclasses import dataclass
@@ -45,8 +50,20 @@ __all__ = [
     "error_details",
     "error_from_body",
     "parse_retry_after",
+    "shown_url",
     "structured_error",
 ]
+
+# The user name and password of a URL: what follows the scheme's `//` (or the start, for a URL
+# without a scheme) up to the last `@` before the first `/`, `?` or `#`.
+_USERINFO = re.compile(r"^((?:[A-Za-z][A-Za-z0-9+.-]*:)?//)?[^/?#]*@")
+
+
+def shown_url(url: str) -> str:
+    """`url` as an error or a log line may show it: its user name and password, if any,
+    replaced by `***` (`http://user:pw@host/v1` -> `http://***@host/v1`)."""
+    return _USERINFO.sub(r"\1***@", url, count=1)
+
 
 DEFAULT_TIMEOUT = httpx.Timeout(connect=10.0, read=300.0, write=30.0, pool=10.0)
 """Connect 10 s; read 300 s (the longest silence tolerated between two stream chunks)."""
@@ -174,13 +191,14 @@ def _parse_block(block: bytes) -> ServerSentEvent | None:
 
 
 class StreamBroken(Exception):
-    """The stream failed after part of it reached the caller (or retries ran out)."""
+    """The stream failed after part of it reached the caller (or retries ran out). `url` is
+    where from, as messages show it (`shown_url`)."""
 
     def __init__(self, reason: str, *, cause: BaseException | None = None, url: str = ""):
         super().__init__(reason)
         self.reason = reason
         self.cause = cause
-        self.url = url
+        self.url = shown_url(url)
 
 
 @dataclass
@@ -208,10 +226,11 @@ _TRANSPORT_ERRORS: tuple[tuple[type[BaseException] | tuple[type[BaseException], 
 
 
 def describe_transport_error(exc: BaseException, url: str) -> str:
-    detail = str(exc) or type(exc).__name__
+    shown = shown_url(url)
+    detail = (str(exc) or type(exc).__name__).replace(url, shown)
     for types, template in _TRANSPORT_ERRORS:
         if isinstance(exc, types):
-            return template.format(url=url, detail=detail)
+            return template.format(url=shown, detail=detail)
     return f"{type(exc).__name__}: {detail}"
 
 
@@ -302,7 +321,7 @@ def error_from_body(
     elif isinstance(data, str) and data:
         err = data
     return structured_error(
-        provider, f"HTTP {status} from {url}", err, status=status, retryable=retryable
+        provider, f"HTTP {status} from {shown_url(url)}", err, status=status, retryable=retryable
     )
 
 
@@ -363,6 +382,10 @@ class HttpClient:
             return path
         return f"{self.base_url}/{path.lstrip('/')}"
 
+    def shown_url(self, path: str) -> str:
+        """`url(path)` as an error shows it (without a user name or password)."""
+        return shown_url(self.url(path))
+
     def _client(self, url: str | None = None) -> httpx.AsyncClient:
         if self._injected is not None:
             return self._injected
@@ -412,7 +435,9 @@ class HttpClient:
             try:
                 request = client.build_request(method, url, json=body, headers=headers, **extra)
             except httpx.InvalidURL as exc:
-                raise ProviderError(f"invalid URL {url!r}: {exc}", provider=self.provider) from exc
+                raise ProviderError(
+                    f"invalid URL {shown_url(url)!r}: {exc}", provider=self.provider
+                ) from exc
             try:
                 response = await client.send(request, stream=True)
             except httpx.UnsupportedProtocol as exc:
@@ -462,7 +487,8 @@ class HttpClient:
                 return json.loads(raw) if raw else None
             except ValueError:
                 raise ProviderError(
-                    f"invalid JSON from {self.url(path)}: {_short(raw.decode('utf-8', 'replace'), 200)}",
+                    f"invalid JSON from {self.shown_url(path)}: "
+                    f"{_short(raw.decode('utf-8', 'replace'), 200)}",
                     provider=self.provider,
                     status=response.status_code,
                 ) from None
@@ -490,7 +516,8 @@ class HttpClient:
                         data = json.loads(raw) if raw else None
                     except ValueError:
                         raise ProviderError(
-                            f"expected an event stream from {url}, got {ctype or 'no content type'}: "
+                            f"expected an event stream from {shown_url(url)}, "
+                            f"got {ctype or 'no content type'}: "
                             f"{_short(raw.decode('utf-8', 'replace'), 200)}",
                             provider=self.provider,
                             status=response.status_code,

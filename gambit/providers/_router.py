@@ -39,6 +39,7 @@ from gambit.core.provider import (
 )
 
 from ._config import GambitConfig, load_config
+from ._http import shown_url
 from ._registry import ProviderSpec, all_providers, provider_spec, split_model
 
 __all__ = ["ProviderRouter", "describe_model_list", "describe_providers"]
@@ -309,19 +310,6 @@ class ProviderRouter(BaseChatProvider):
 # --------------------------------------------------------------------------- check
 
 
-def _redact_userinfo(url: str | None) -> str | None:
-    """`https://user:secret@host/v1` -> `https://***@host/v1` (a base URL may carry a key)."""
-    if not url or "@" not in url:
-        return url
-    scheme, sep, rest = url.partition("://")
-    if not sep:
-        return url
-    netloc, slash, path = rest.partition("/")
-    if "@" not in netloc:
-        return url
-    return f"{scheme}://***@{netloc.rsplit('@', 1)[1]}{slash}{path}"
-
-
 def _spec_info(spec: ProviderSpec, env: Mapping[str, str], config: GambitConfig) -> dict[str, Any]:
     settings = config.provider_settings.get(spec.name, {})
     reason = spec.unconfigured_reason(env, settings)
@@ -330,7 +318,7 @@ def _spec_info(spec: ProviderSpec, env: Mapping[str, str], config: GambitConfig)
         "configured": reason is None,
         "reason": reason,
         "offline": spec.offline,
-        "baseUrl": _redact_userinfo(spec.base_url(env, settings)),
+        "baseUrl": shown_url(spec.base_url(env, settings) or "") or None,
         "env": {var: ("set" if env.get(var) else "unset") for var in spec.env_vars},
     }
 

@@ -16,7 +16,7 @@ import httpx
 
 from gambit.core.provider import ProviderError
 
-from ._http import describe_transport_error, error_from_body
+from ._http import describe_transport_error, error_from_body, shown_url
 from .openresponses import OpenResponsesProvider
 
 __all__ = ["OLLAMA_DEFAULT_BASE_URL", "OllamaProvider", "native_base_url"]
@@ -72,7 +72,7 @@ class OllamaProvider(OpenResponsesProvider):
         try:
             return _tag_names(response.json())
         except ValueError:
-            raise ProviderError(f"invalid JSON from {url}", provider=self.name) from None
+            raise ProviderError(f"invalid JSON from {shown_url(url)}", provider=self.name) from None
 
     def has_model_sync(self, model: str) -> bool:
         name = self.provider_model(model)

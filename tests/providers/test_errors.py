@@ -5,6 +5,7 @@ caller). Every test runs against the fake model server on 127.0.0.1."""
 from __future__ import annotations
 
 import json
+import socket
 from email.utils import formatdate
 
 import pytest
@@ -18,7 +19,7 @@ from gambit.providers import (
     OpenRouterProvider,
     RetryPolicy,
 )
-from tests.providers.helpers import FAST_RETRY, Events, Sleeps, request
+from tests.providers.helpers import FAST_RETRY, NO_RETRY, Events, Sleeps, request
 from tests.support.fake_model_server import FakeModelServer, Reply
 
 RETRY = RetryPolicy(max_retries=2, base_delay=0.25, max_delay=8.0, max_retry_after=5.0)
@@ -252,6 +253,73 @@ async def test_a_url_without_scheme_fails_at_once():
         await p.responses(request())
     assert sleeps == []  # not retried
     await p.aclose()
+
+
+# ---- credentials in a base URL ------------------------------------------------------------------
+# A base URL may carry a user name and password (OPENRESPONSES_BASE_URL=http://user:pw@host/v1);
+# an error reaches session pages, traces, exports, logs and /v1 error bodies, so it shows the
+# URL with `***` in their place (docs/providers.md, "Reliability").
+
+
+def with_credentials(url: str) -> str:
+    return url.replace("http://", "http://gambit-user:s3cret-pw@")
+
+
+def shows_no_credentials(message: str) -> bool:
+    return "s3cret-pw" not in message and "gambit-user" not in message
+
+
+async def test_an_unreachable_url_is_named_without_its_credentials():
+    with socket.socket() as sock:  # a port nobody listens on
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    p = OpenResponsesProvider(
+        base_url=f"http://gambit-user:s3cret-pw@127.0.0.1:{port}/v1", retry=NO_RETRY
+    )
+    with pytest.raises(ProviderError) as info:
+        await p.responses(request())
+    await p.aclose()
+    message = str(info.value)
+    assert f"cannot connect to http://***@127.0.0.1:{port}/v1/responses" in message, message
+    assert shows_no_credentials(message) and shows_no_credentials(repr(p))
+
+
+async def test_an_error_answer_is_named_without_the_urls_credentials(
+    fake_server: FakeModelServer,
+):
+    fake_server.queue(Reply.http_error(400, "Invalid model 'x'", code="model_not_found"))
+    base = with_credentials(fake_server.base_url)
+    async with OpenResponsesProvider(base_url=base, retry=NO_RETRY) as p:
+        with pytest.raises(ProviderError) as info:
+            await p.responses(request())
+    message = str(info.value)
+    shown = fake_server.base_url.replace("http://", "http://***@")
+    assert message.startswith(f"openresponses: HTTP 400 from {shown}/responses: Invalid model"), (
+        message
+    )
+    assert shows_no_credentials(message)
+    assert fake_server.requests[0].headers.get("authorization", "").startswith("Basic ")
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [
+        Reply(deltas=["Hello ", "world"] * 10, cut_after_bytes=1500),  # the stream broke
+        Reply(deltas=["a", "b"], terminal="none"),  # no terminal event
+        Reply(status=200, body="not json", stream=False),  # not an event stream
+    ],
+)
+async def test_a_broken_stream_is_named_without_the_urls_credentials(
+    fake_server: FakeModelServer, reply: Reply
+):
+    fake_server.queue(reply)
+    base = with_credentials(fake_server.base_url)
+    async with OpenResponsesProvider(base_url=base, retry=NO_RETRY) as p:
+        with pytest.raises(ProviderError) as info:
+            await p.responses(request(stream=True))
+    message = str(info.value)
+    assert f"{fake_server.base_url.replace('http://', 'http://***@')}/responses" in message
+    assert shows_no_credentials(message), message
 
 
 # ---- Retry-After --------------------------------------------------------------------------------
