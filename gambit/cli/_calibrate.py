@@ -25,6 +25,8 @@ from gambit.cli._options import count_option, path_option, threshold_option
 
 def read_files(paths: tuple[Path, ...] | list[Path]) -> list[tuple[str, dict[str, Any]]]:
     """Every row of every file: CSV when the name ends in .csv, else JSON lines."""
+    from gambit.core.verify import csv_cell
+
     rows: list[tuple[str, dict[str, Any]]] = []
     for path in paths:
         try:
@@ -38,7 +40,9 @@ def read_files(paths: tuple[Path, ...] | list[Path]) -> list[tuple[str, dict[str
             if not reader.fieldnames:
                 _fail(f"{path}: no header row; the first line names the columns (item, score, ...)")
             for number, row in enumerate(reader, start=2):
-                rows.append((f"{path}:{number}", dict(row)))
+                # An export's cells as they were before it neutralised formulas.
+                cells = {k: csv_cell(v) if isinstance(v, str) else v for k, v in row.items()}
+                rows.append((f"{path}:{number}", cells))
             continue
         for number, line in enumerate(text.splitlines(), start=1):
             if not line.strip():

@@ -13,7 +13,7 @@ import click
 
 from gambit.cli import HELP_OPTIONS
 from gambit.core import save_state
-from gambit.core.verify import GraderSummary, VerifyReport, grade_rows, run_verify
+from gambit.core.verify import GraderSummary, VerifyReport, csv_row, grade_rows, run_verify
 
 from ._common import (
     CONTEXT_OPTION,
@@ -194,7 +194,7 @@ def verify_command(
         with grades_csv.open("w", newline="", encoding="utf-8") as handle:
             writer = csv.DictWriter(handle, fieldnames=list(CSV_FIELDS))
             writer.writeheader()
-            writer.writerows(rows)
+            writer.writerows(csv_row(row) for row in rows)  # no cell runs as a formula
     problems = _threshold_problems(report, summaries, fail_under, rate)
     for problem in problems:
         click.echo(f"error: {problem}", err=True)

@@ -14,6 +14,10 @@ Two kinds of row, told apart by their keys:
 Rows are dicts as read from CSV (every value a string, empty for none) or JSON lines; this
 module reads no file. A bad row raises `RowError` with one line naming the row, the key and
 the fix.
+
+A CSV export neutralises text cells a spreadsheet would run as a formula (`csv_row`), and a
+CSV reader undoes it (`csv_cell`), so a round trip loses nothing (docs/calibration.md,
+"Exports in spreadsheets").
 """
 
 from __future__ import annotations
@@ -29,6 +33,31 @@ from ._calibration import CalibrationPair
 EXPORT_RATER = "export"
 ANONYMOUS_RATER = "anonymous"
 UNKNOWN_VERSION = "unknown"
+
+
+# A cell starting with one of these is a formula to a spreadsheet (OWASP, "CSV Injection":
+# https://owasp.org/www-community/attacks/CSV_Injection); a leading `'` makes it text.
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+
+
+def _formula_like(text: str) -> bool:
+    """Whether `text`, its leading quotes aside, starts like a formula: such a text is
+    written with one more quote, so that reading removes exactly the one added."""
+    return text.lstrip("'")[:1] in FORMULA_STARTS
+
+
+def csv_row(row: dict[str, Any]) -> dict[str, Any]:
+    """`row` as a CSV export writes it: each text cell that starts like a formula gets a
+    leading `'` (as OWASP recommends); numbers, a score of -2 among them, stay numbers."""
+    return {
+        key: "'" + value if isinstance(value, str) and _formula_like(value) else value
+        for key, value in row.items()
+    }
+
+
+def csv_cell(text: str) -> str:
+    """A cell read from a CSV export as it was before `csv_row` wrote it."""
+    return text[1:] if text.startswith("'") and _formula_like(text) else text
 
 
 class RowError(ValueError):

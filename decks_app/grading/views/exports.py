@@ -14,6 +14,7 @@ from decks_app.grading import grades as grading
 from decks_app.grading import verify
 from decks_app.web.pages import HtmxHttpRequest
 from decks_app.workspaces.served import current_workspace
+from gambit.core.verify import csv_row
 
 
 def _rows(request: HtmxHttpRequest) -> list[dict]:
@@ -28,7 +29,7 @@ def grades_csv(request: HtmxHttpRequest) -> HttpResponse:
     out = io.StringIO()
     writer = csv.DictWriter(out, fieldnames=list(grading.EXPORT_FIELDS))
     writer.writeheader()
-    writer.writerows(_rows(request))
+    writer.writerows(csv_row(row) for row in _rows(request))  # no cell runs as a formula
     response = HttpResponse(out.getvalue(), content_type="text/csv; charset=utf-8")
     response["Content-Disposition"] = 'attachment; filename="grades.csv"'
     return response

@@ -11,6 +11,7 @@ import pytest
 from decks_app.models import Run, Session
 from decks_app.runs import executor, queue
 from tests.decks_app.conftest import chat_session
+from tests.decks_app.grading.graded import Turn, graded_session, tone_hash
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -315,6 +316,31 @@ def test_grades_export_as_csv_and_jsonl_with_flags_and_ratings(client, workspace
         client.get("/grade/export/grades.csv?batch=run-000000000000000000000000").status_code == 404
     )
     assert client.post("/grade/export/grades.csv").status_code == 405
+
+
+def test_the_csv_export_neutralises_formulas_the_jsonl_keeps_them(client, workspace, tmp_path):
+    # A spreadsheet runs a cell starting with =, +, -, @, a tab or a carriage return (OWASP,
+    # "CSV Injection": https://owasp.org/www-community/attacks/CSV_Injection). Before, a
+    # grader's reason was written raw (docs/calibration.md, "Exports in spreadsheets").
+    import csv
+    import io
+
+    from gambit.cli._calibrate import read_files
+
+    key = (TONE, tone_hash(workspace))
+    hostile = ["=cmd|' /C calc'!A0", "@SUM(A1:A9)", "\tplus a tab", "+1 and more", "plain"]
+    turns = [Turn({key: [-2]}, reasons={key: reason}) for reason in hostile]
+    graded_session(workspace, turns, index=7)
+    body = client.get("/grade/export/grades.csv").content.decode()
+    rows = list(csv.DictReader(io.StringIO(body)))
+    assert [r["reason"] for r in rows] == [*("'" + r for r in hostile[:-1]), "plain"]
+    assert {r["score"] for r in rows} == {"-2"}  # a number, not a formula: left as it is
+    lines = client.get("/grade/export/grades.jsonl").content.decode().splitlines()
+    assert [json.loads(line)["reason"] for line in lines] == hostile
+    # gambit calibrate reads the CSV back as it was
+    export = tmp_path / "grades.csv"
+    export.write_text(body, encoding="utf-8", newline="")
+    assert [row["reason"] for _, row in read_files([export])] == hostile
 
 
 # ---------------------------------------------------------------- the session picker (issue 26)
