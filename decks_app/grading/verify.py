@@ -46,6 +46,7 @@ from gambit.core.verify import (
     VerifyProgress,
     matrix,
     run_verify,
+    summarize,
 )
 
 PROGRESS_SECONDS = 0.5
@@ -362,6 +363,17 @@ def batch_dict(run: Run) -> dict[str, Any]:
         for name, summary in (report.get("summaries") or {}).items()
     }
     samples = batch_table.samples(runs, grades)
+    if summaries:
+        # The pass rate as the core computes it now, from the batch's grades: a report saved
+        # before its interval counted runs rather than grades (docs/calibration.md) would
+        # otherwise show a narrower interval than the same grades give everywhere else.
+        for name, fresh in summarize(samples, threshold=settings.threshold).items():
+            if name in summaries:
+                figures = fresh.to_json()
+                summaries[name] = {
+                    **summaries[name],
+                    **{key: figures[key] for key in _PASS_RATE_FIGURES},
+                }
     if summaries and run.status == "completed":
         corrections = batch_table.corrected_pass_rates(run, grades, samples, settings.threshold)
         for name, entry in corrections.items():
@@ -388,6 +400,9 @@ def batch_dict(run: Run) -> dict[str, Any]:
         "grades": grades,
         "matrix": matrix(samples, settings.threshold).to_json(),
     }
+
+
+_PASS_RATE_FIGURES = ("passRate", "passRateInterval", "passRateRuns", "verdicts")
 
 
 def samples_of(run: Run) -> list[GradeSample]:

@@ -18,7 +18,8 @@ def junit_xml(report: VerifyReport) -> str:
     definition the report and the simulator use): it fails when a repeat scored below the
     threshold, errors when the run or the grader failed; the scores and reasons are in its
     system-out. Each suite's <properties> carry the grader's pass rate with its 95% Wilson
-    interval, the threshold and, with --ratings, the pass rate corrected for its errors.
+    interval over scenario runs (`passRateRuns`: each run counts once, however many repeats),
+    the threshold and, with --ratings, the pass rate corrected for its errors.
     """
     by_run = {run.id: run for run in report.runs}
     samples: dict[tuple[str, str], list[Any]] = {}
@@ -97,7 +98,11 @@ def _properties(suite: ET.Element, summary: GraderSummary | None, threshold: flo
     add("passRate", None if rate is None else f"{rate:.4f}")
     add("passRateLow", None if interval is None else f"{interval.low:.4f}")
     add("passRateHigh", None if interval is None else f"{interval.high:.4f}")
-    add("passRateInterval", None if interval is None else f"wilson {interval.level:g}")
+    add(
+        "passRateInterval",
+        None if interval is None else f"wilson {interval.level:g} over scenario runs",
+    )
+    add("passRateRuns", summary.pass_rate_runs)
     corrected = summary.corrected
     if corrected is not None:
         figure = corrected.corrected

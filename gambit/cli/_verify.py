@@ -138,8 +138,9 @@ def verify_command(
 ) -> None:
     """Run every scenario --runs times, grade each run --repeats times, and report the metrics.
 
-    Prints, per grader: pass rate (score >= --threshold), mean, median, min/max, standard
-    deviation, self-consistency of the repeats, and the outliers. Exits 1 when a scenario run
+    Prints, per grader: pass rate (score >= --threshold; each run counts once, so its 95%
+    interval is over the runs, not the repeats), mean, median, min/max, standard deviation,
+    self-consistency of the repeats, and the outliers. Exits 1 when a scenario run
     or a grader failed, or when --fail-under / --min-pass-rate is missed.
 
     Models: --model-force replaces the model of ROOT and the decks it calls, never the
@@ -351,7 +352,11 @@ def _print_summary(report: VerifyReport, summaries: dict[str, GraderSummary]) ->
         table.add_row(
             grader_label(report, grader),
             f"{summary.scored}/{summary.samples}",
-            "-" if rate is None else f"{rate:.0%}" + _interval_text(summary.pass_rate_interval),
+            "-"
+            if rate is None
+            else f"{rate:.0%}"
+            + _interval_text(summary.pass_rate_interval)
+            + f" n={summary.pass_rate_runs}",
             score_text(scores.mean),
             score_text(scores.median),
             f"{score_text(scores.minimum)} / {score_text(scores.maximum)}",
@@ -363,6 +368,12 @@ def _print_summary(report: VerifyReport, summaries: dict[str, GraderSummary]) ->
             or "0",
         )
     console.print(table)
+    console.print(
+        "pass rate: each scenario run counts once (its repeats' share of passes); "
+        "[95% Wilson interval] over the n runs graded, not over grades",
+        soft_wrap=True,
+        markup=False,
+    )
     for grader, summary in summaries.items():
         corrected = summary.corrected
         if corrected is None:

@@ -127,6 +127,32 @@ def proportion(successes: int, trials: int, level: float = LEVEL) -> Estimate:
     return Estimate(successes / trials, wilson(successes, trials, level))
 
 
+def cluster_shares(flags: Sequence[bool], clusters: Sequence[Hashable]) -> list[float]:
+    """Each cluster's share of true `flags`, clusters in the order they first appear.
+
+    The one definition of "each run counts once" (docs/calibration.md): a Verify scenario run
+    is a cluster, its graded repeats the flags (passed or not), and the run counts as one
+    trial with its repeats' share of passes as its (possibly fractional) success. A grader
+    graded three times does not triple the evidence. The pass rate, its Wilson interval
+    (`run_proportion`), Verify's compare and the corrected pass rate all count this way."""
+    passed: dict[Hashable, list[int]] = {}
+    for flag, cluster in zip(flags, clusters, strict=True):
+        counts = passed.setdefault(cluster, [0, 0])
+        counts[0] += bool(flag)
+        counts[1] += 1
+    return [hits / total for hits, total in passed.values()]
+
+
+def run_proportion(shares: Sequence[float], level: float = LEVEL) -> Estimate:
+    """The mean of per-run shares (`cluster_shares`) with the Wilson interval of
+    `sum(shares)` successes in `len(shares)` trials: n is the number of runs, not of grades.
+    With one flag per run it is `proportion` of the flags exactly."""
+    if not shares:
+        return Estimate(None, None)
+    total = math.fsum(shares)
+    return Estimate(total / len(shares), wilson(total, len(shares), level))
+
+
 @dataclass(frozen=True)
 class ProportionTest:
     """Two proportions compared: the difference `second - first`, the pooled z statistic and
@@ -528,7 +554,8 @@ def corrected_pass_rate(
 ) -> CorrectedPassRate:
     """The raw pass rate of `passes` and the Rogan-Gladen corrected one, with intervals.
 
-    The interval resamples both sources of error independently (the graded runs for the
+    The raw rate counts each run once with its share of passes (`run_proportion`). The
+    interval resamples both sources of error independently (the graded runs for the
     apparent rate, the rated pairs for sensitivity and specificity, each by conversation) and
     takes the percentile interval of the clipped corrected rate (docs/calibration.md says why
     the bootstrap and not the delta method). Resamples where the correction is undefined are
@@ -536,7 +563,9 @@ def corrected_pass_rate(
     """
     import numpy as np
 
-    raw = proportion(sum(passes), len(passes), level)
+    # each run once, with its share of passes, as Verify's pass rate (`cluster_shares`)
+    shares = cluster_shares(passes, pass_clusters)
+    raw = run_proportion(shares, level)
     human = np.asarray(human_passes, dtype=bool)
     grader = np.asarray(grader_passes, dtype=bool)
     positives, negatives = int(human.sum()), int((~human).sum())
@@ -562,9 +591,9 @@ def corrected_pass_rate(
         return CorrectedPassRate(
             raw, Estimate(None), sensitivity, specificity, pairs, UNDEFINED_CORRECTION
         )
-    runs = ClusterBootstrap(pass_clusters, resamples=resamples, seed=seed, level=level)
+    runs = ClusterBootstrap(list(dict.fromkeys(pass_clusters)), resamples=resamples, seed=seed)
     rated = ClusterBootstrap(pair_clusters, resamples=resamples, seed=seed + 1, level=level)
-    apparent = runs.distribution(weighted_mean([float(p) for p in passes]))
+    apparent = runs.distribution(weighted_mean(shares))
     se = rated.distribution(weighted_ratio(human & grader, human))
     sp = rated.distribution(weighted_ratio(~human & ~grader, ~human))
     informedness = se + sp - 1

@@ -16,7 +16,10 @@ Vocabulary:
 
 `GradeSample.verdict` is that definition, once ("pass", "fail", "error", "not_run"); the
 table, outliers, histogram and matrix (`_verify_table`), the CLI report and JUnit all use it.
-The pass rate is passes over graded samples (passes + fails), with its Wilson interval.
+The pass rate counts each conversation (scenario run) once, with its graded repeats' share of
+passes, and its Wilson interval counts conversations, not grades (`run_pass_shares`, the
+definition Verify's compare uses): re-grading the same conversations does not narrow it. With
+one repeat, or as many graded repeats in every run, the rate is passes over graded samples.
 """
 
 from __future__ import annotations
@@ -28,7 +31,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
-from ._statistics import RESAMPLES, SEED, Interval, interval_json, wilson
+from ._statistics import RESAMPLES, SEED, Interval, interval_json
 from ._verify_table import Bin, Tally, Verdict, histogram, tally
 
 if TYPE_CHECKING:
@@ -194,13 +197,21 @@ class GraderSummary:
 
     @property
     def pass_rate(self) -> float | None:
-        """Passing samples over scored samples (execution failures have nothing to grade)."""
-        return self.passed / self.scored if self.scored else None
+        """The mean over conversations of their repeats' share of passes (execution failures
+        have nothing to grade): passing samples over scored samples whenever every
+        conversation has as many scored repeats."""
+        return self.tally.pass_rate
 
     @property
     def pass_rate_interval(self) -> Interval | None:
-        """The 95% Wilson interval of the pass rate (None with nothing scored)."""
-        return wilson(self.passed, self.scored)
+        """The 95% Wilson interval of the pass rate over `pass_rate_runs` conversations, each
+        counting once (None with nothing scored)."""
+        return self.tally.interval
+
+    @property
+    def pass_rate_runs(self) -> int:
+        """The n of the pass rate's interval: conversations with at least one scored repeat."""
+        return self.tally.runs
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -211,6 +222,7 @@ class GraderSummary:
             "passed": self.passed,
             "passRate": _round(self.pass_rate, 4),
             "passRateInterval": interval_json(self.pass_rate_interval),
+            "passRateRuns": self.pass_rate_runs,
             "correctedPassRate": self.corrected.to_json() if self.corrected is not None else None,
             "calibration": self.calibration.to_json(include_pairs=True)
             if self.calibration is not None

@@ -12,7 +12,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ._statistics import Interval, interval_json, two_proportion_test, wilson
+from ._statistics import Interval, interval_json, run_proportion, two_proportion_test
+from ._verify_table import run_pass_shares
 
 if TYPE_CHECKING:
     from ._verify import GradeSample
@@ -119,10 +120,7 @@ def _per_conversation(
     return {
         grader: (
             [statistics.fmean(s.score for s in group if s.score is not None) for group in convs],
-            [
-                sum(1 for s in group if s.verdict(threshold) == "pass") / len(group)
-                for group in convs
-            ],
+            run_pass_shares((s for group in convs for s in group), threshold),
         )
         for grader, by_conversation in grouped.items()
         for convs in [list(by_conversation.values())]
@@ -147,9 +145,9 @@ def _difference(before: list[float], after: list[float]) -> Difference:
 
 def _rate_difference(before: list[float], after: list[float]) -> Difference:
     """Pass fractions per conversation, compared by the two-proportion test."""
-    rate_a = statistics.fmean(before) if before else None
-    rate_b = statistics.fmean(after) if after else None
-    intervals = (_wilson_of(before), _wilson_of(after), len(before), len(after))
+    first, second = run_proportion(before), run_proportion(after)
+    rate_a, rate_b = first.value, second.value
+    intervals = (first.interval, second.interval, len(before), len(after))
     test = two_proportion_test(sum(before), len(before), sum(after), len(after))
     if test is None or rate_a is None or rate_b is None:
         return Difference(rate_a, rate_b, None, None, None, None, *intervals)
@@ -164,11 +162,6 @@ def _rate_difference(before: list[float], after: list[float]) -> Difference:
         test.p_value,
         *intervals,
     )
-
-
-def _wilson_of(fractions: list[float]) -> Interval | None:
-    """The Wilson interval over conversations (effective, possibly fractional, successes)."""
-    return wilson(sum(fractions), len(fractions)) if fractions else None
 
 
 def _round(value: float | None, digits: int = 3) -> float | None:

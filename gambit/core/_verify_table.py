@@ -6,7 +6,10 @@ docs/simulator.md "Verify"): a grade **passes** when its score is at least the t
 when the scenario run failed (nothing to grade). A group of grades (one conversation's
 repeats, one scenario's runs, one grader's batch) is a `Tally` of those four counts; its
 verdict is "fail" as soon as one grade failed, else "error" when one could not be graded,
-else "pass". The pass rate is passes over graded (passes + fails), with its Wilson interval.
+else "pass". The pass rate counts each scenario run once, with its graded repeats' share of
+passes (`run_pass_shares`, the definition Verify's compare uses too), and its Wilson interval
+counts runs, not grades: a grader graded three times does not triple the evidence. With one
+graded repeat per run (or as many in every run) the rate is passes over graded.
 The Verify page's table, its outliers, its histogram, the matrix, `gambit verify`'s report,
 its JUnit file and its JSON all count this way.
 """
@@ -18,7 +21,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
-from ._statistics import Interval, interval_json, wilson
+from ._statistics import Interval, cluster_shares, interval_json, run_proportion
 
 if TYPE_CHECKING:
     from ._verify import GradeSample
@@ -30,12 +33,19 @@ SCALE = (-3.0, 3.0)  # the built-in score scale; the histogram covers it at leas
 
 @dataclass(frozen=True)
 class Tally:
-    """Verdict counts of a group of grades."""
+    """Verdict counts of a group of grades, and each graded run's share of passes (the pass
+    rate and its interval count runs: `run_pass_shares`)."""
 
     passed: int = 0
     failed: int = 0
     errors: int = 0
     not_run: int = 0
+    run_shares: tuple[float, ...] = ()
+
+    @property
+    def runs(self) -> int:
+        """Scenario runs with at least one graded repeat: the n of the pass rate's interval."""
+        return len(self.run_shares)
 
     @property
     def graded(self) -> int:
@@ -61,11 +71,14 @@ class Tally:
 
     @property
     def pass_rate(self) -> float | None:
-        return self.passed / self.graded if self.graded else None
+        """The mean of the runs' shares of passes (passes over graded when every run has as
+        many graded repeats, as with one repeat)."""
+        return run_proportion(self.run_shares).value
 
     @property
     def interval(self) -> Interval | None:
-        return wilson(self.passed, self.graded)
+        """The 95% Wilson interval over runs (None with nothing graded)."""
+        return run_proportion(self.run_shares).interval
 
     def to_json(self) -> dict[str, Any]:
         rate = self.pass_rate
@@ -76,6 +89,7 @@ class Tally:
             "errors": self.errors,
             "notRun": self.not_run,
             "graded": self.graded,
+            "runs": self.runs,
             "passRate": None if rate is None else round(rate, 4),
             "passRateInterval": interval_json(self.interval),
         }
@@ -83,9 +97,26 @@ class Tally:
 
 def tally(samples: Iterable[GradeSample], threshold: float) -> Tally:
     counts = {"pass": 0, "fail": 0, "error": 0, "not_run": 0}
-    for sample in samples:
+    group = list(samples)
+    for sample in group:
         counts[sample.verdict(threshold)] += 1
-    return Tally(counts["pass"], counts["fail"], counts["error"], counts["not_run"])
+    return Tally(
+        counts["pass"],
+        counts["fail"],
+        counts["error"],
+        counts["not_run"],
+        tuple(run_pass_shares(group, threshold)),
+    )
+
+
+def run_pass_shares(samples: Iterable[GradeSample], threshold: float) -> list[float]:
+    """Each scenario run's share of passes among its graded repeats (runs with none graded
+    left out), in the order runs first appear: the unit of every pass rate's interval and of
+    Verify's compare (`cluster_shares`, docs/calibration.md)."""
+    graded = [s for s in samples if s.verdict(threshold) in ("pass", "fail")]
+    return cluster_shares(
+        [s.verdict(threshold) == "pass" for s in graded], [s.conversation for s in graded]
+    )
 
 
 # ---- the histogram ------------------------------------------------------------------------------
@@ -246,5 +277,6 @@ def _merge(tallies: Iterable[Tally]) -> Tally:
             out.failed + t.failed,
             out.errors + t.errors,
             out.not_run + t.not_run,
+            out.run_shares + t.run_shares,
         )
     return out

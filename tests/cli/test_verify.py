@@ -134,13 +134,19 @@ def test_metrics_junit_and_exports(fake_server: FakeModelServer, workspace: Path
     assert cases[0].result == []
     (failure,) = cases[1].result
     assert isinstance(failure, Failure) and "score -2 is below the threshold +0" in failure.message
-    # the suite carries the pass rate with its Wilson interval (3 of 4 at >= 0)
+    # the suite carries the pass rate with its Wilson interval over the 2 runs, each counting
+    # once with its repeats' share of passes (1 and 1/2), not over the 4 grades
+    # (docs/calibration.md): re-grading the same conversations is not more evidence
     properties = {p.name: p.value for p in suite.properties()}
-    interval = wilson(3, 4)
+    interval = wilson(1.5, 2)
     assert properties["passRate"] == "0.7500" and properties["threshold"] == "0"
     assert properties["passRateLow"] == f"{interval.low:.4f}"
     assert properties["passRateHigh"] == f"{interval.high:.4f}"
+    assert properties["passRateRuns"] == "2"
+    assert properties["passRateInterval"] == "wilson 0.95 over scenario runs"
     assert (properties["graded"], properties["passed"]) == ("4", "3")
+    assert f"75% [{interval.low:.0%}-{interval.high:.0%}] n=2" in row
+    assert "interval] over the n runs graded, not over grades" in result.stdout
     # the outliers count a low score as a failure, as the pass rate does
     assert "1 of 2 not passed (1 below the threshold)" in result.stdout
 
@@ -149,6 +155,7 @@ def test_metrics_junit_and_exports(fake_server: FakeModelServer, workspace: Path
     assert summary["passRate"] == 0.75 and summary["consistency"]["pairs"] == 2
     assert summary["verdicts"]["failed"] == 1 and summary["verdicts"]["passed"] == 3
     assert summary["passRateInterval"]["low"] == round(interval.low, 4)
+    assert summary["passRateRuns"] == 2
     assert sum(b["count"] for b in summary["histogram"]) == 4
     grades = report["grades"]
     assert [g["reason"] for g in grades] == ["clear", "clear", "curt", "fine"]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from gambit.core._statistics import wilson
 from gambit.core._verify import GradeSample, self_consistency, summarize
 from gambit.core._verify_compare import compare
 from gambit.core._verify_table import histogram, matrix
@@ -46,7 +47,60 @@ def test_it_computes_pass_rate_and_spread_by_hand():
 
 
 def test_a_threshold_moves_the_pass_rate():
-    assert summarize(BATCH, threshold=2)["tone"].pass_rate == pytest.approx(3 / 6)
+    # At >= 2 each run counts once with its repeats' share of passes (docs/calibration.md):
+    # c1 scores 2, 2, 1 (2/3), c2 -1, -1 (0), c4 3 and a grader error (1 of 1): (2/3 + 0 + 1)
+    # / 3 = 5/9, not 3 passing grades of 6 (c1's three repeats would weigh three times c4's).
+    summary = summarize(BATCH, threshold=2)["tone"]
+    assert summary.pass_rate == pytest.approx(5 / 9)
+    assert (summary.passed, summary.scored, summary.pass_rate_runs) == (3, 6, 3)
+
+
+# ---- the pass rate's interval counts runs, not grades (docs/calibration.md) -----------------
+
+
+def test_regrading_the_same_runs_does_not_narrow_the_pass_rate_interval():
+    # The walker's report: 5 runs all passing gave [57%-100%] with one repeat and
+    # [96%-100%] with twenty repeats of the same five conversations.
+    once = [sample(f"r{i}", 1) for i in range(5)]
+    twenty = [s for s in once for _ in range(20)]
+    one, many = summarize(once)["tone"], summarize(twenty)["tone"]
+    assert one.pass_rate_interval == wilson(5, 5)  # one repeat: as before, over 5 grades
+    assert many.pass_rate_interval == wilson(5, 5)  # twenty repeats: still 5 runs
+    assert many.pass_rate_runs == 5 and many.scored == 100
+    assert many.to_json()["passRateRuns"] == 5
+    assert many.tally.to_json()["runs"] == 5
+    # the matrix's scenario tally and the compare page count the same way
+    (scenario,) = matrix(twenty, 0.0).scenarios.values()
+    assert scenario["tone"].interval == wilson(5, 5)
+    assert compare(twenty, twenty)["tone"].pass_rate.before_interval == wilson(5, 5)
+
+
+def test_with_one_repeat_the_pass_rate_interval_is_the_grades_wilson_interval():
+    batch = [sample(f"r{i}", 1 if i % 3 else -1) for i in range(10)]  # 6 of 10 pass
+    summary = summarize(batch)["tone"]
+    assert summary.pass_rate == pytest.approx(0.6)
+    assert summary.pass_rate_interval == wilson(6, 10)
+
+
+def test_the_summary_and_compare_share_the_per_run_definition():
+    # Runs with unequal graded repeats (a grader error): each run's share of passes, the
+    # mean of those shares, and the Wilson interval of their sum over the runs, everywhere.
+    batch = [
+        sample("a", 1),
+        sample("a", -1),
+        sample("a", 2),
+        sample("b", -2),
+        sample("b", grader_error="no score"),
+        sample("c", 3),
+    ]
+    shares = [2 / 3, 0.0, 1.0]
+    summary = summarize(batch)["tone"]
+    assert summary.pass_rate == pytest.approx(sum(shares) / 3)
+    assert summary.pass_rate_interval == wilson(sum(shares), 3)
+    rate = compare(batch, batch)["tone"].pass_rate
+    assert rate.before == pytest.approx(summary.pass_rate)
+    assert rate.before_interval == summary.pass_rate_interval
+    assert rate.before_runs == summary.pass_rate_runs == 3
 
 
 def test_it_computes_per_scenario_spread():

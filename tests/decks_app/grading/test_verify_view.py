@@ -14,6 +14,7 @@ from decks_app.models import Run, Session, TraceEvent
 from decks_app.runs import executor, queue
 from decks_app.sessions import scenarios
 from gambit.core._grading import Grade, GradingRun
+from gambit.core._statistics import wilson
 from gambit.core.verify import GradeRecord, ScenarioRunRecord
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -331,6 +332,39 @@ def test_the_matrix_opens_each_cell_on_its_reasons_and_the_conversation(client, 
     assert html.count('<details><summary><span class="verdict') == 2
     assert 'data-figure="passRateInterval">[' in html
     assert "pairs of repeats over 2 runs" in html
+    # the pass rate's interval counts the 2 runs, each once with its repeats' share of passes,
+    # not the 4 grades (docs/calibration.md), on the page as in the CLI
+    shares = [sum(v == "pass" for v in row_verdicts(r)) / 2 for r in scenario["rows"]]
+    expected = wilson(sum(shares), 2)
+    assert summary["passRateRuns"] == 2 and tally["runs"] == 2
+    assert summary["passRateInterval"]["low"] == round(expected.low, 4)
+    assert summary["passRateInterval"]["high"] == round(expected.high, 4)
+    assert tally["passRateInterval"] == summary["passRateInterval"]
+    assert 'data-figure="passRateRuns">n=2 runs' in html
+
+
+def row_verdicts(row):
+    (cell,) = row["cells"].values()
+    return ["pass" if s is not None and s >= 0 else "fail" for s in cell["scores"]]
+
+
+def test_a_batch_saved_with_grade_counted_intervals_reads_as_runs(client, workspace):
+    # A report saved before the pass rate's interval counted runs carries the interval over
+    # grades; the page recomputes it from the batch's grades, as the CLI would.
+    run_id = _start(client)
+    _execute(run_id)
+    fresh = client.get(f"/grade/verify/{run_id}.json").json()
+    run = Run.objects.get(pk=run_id)
+    result = run.read_result(verify_service.VerifyResult)
+    for summary in result.report["summaries"].values():
+        summary["passRateInterval"] = {"low": 0.99, "high": 1.0, "level": 0.95, "method": "wilson"}
+        summary.pop("passRateRuns", None)
+    run.result = result
+    run.save(update_fields=["result"])
+    old = client.get(f"/grade/verify/{run_id}.json").json()
+    (before,), (after,) = fresh["summaries"].values(), old["summaries"].values()
+    assert after["passRateInterval"] == before["passRateInterval"]
+    assert after["passRateRuns"] == 2
 
 
 def test_the_compare_page_names_the_change_and_the_rule(client, workspace):
