@@ -19,7 +19,8 @@ def junit_xml(report: VerifyReport) -> str:
     threshold, errors when the run or the grader failed; the scores and reasons are in its
     system-out. Each suite's <properties> carry the grader's pass rate with its 95% Wilson
     interval over scenario runs (`passRateRuns`: each run counts once, however many repeats),
-    the threshold and, with --ratings, the pass rate corrected for its errors.
+    the threshold and, with --ratings, the pass rate corrected for its errors (marked
+    `correctedPassRateProvisional` below the minimum evidence, as the report says).
     """
     by_run = {run.id: run for run in report.runs}
     samples: dict[tuple[str, str], list[Any]] = {}
@@ -111,6 +112,11 @@ def _properties(suite: ET.Element, summary: GraderSummary | None, threshold: flo
             add("correctedPassRateLow", f"{figure.interval.low:.4f}")
             add("correctedPassRateHigh", f"{figure.interval.high:.4f}")
         add("correctedPassRateUndefined", corrected.reason)
+        evidence = summary.calibration.evidence if summary.calibration is not None else None
+        if evidence is not None and not evidence.enough:
+            # the report's "provisional" (docs/calibration.md, "How much is enough")
+            add("correctedPassRateProvisional", "true")
+            add("correctedPassRateRateMore", evidence.rate_more)
 
 
 def grader_label(report: VerifyReport, grader: str) -> str:

@@ -14,7 +14,7 @@
   this is exactly `scipy.stats.bootstrap(..., paired=True, method="BCa")` on the same
   generator (tests/core/test_statistics.py checks it).
 - `rogan_gladen`: the pass rate corrected for the grader's sensitivity and specificity, and
-  `corrected_pass_rate` with its bootstrap interval.
+  `corrected_pass_rate` with its interval (never narrower than the raw rate's, mapped).
 - `krippendorff_alpha`: agreement across human raters (the `krippendorff` package), with a
   bootstrap interval over rated items.
 
@@ -49,7 +49,14 @@ _CHUNK_CELLS = 4_000_000
 _MIN_DEFINED = 0.5
 _DIGITS = 12
 
-IntervalMethod = Literal["wilson", "bootstrap-bca", "bootstrap-percentile"]
+IntervalMethod = Literal[
+    "wilson",
+    "bootstrap-bca",
+    "bootstrap-percentile",
+    # the corrected pass rate's: the hull of three accounts of its uncertainty
+    # (`corrected_pass_rate`, docs/calibration.md)
+    "rogan-gladen-hull",
+]
 
 
 @dataclass(frozen=True)
@@ -536,9 +543,16 @@ class CorrectedPassRate:
             "specificity": self.specificity.to_json(),
             "pairs": self.pairs,
             "undefined": self.reason,
-            "method": "Rogan-Gladen; interval: percentile bootstrap over conversations of both "
-            "the graded runs and the rated pairs",
+            "method": CORRECTION_METHOD,
         }
+
+
+CORRECTION_METHOD = (
+    "Rogan-Gladen; interval: the hull of (1) the percentile interval of draws of the raw rate "
+    "(over runs), sensitivity and specificity, each from its Wilson confidence distribution, "
+    "(2) the raw rate's Wilson interval mapped through the correction, and (3) a percentile "
+    "bootstrap over conversations of both the graded runs and the rated pairs"
+)
 
 
 def corrected_pass_rate(
@@ -554,23 +568,35 @@ def corrected_pass_rate(
 ) -> CorrectedPassRate:
     """The raw pass rate of `passes` and the Rogan-Gladen corrected one, with intervals.
 
-    The raw rate counts each run once with its share of passes (`run_proportion`). The
-    interval resamples both sources of error independently (the graded runs for the
-    apparent rate, the rated pairs for sensitivity and specificity, each by conversation) and
-    takes the percentile interval of the clipped corrected rate (docs/calibration.md says why
-    the bootstrap and not the delta method). Resamples where the correction is undefined are
-    left out; below half defined, there is no interval.
+    The raw rate counts each cluster (scenario run) once with its share of passes
+    (`cluster_shares`, `run_proportion`), as Verify's pass rate does. The corrected rate's
+    interval is the hull of three accounts of its uncertainty (docs/calibration.md, "Pass
+    rates corrected for the grader's errors", says why each):
+
+    1. draws of the raw rate, the sensitivity and the specificity, each from its Wilson
+       confidence distribution (a draw's 2.5th and 97.5th percentiles are its Wilson
+       interval; it does not collapse at 0% or 100% as a bootstrap does), corrected one by
+       one, and the percentile interval of the results;
+    2. the raw rate's Wilson interval mapped through the correction at the estimated
+       sensitivity and specificity: were they known exactly, the interval would be this, so
+       the corrected rate is never surer than the raw rate it corrects;
+    3. the percentile interval of a bootstrap that resamples both sources by conversation
+       (the graded runs for the raw rate, the rated pairs for sensitivity and specificity),
+       which counts several rated messages of one conversation once.
+
+    Draws or resamples where the correction is undefined are left out; below half defined
+    in (1) there is no interval.
     """
     import numpy as np
 
-    # each run once, with its share of passes, as Verify's pass rate (`cluster_shares`)
     shares = cluster_shares(passes, pass_clusters)
     raw = run_proportion(shares, level)
     human = np.asarray(human_passes, dtype=bool)
     grader = np.asarray(grader_passes, dtype=bool)
     positives, negatives = int(human.sum()), int((~human).sum())
-    sensitivity = proportion(int((human & grader).sum()), positives, level)
-    specificity = proportion(int((~human & ~grader).sum()), negatives, level)
+    hits, rejections = int((human & grader).sum()), int((~human & ~grader).sum())
+    sensitivity = proportion(hits, positives, level)
+    specificity = proportion(rejections, negatives, level)
     pairs = len(human)
     if raw.value is None:
         return CorrectedPassRate(raw, Estimate(None), sensitivity, specificity, pairs, "no scores")
@@ -591,25 +617,66 @@ def corrected_pass_rate(
         return CorrectedPassRate(
             raw, Estimate(None), sensitivity, specificity, pairs, UNDEFINED_CORRECTION
         )
+    alpha = (1 - level) / 2
+    rng = np.random.default_rng(seed)
+    drawn = _corrected(
+        _wilson_draws(math.fsum(shares), len(shares), rng, resamples),
+        _wilson_draws(hits, positives, rng, resamples),
+        _wilson_draws(rejections, negatives, rng, resamples),
+    )
+    defined = drawn[np.isfinite(drawn)]
+    if len(defined) < max(2, _MIN_DEFINED * resamples):
+        return CorrectedPassRate(raw, Estimate(point, None), sensitivity, specificity, pairs)
+    ends = [float(v) for v in np.quantile(defined, [alpha, 1 - alpha])]
+    if raw.interval is not None:  # the raw rate's interval, mapped (monotone in p)
+        for end in (raw.interval.low, raw.interval.high):
+            mapped = rogan_gladen(end, sensitivity.value, specificity.value)
+            ends.append(point if mapped is None else mapped)  # defined: the point is
     runs = ClusterBootstrap(list(dict.fromkeys(pass_clusters)), resamples=resamples, seed=seed)
     rated = ClusterBootstrap(pair_clusters, resamples=resamples, seed=seed + 1, level=level)
-    apparent = runs.distribution(weighted_mean(shares))
-    se = rated.distribution(weighted_ratio(human & grader, human))
-    sp = rated.distribution(weighted_ratio(~human & ~grader, ~human))
+    resampled = _corrected(
+        runs.distribution(weighted_mean(shares)),
+        rated.distribution(weighted_ratio(human & grader, human)),
+        rated.distribution(weighted_ratio(~human & ~grader, ~human)),
+    )
+    finite = resampled[np.isfinite(resampled)]
+    if len(finite) >= max(2, _MIN_DEFINED * resamples):
+        ends += [float(v) for v in np.quantile(finite, [alpha, 1 - alpha])]
+    interval = Interval(min(ends), max(ends), "rogan-gladen-hull", level)
+    return CorrectedPassRate(raw, Estimate(point, interval), sensitivity, specificity, pairs)
+
+
+def _corrected(apparent: Values, se: Values, sp: Values) -> Values:
+    """The clipped Rogan-Gladen rate of each draw, NaN where it is undefined."""
+    import numpy as np
+
     informedness = se + sp - 1
     with np.errstate(invalid="ignore", divide="ignore"):
-        values = np.where(
-            informedness > 0,
-            np.clip((apparent + sp - 1) / np.where(informedness > 0, informedness, 1), 0, 1),
-            np.nan,
+        return np.asarray(
+            np.where(
+                informedness > 0,
+                np.clip((apparent + sp - 1) / np.where(informedness > 0, informedness, 1), 0, 1),
+                np.nan,
+            ),
+            dtype=float,
         )
-    defined = values[np.isfinite(values)]
-    interval = None
-    if len(defined) >= max(2, _MIN_DEFINED * resamples):
-        alpha = (1 - level) / 2
-        low, high = np.quantile(defined, [alpha, 1 - alpha])
-        interval = Interval(float(low), float(high), "bootstrap-percentile", level)
-    return CorrectedPassRate(raw, Estimate(point, interval), sensitivity, specificity, pairs)
+
+
+def _wilson_draws(successes: float, trials: int, rng: Any, count: int) -> Values:
+    """`count` draws from the Wilson confidence distribution of `successes / trials`: for a
+    uniform u, the Wilson bound with the signed normal quantile z = Phi^-1(u) (the lower bound
+    for u < 1/2, the upper above), so the draws' quantile at any level is the Wilson bound at
+    that level (Xie & Singh 2013, "Confidence distribution, the frequentist distribution
+    estimator of a parameter", https://doi.org/10.1111/insr.12000). At 0 or all successes
+    half the draws sit on the boundary and the other half spread as the interval does."""
+    import numpy as np
+
+    z = rng.standard_normal(count)  # Phi^-1 of a uniform draw
+    p = successes / trials
+    z2n = z * z / trials
+    centre = (p + z2n / 2) / (1 + z2n)
+    half = z / (1 + z2n) * np.sqrt(p * (1 - p) / trials + z2n / (4 * trials))
+    return np.asarray(np.clip(centre + half, 0.0, 1.0), dtype=float)
 
 
 # ---- agreement across human raters -----------------------------------------------------------

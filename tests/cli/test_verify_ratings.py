@@ -66,6 +66,55 @@ def test_ratings_of_earlier_grades_correct_the_pass_rate(
     interval = corrected["corrected"]["interval"]
     if interval is not None:
         assert float(properties["correctedPassRateLow"]) == round(interval["low"], 4)
+    # provisional in JUnit as in the report: 4 pairs are too few to judge
+    assert properties["correctedPassRateProvisional"] == "true"
+    assert properties["correctedPassRateRateMore"] == "66"
+
+
+def test_a_corrected_rate_is_never_surer_than_the_raw_one(
+    fake_server: FakeModelServer,
+    workspace: Path,  # noqa: F811
+):
+    # The walker's report: every rating equal to the grader's score (Se = Sp = 100%, every
+    # bootstrap resample alike) printed "provisional: 100% [100%-100%] (raw 100% [44%-100%]"
+    # and JUnit correctedPassRateLow=1.0000 with no provisional marker.
+    scores = [2, 3, -1, -2, 1, -3, 2, 1, -1, 2]
+    fake_server.queue(
+        *[reply for _ in scores for reply in conversation()],
+        *[respond(score, "r") for score in scores],
+    )
+    first = verify(
+        fake_server, "--runs", str(len(scores)), "--concurrency", "1",
+        "--grades-csv", "out/grades.csv", cwd=workspace,
+    )  # fmt: skip
+    assert first.returncode == 0, first.stderr
+    rows = list(csv.DictReader((workspace / "out/grades.csv").open()))
+    for row in rows:
+        row["humanRating"] = row["score"]
+    with (workspace / "out/rated.csv").open("w", newline="") as handle:
+        writer = csv.DictWriter(handle, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows(rows)
+    fake_server.queue(*conversation() * 3, respond(2, "e"), respond(3, "f"), respond(1, "g"))
+    second = verify(
+        fake_server, "--runs", "3", "--concurrency", "1", "--ratings", "out/rated.csv",
+        "--json", "out/report.json", "--junit", "out/junit.xml", cwd=workspace,
+    )  # fmt: skip
+    assert second.returncode == 0, second.stderr
+    (summary,) = json.loads((workspace / "out/report.json").read_text())["summaries"].values()
+    corrected = summary["correctedPassRate"]
+    raw, figure = corrected["raw"], corrected["corrected"]
+    assert (raw["value"], figure["value"], corrected["pairs"]) == (1.0, 1.0, 10)
+    assert corrected["sensitivity"]["value"] == corrected["specificity"]["value"] == 1.0
+    # at least as wide as the raw rate's interval, and still holding the estimate
+    assert figure["interval"]["low"] <= raw["interval"]["low"] < 1.0
+    assert figure["interval"]["high"] == 1.0
+    line = next(x for x in second.stdout.splitlines() if "corrected for the grader's errors" in x)
+    assert "100% [100%-100%]" not in line and "(provisional: 100% [" in line
+    (suite,) = list(JUnitXml.fromfile(str(workspace / "out/junit.xml")))
+    properties = {p.name: p.value for p in suite.properties()}
+    assert float(properties["correctedPassRateLow"]) <= float(properties["passRateLow"]) < 1
+    assert properties["correctedPassRateProvisional"] == "true"
 
 
 def test_a_bad_ratings_file_fails_before_any_run(fake_server: FakeModelServer, workspace: Path):  # noqa: F811

@@ -281,6 +281,66 @@ def test_the_corrected_pass_rate_with_its_interval():
     assert result.to_json()["corrected"]["value"] == round(4 / 7, 4)
 
 
+@pytest.mark.parametrize(("runs", "rated"), [(3, 10), (5, 10), (20, 40)])
+@pytest.mark.parametrize("passing", [True, False])
+def test_a_perfect_grader_on_few_ratings_is_no_surer_than_the_raw_rate(runs, rated, passing):
+    # The walker's report: ratings all equal to the grader's scores (Se = Sp = 100%) and every
+    # run passing gave "100% [100%-100%]" beside "raw 100% [44%-100%]": every bootstrap
+    # resample was alike. The corrected rate is at least as uncertain as the raw one.
+    human = [True] * (rated // 2) + [False] * (rated - rated // 2)
+    result = corrected_pass_rate([passing] * runs, range(runs), human, human, range(rated))
+    raw, corrected = result.raw.interval, result.corrected.interval
+    assert result.corrected.value == result.raw.value == float(passing)
+    assert corrected is not None and raw is not None
+    # (up to float noise: with Se = Sp = 1 the correction maps p to (p + 1 - 1) / 1)
+    assert corrected.low <= raw.low + 1e-12 and corrected.high >= raw.high - 1e-12
+    assert corrected.width >= raw.width - 1e-12 and raw.width > 0
+    assert corrected.contains(result.corrected.value)
+    assert corrected.method == "rogan-gladen-hull"
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    st.integers(1, 30),
+    st.integers(0, 30),
+    st.integers(1, 20),
+    st.integers(0, 20),
+    st.integers(1, 20),
+    st.integers(0, 20),
+)
+def test_the_corrected_interval_holds_the_estimate_and_the_mapped_raw_interval(
+    runs, passing, positives, hits, negatives, rejections
+):
+    passing, hits, rejections = min(passing, runs), min(hits, positives), min(rejections, negatives)
+    human = [True] * positives + [False] * negatives
+    grader = [True] * hits + [False] * (positives - hits)
+    grader += [False] * rejections + [True] * (negatives - rejections)
+    passes = [True] * passing + [False] * (runs - passing)
+    result = corrected_pass_rate(
+        passes, range(runs), human, grader, range(len(human)), resamples=300
+    )
+    point, interval = result.corrected.value, result.corrected.interval
+    if point is None or interval is None:
+        return
+    assert interval.contains(point)
+    se, sp = result.sensitivity.value, result.specificity.value
+    for end in (result.raw.interval.low, result.raw.interval.high):
+        mapped = rogan_gladen(end, se, sp)
+        assert interval.low - 1e-12 <= mapped <= interval.high + 1e-12
+
+
+@pytest.mark.parametrize(("k", "n"), [(0, 5), (3, 7), (10, 10), (12, 40)])
+def test_draws_from_the_wilson_confidence_distribution_have_scipys_wilson_bounds(k, n):
+    from gambit.core._statistics import _wilson_draws
+
+    draws = _wilson_draws(k, n, np.random.default_rng(1), 400_000)
+    expected = stats.binomtest(k, n).proportion_ci(method="wilson")
+    low, high = np.quantile(draws, [0.025, 0.975])
+    # at 0 or n successes half the draws sit on the boundary, so that end is exact
+    assert low == pytest.approx(expected.low, abs=3e-3)
+    assert high == pytest.approx(expected.high, abs=3e-3)
+
+
 def test_the_correction_says_when_it_is_undefined():
     # The grader passes half of what humans pass and half of what they fail: chance.
     human = [True] * 10 + [False] * 10
