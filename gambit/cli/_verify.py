@@ -329,9 +329,14 @@ def _print_summary(report: VerifyReport, summaries: dict[str, GraderSummary]) ->
         console.width = 160  # a CI log is wide; rich's default of 80 would wrap every cell
     failed_runs = [r for r in report.runs if r.status == "failed"]
     tokens = sum(r.tokens for r in report.runs) + sum(g.tokens for g in report.grades)
+    # A grade of a run that failed never happened (nothing to grade): not counted as one.
+    failed_ids = {r.id for r in failed_runs}
+    not_graded = sum(g.run_id in failed_ids for g in report.grades)
     console.print(
         f"{len(report.runs)} scenario runs ({len(failed_runs)} failed), "
-        f"{len(report.grades)} grades, {tokens} tokens, {report.duration_ms / 1000:.2f}s"
+        f"{len(report.grades) - not_graded} grades"
+        + (f" ({not_graded} not graded: their runs failed)" if not_graded else "")
+        + f", {tokens} tokens, {report.duration_ms / 1000:.2f}s"
     )
     table = Table(title=f"Verify (pass: score >= {report.threshold:+g})")
     for column in (

@@ -220,6 +220,10 @@ def test_a_failed_run_is_an_error_case_and_exit_1(fake_server: FakeModelServer, 
     result = verify(fake_server, "--junit", "junit.xml", cwd=workspace)
     assert result.returncode == 1
     assert "1 of 1 scenario runs failed" in result.stderr
+    # the grade of a failed run never happened: not counted as a grade (the table: 0/1)
+    assert "1 scenario runs (1 failed), 0 grades (1 not graded: their runs failed)," in (
+        result.stdout
+    )
     (case,) = list(next(iter(JUnitXml.fromfile(str(workspace / "junit.xml")))))
     (error,) = case.result
     assert isinstance(error, Error) and "bad request" in error.message
