@@ -351,6 +351,15 @@ def _canonical_order(pair: CalibrationPair) -> tuple[str, float, float, str]:
     )
 
 
+def _in_canonical_order(pairs: Sequence[CalibrationPair]) -> list[int]:
+    """The positions of `pairs` in the one order every bootstrap over them uses, whatever the
+    caller's (the simulator reads sessions, the CLI export rows): the bootstrap draws
+    conversations by position, so the same pairs in another order gave other intervals for
+    the same seed. `calibrate`'s intervals and `calibration_drift`'s kappa share it, so a
+    version's kappa has one interval everywhere."""
+    return sorted(range(len(pairs)), key=lambda i: _canonical_order(pairs[i]))
+
+
 def _intervals(
     pairs: Sequence[CalibrationPair],
     humans: Sequence[int],
@@ -362,10 +371,7 @@ def _intervals(
     names = ("exact", "withinOne", "kappa", "spearman", "bias")
     if not pairs:
         return dict.fromkeys(names), 0
-    # One order whatever the caller's (the simulator reads sessions, the CLI export rows): the
-    # bootstrap draws conversations by position, so the same pairs in another order gave other
-    # intervals for the same seed.
-    order = sorted(range(len(pairs)), key=lambda i: _canonical_order(pairs[i]))
+    order = _in_canonical_order(pairs)
     pairs = [pairs[i] for i in order]
     humans = [humans[i] for i in order]
     graders = [graders[i] for i in order]
@@ -682,7 +688,8 @@ def calibration_drift(
     whose kappa falls below the previous version's 95% interval."""
     out: list[DriftPoint] = []
     previous: DriftPoint | None = None
-    for version, time, pairs in versions:
+    for version, time, given in versions:
+        pairs = [given[i] for i in _in_canonical_order(given)]  # as `calibrate` bootstraps them
         humans = [category(p.human) for p in pairs]
         graders = [category(p.grader) for p in pairs]
         kappa = (

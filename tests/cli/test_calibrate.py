@@ -6,6 +6,7 @@ from __future__ import annotations
 import csv
 import json
 import random
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -182,6 +183,40 @@ def test_versions_drift_graders_and_raters(tmp_path):
     assert "the rubric edit of new made this grader worse" in result.output
     assert "Tone vs Other: kappa" in result.output
     assert "human raters: Krippendorff's alpha (interval) +1.00" in result.output
+
+
+def test_a_versions_kappa_has_one_interval_in_the_summary_and_the_drift(tmp_path):
+    # The walker's data: two versions of a grader over the same 90 rated turns, rows in the
+    # order they were written (sess0, sess1, ..., sess10, ...). The summary said kappa
+    # [+0.68, +0.85] and the drift line for the same version [+0.67, +0.85].
+    rng = random.Random(3)
+    human = {(c, t): rng.choice(range(-3, 4)) for c in range(30) for t in (2, 4, 6)}
+    rows = []
+    for version, noise, when in (
+        ("aaaa1111", 0.3, "2026-01-01T00:00:00Z"),
+        ("bbbb2222", 1.5, "2026-02-01T00:00:00Z"),
+    ):
+        for (c, t), x in human.items():
+            score = max(-3, min(3, round(x + rng.gauss(0, noise))))
+            rows.append(
+                {"session": f"sess{c}", "scenario": f"sc{c % 3}", "grader": "Tone",
+                 "graderHash": version, "repeat": 1, "turn": t, "score": score,
+                 "humanRating": "", "gradedAt": when}
+            )  # fmt: skip
+    grades = write_csv(tmp_path / "g.csv", rows[0], rows)
+    ratings = write_jsonl(
+        tmp_path / "r.jsonl",
+        [{"item": f"sess{c}#{t}", "rater": "ana", "score": x} for (c, t), x in human.items()],
+    )
+    result = calibrate(str(grades), "--ratings", str(ratings), "--json", "-")
+    (entry,) = json.loads(result.output)["graders"]
+    newest = next(p for p in entry["drift"] if p["version"] == entry["version"])
+    assert newest["kappa"]["interval"] == entry["calibration"]["intervals"]["kappa"]
+    printed = calibrate(str(grades), "--ratings", str(ratings)).output
+    summary = next(x for x in printed.splitlines() if x.startswith("  kappa "))
+    drift = next(x for x in printed.splitlines() if x.startswith("  version bbbb2222"))
+    shown = re.search(r"kappa (\S+ \[[^\]]+\])", summary)
+    assert shown is not None and f"kappa {shown.group(1)}," in drift
 
 
 @pytest.mark.parametrize(

@@ -169,6 +169,23 @@ def test_drift_flags_the_version_that_made_the_grader_worse():
     assert series[2].to_json()["kappa"]["value"] < series[1].kappa.interval.low
 
 
+@pytest.mark.parametrize("seed", [0, 7])
+def test_a_versions_drift_kappa_has_its_calibrations_interval(seed):
+    # `gambit calibrate` printed "kappa +0.78 [+0.68, +0.85]" for a version and "+0.78
+    # [+0.67, +0.85]" on its drift line: same pairs and seed, but the drift bootstrapped them
+    # in the caller's order, not the canonical one.
+    pairs = noisy_pairs(90, noise=1.5, seed=3, per_conversation=3)
+    shuffled = pairs[:]
+    random.Random(5).shuffle(shuffled)
+    expected = calibrate(pairs, resamples=500, seed=seed).intervals["kappa"]
+    for given in (pairs, shuffled):
+        older, newer = calibration_drift(
+            [("v1", None, noisy_pairs(30, seed=1)), ("v2", None, given)], resamples=500, seed=seed
+        )
+        assert newer.kappa.interval == expected
+        assert calibrate(given, resamples=500, seed=seed).intervals["kappa"] == expected
+
+
 def test_graders_that_scored_the_same_items_are_compared_pairwise():
     items = {f"i{n}": n % 7 - 3 for n in range(40)}
     close = {item: score for item, score in items.items()}
