@@ -292,7 +292,9 @@ def _print_report(report: dict[str, Any]) -> None:
 
     ratings = report["ratings"]
     unmatched = (
-        f" ({ratings['unmatched']} of items no grade row names)" if ratings["unmatched"] else ""
+        f" ({ratings['unmatched']} of them rate items that no grade row names)"
+        if ratings["unmatched"]
+        else ""
     )
     say(
         f"{ratings['total']} ratings{unmatched}, "

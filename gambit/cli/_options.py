@@ -53,6 +53,16 @@ def count_option(flag: str, default: int, maximum: int, help: str, minimum: int 
     )
 
 
+SCALE = (-3, 3)  # the graders' score scale (gambit://schemas/graders/grader_output)
+
+
 def threshold_option(help: str) -> Decorator:
-    """`--threshold`: the score at or above which a grade passes (default 0)."""
-    return click.option("--threshold", type=float, default=0.0, show_default=True, help=help)
+    """`--threshold`: the score at or above which a grade passes (default 0), on the graders'
+    -3..+3 scale: a threshold off it would pass everything or nothing without a word."""
+    return click.option(
+        "--threshold",
+        type=click.FloatRange(*SCALE),
+        default=0.0,
+        show_default=True,
+        help=help,
+    )

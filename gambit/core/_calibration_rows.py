@@ -175,26 +175,36 @@ def _text(row: dict[str, Any], key: str) -> str | None:
     return text or None
 
 
-def _number(row: dict[str, Any], key: str, where: str) -> float | None:
+def _number(
+    row: dict[str, Any], key: str, where: str, fix: str = "write a number (or leave it empty)"
+) -> float | None:
+    """The number under `key`, None when it is absent or empty; `fix` is what a bad value's
+    error tells the user to write (only where an empty value is accepted may it say so)."""
     value = row.get(key)
     if value is None or (isinstance(value, str) and not value.strip()):
         return None
     if isinstance(value, bool):
-        raise RowError(f"{where}: {key} is {value!r}; write a number (or leave it empty)")
+        raise RowError(f"{where}: {key} is {value!r}; {fix}")
     try:
         number = float(value)
     except (TypeError, ValueError):
-        raise RowError(f"{where}: {key} is {value!r}; write a number (or leave it empty)") from None
+        raise RowError(f"{where}: {key} is {value!r}; {fix}") from None
     if not math.isfinite(number):
         raise RowError(f"{where}: {key} is {value!r}; write a finite number")
     return number
 
 
-def _score(row: dict[str, Any], key: str, where: str) -> float | None:
-    """A score on the -3..+3 scale (a mean of several raters may fall between two)."""
-    number = _number(row, key, where)
+SCORE_FIX = "write a score from -3 to 3"
+
+
+def _score(row: dict[str, Any], key: str, where: str, *, required: bool = False) -> float | None:
+    """A score on the -3..+3 scale (a mean of several raters may fall between two). A grade
+    row's score and humanRating may be empty (not graded, not rated); a rating's score may not,
+    so its error does not offer that."""
+    fix = SCORE_FIX if required else f"{SCORE_FIX} (or leave it empty)"
+    number = _number(row, key, where, fix)
     if number is not None and not -3 <= number <= 3:
-        raise RowError(f"{where}: {key} is {row.get(key)!r}; write a score from -3 to 3")
+        raise RowError(f"{where}: {key} is {row.get(key)!r}; {SCORE_FIX}")
     return number
 
 
@@ -219,9 +229,11 @@ def read_rows(rows: Iterable[tuple[str, dict[str, Any]]]) -> CalibrationRows:
             if rating is not None:
                 pending.append((where, rating))
         elif _text(row, "item") is not None:
-            score = _score(row, "score", where)
+            score = _score(row, "score", where, required=True)
             if score is None:
-                raise RowError(f"{where}: the rating of {row.get('item')!r} has no score; add one")
+                raise RowError(
+                    f"{where}: the rating of {row.get('item')!r} has no score; add one from -3 to 3"
+                )
             pending.append(
                 (
                     where,

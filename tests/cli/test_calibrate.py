@@ -222,15 +222,32 @@ def test_a_versions_kappa_has_one_interval_in_the_summary_and_the_drift(tmp_path
 @pytest.mark.parametrize(
     ("content", "name", "expected"),
     [
+        # A rating's score is required: its fix does not offer leaving it empty, which is
+        # refused ("has no score") in turn.
         (
             '{"item": "a", "score": "lots"}\n',
             "r.jsonl",
-            "r.jsonl:1: score is 'lots'; write a number",
+            "r.jsonl:1: score is 'lots'; write a score from -3 to 3\n",
         ),
-        ('{"item": "a"}\n', "r.jsonl", "r.jsonl:1: the rating of 'a' has no score; add one"),
+        (
+            '{"item": "a"}\n',
+            "r.jsonl",
+            "r.jsonl:1: the rating of 'a' has no score; add one from -3 to 3",
+        ),
+        (
+            '{"item": "a", "score": null}\n',
+            "r.jsonl",
+            "r.jsonl:1: the rating of 'a' has no score; add one from -3 to 3",
+        ),
+        # A grade row's score may be empty (not graded): there the fix may say so.
+        (
+            "session,grader,score\ns1,Tone,good\n",
+            "g.csv",
+            "g.csv:2: score is 'good'; write a score from -3 to 3 (or leave it empty)",
+        ),
         ('{"score": 1}\n', "r.jsonl", "neither a grade row (with grader and score) nor a rating"),
         ("not json\n", "r.jsonl", "r.jsonl:1: not JSON"),
-        ("item,score\nm1,x\n", "r.csv", "r.csv:2: score is 'x'; write a number"),
+        ("item,score\nm1,x\n", "r.csv", "r.csv:2: score is 'x'; write a score from -3 to 3\n"),
         (
             "grader,score\nTone,1\n",
             "g.csv",
@@ -257,6 +274,23 @@ def test_a_bad_row_is_one_line_naming_file_line_and_key(tmp_path, content, name,
     assert expected in result.output
     assert "Traceback" not in result.output
     assert len([line for line in result.output.splitlines() if line.startswith("error:")]) == 1
+
+
+@pytest.mark.parametrize("threshold", ["9", "-3.5"])
+def test_a_threshold_off_the_scale_is_refused(tmp_path, threshold):
+    grades = write_csv(tmp_path / "grades.csv", EXPORT_FIELDS, simulator_rows(5))
+    result = calibrate(str(grades), "--threshold", threshold)
+    assert result.exit_code == 2
+    assert f"Invalid value for '--threshold': {float(threshold)} is not in the range -3<=x<=3" in (
+        result.output
+    )
+    assert calibrate(str(grades), "--threshold", "3", "--resamples", "100").exit_code == 0
+
+
+def test_ratings_of_items_no_grade_row_names_are_counted_in_words(tmp_path):
+    ratings = write_jsonl(tmp_path / "r.jsonl", [{"item": f"x#{i}", "score": 1} for i in range(3)])
+    result = calibrate(str(ratings))
+    assert result.output.startswith("3 ratings (3 of them rate items that no grade row names),")
 
 
 def test_a_missing_file_is_named(tmp_path):

@@ -238,6 +238,14 @@ def test_a_deck_without_graders_is_named(fake_server: FakeModelServer, workspace
     assert "no grader; declare [[graders]] or pass --grader" in result.stderr
 
 
+def test_a_threshold_off_the_scale_is_refused(fake_server: FakeModelServer, workspace: Path):
+    # 9 on the -3..+3 scale failed every grade without a word
+    result = verify(fake_server, "--threshold", "9", cwd=workspace)
+    assert result.returncode == 2
+    assert "Invalid value for '--threshold': 9.0 is not in the range -3<=x<=3" in result.stderr
+    assert fake_server.requests == []
+
+
 def test_min_pass_rate_must_be_a_rate(fake_server: FakeModelServer, workspace: Path):
     result = verify(fake_server, "--min-pass-rate", "lots", cwd=workspace)
     assert result.returncode == 2 and "is not a rate" in result.stderr

@@ -121,5 +121,5 @@ def test_a_bad_ratings_file_fails_before_any_run(fake_server: FakeModelServer, w
     (workspace / "bad.jsonl").write_text('{"item": "x", "score": "high"}\n')
     result = verify(fake_server, "--ratings", "bad.jsonl", cwd=workspace)
     assert result.returncode == 1
-    assert "bad.jsonl:1: score is 'high'; write a number" in result.stderr
+    assert "bad.jsonl:1: score is 'high'; write a score from -3 to 3\n" in result.stderr
     assert fake_server.requests == []
