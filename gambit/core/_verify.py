@@ -383,6 +383,10 @@ def _outliers(
                 ),
             )
         )
+    # A conversation that passed every grade with the best mean stands out from nothing: when
+    # all passed alike, there is no outlier to list (every run was listed, "0 of 1 not passed").
+    best = max((o.mean for o in rows if o.mean is not None), default=None)
+    rows = [o for o in rows if o.failures or o.mean is None or (best is not None and o.mean < best)]
     # Failed first (most failures first), then the lowest mean; ties keep the input order.
     rows.sort(
         key=lambda o: (

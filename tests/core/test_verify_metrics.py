@@ -140,6 +140,14 @@ def test_outliers_put_failures_first_then_the_lowest_mean():
     assert len(summarize(BATCH, outliers=2)["tone"].outliers) == 2
 
 
+def test_runs_that_all_passed_alike_are_no_outliers():
+    same = [sample(c, 1) for c in ("c1", "c2", "c3")]
+    assert summarize(same)["tone"].outliers == []
+    # a lower passing mean stands out; the best one does not
+    mixed = [sample("c1", 2), sample("c2", 1), sample("c3", 2)]
+    assert [o.conversation for o in summarize(mixed)["tone"].outliers] == ["c2"]
+
+
 def test_graders_are_summarised_separately():
     summaries = summarize([*BATCH, sample("c1", -3, grader="facts")])
     assert list(summaries) == ["tone", "facts"]
