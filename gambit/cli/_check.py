@@ -196,8 +196,8 @@ def provider_report(
                     + (described["tried"] or "nothing"),
                     file=path,
                     key="modelParams.model",
-                    hint="set the provider's environment variables (gambit check --providers "
-                    "shows which), or change the model",
+                    hint="set the variable named above, or change the model (the other "
+                    "commands would answer with offline/demo; --providers asks for a real one)",
                 )
             )
     return {"models": list(models.values()), "decks": deck_rows}

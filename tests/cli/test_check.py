@@ -185,6 +185,9 @@ def test_providers_fails_when_a_deck_has_no_configured_candidate(tmp_path: Path)
     assert "no provider is configured for any model in the list" in result.stderr
     assert "openai-api/gpt-4.1 (openai-api: OPENAI_API_KEY is not set)" in result.stderr
     assert "openrouter/openai/gpt-4.1 (openrouter: OPENROUTER_API_KEY is not set)" in result.stderr
+    # the fix does not send the reader to the command they are running
+    assert "set the variable named above, or change the model" in result.stderr
+    assert "gambit check --providers shows which" not in result.stderr
     assert "failed:" in result.stderr
     as_json = run_check_env(str(root), "--providers", "--json", env={})
     report = json.loads(as_json.stdout)
