@@ -245,7 +245,7 @@ def check_command(deck: Path, as_json: bool, strict: bool, with_providers: bool,
     nearest folder holding gambit.toml (else a repository or package top: .git,
     pyproject.toml, package.json, deno.json), else the current directory when it holds the
     deck, else the folder holding the deck's folder. Widen it with --allow-path or
-    [project] allow_paths in gambit.toml; /proc, /sys and /dev are never read.
+    [project] allow_paths in gambit.toml; /proc, /sys, /dev and .gambit folders are never read.
     """
     strict = strict or os.environ.get("GAMBIT_STRICT") == "1"
     started = time.perf_counter()

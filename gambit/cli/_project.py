@@ -10,7 +10,7 @@ For a deck named on the command line (docs/decks.md, "Trust and limits"):
 
 Folders allowed besides it: `[project] allow_paths` in its gambit.toml (read by the loader),
 each `--allow-path` and the entries of GAMBIT_ALLOW_PATHS (separated by `os.pathsep`),
-relative ones against the current directory. /proc, /sys and /dev are never read.
+relative ones against the current directory. /proc, /sys, /dev and .gambit folders are never read.
 """
 
 from __future__ import annotations

@@ -50,7 +50,7 @@ def _simulator() -> ModuleType:
     "allow_paths",
     "Also let decks read files in this folder, outside the served workspace (repeatable; "
     "also GAMBIT_ALLOW_PATHS, or [project] allow_paths in the workspace's gambit.toml). "
-    "/proc, /sys and /dev are never read.",
+    "/proc, /sys, /dev and .gambit folders are never read.",
     multiple=True,
 )
 def serve_command(

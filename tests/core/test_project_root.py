@@ -66,6 +66,25 @@ def test_an_embed_linked_to_proc_self_environ_is_an_error_naming_the_path_and_th
         load_deck_tree(deck)
 
 
+def test_an_embed_or_a_schema_in_a_state_folder_is_an_error(project: DeckFolder):
+    # The simulator's secret key and database live in <workspace>/.gambit: a Markdown deck
+    # must not pull them into its prompt, directly or through a link.
+    state = project.root / "bot" / ".gambit"
+    state.mkdir(parents=True)
+    (state / "secret_key.md").write_text("sk-django-secret")
+    deck = project.deck("bot/PROMPT.md", MODEL, "Notes: ![](./notes.md)")
+    (deck.parent / "notes.md").symlink_to(state / "secret_key.md")
+    message = only_error(deck)
+    assert "inside a .gambit folder, where the simulator and the CLI keep their state" in message
+    direct = project.deck("bot2/PROMPT.md", MODEL, "Notes: ![](../bot/.gambit/secret_key.md)")
+    assert "inside a .gambit folder" in only_error(direct)
+    (state / "s.json").write_text('{"type": "object"}')
+    schema = project.deck(
+        "bot3/PROMPT.md", MODEL + 'contextSchema = "../bot/.gambit/s.json"\n', "Hi"
+    )
+    assert "inside a .gambit folder" in only_error(schema)
+
+
 async def test_nothing_from_the_environment_reaches_the_model(
     project: DeckFolder, monkeypatch: pytest.MonkeyPatch
 ):

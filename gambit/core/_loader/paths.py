@@ -34,6 +34,7 @@ PROJECT_MARKERS = (".git", ".hg", "pyproject.toml", "package.json", "deno.json",
 # Never read, whatever the root or the allowed folders: the kernel's views of processes
 # (/proc/self/environ holds every API key), of the system and of devices.
 NEVER_READ = (Path("/proc"), Path("/sys"), Path("/dev"))
+STATE_FOLDER = ".gambit"
 # Where bundled gambit:// files live (the stdlib decks; snippets are read as resources).
 BUNDLED_FOLDER = Path(__file__).resolve().parent.parent / "decks"
 WIDEN_HINT = (
@@ -122,6 +123,15 @@ class Jail:
                     else f"outside the project root {self.root} and"
                 )
                 return f"{where} under {never}, which Gambit never reads", NEVER_HINT
+        if STATE_FOLDER in path.parts:
+            # The simulator's secret key and database, and saved sessions: an embed or a
+            # schema there would send them to a model (docs/decks.md, "What the built-in
+            # tools never touch", says the same of the tools).
+            return (
+                f"inside a {STATE_FOLDER} folder, where the simulator and the CLI keep their "
+                "state, which decks never read",
+                "point at a file of the deck's own",
+            )
         if inside:
             return None
         return f"outside the project root {self.root}", WIDEN_HINT
