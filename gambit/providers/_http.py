@@ -54,15 +54,38 @@ __all__ = [
     "structured_error",
 ]
 
+
 # The user name and password of a URL: what follows the scheme's `//` (or the start, for a URL
 # without a scheme) up to the last `@` before the first `/`, `?` or `#`.
-_USERINFO = re.compile(r"^((?:[A-Za-z][A-Za-z0-9+.-]*:)?//)?[^/?#]*@")
-
-
 def shown_url(url: str) -> str:
     """`url` as an error or a log line may show it: its user name and password, if any,
-    replaced by `***` (`http://user:pw@host/v1` -> `http://***@host/v1`)."""
-    return _USERINFO.sub(r"\1***@", url, count=1)
+    replaced by `***` (`http://user:pw@host/v1` -> `http://***@host/v1`).
+
+    Everything from the authority's start (after `//`, else after leading blanks) to the last
+    `@` goes: a password may hold `/`, `?` or `#` unencoded, and a URL may come with blanks
+    or a mistyped scheme. An `@` in a path hides a little more than it must, never less."""
+    start, at = _userinfo_span(url)
+    return url if at < start else f"{url[:start]}***{url[at:]}"
+
+
+def _userinfo_span(url: str) -> tuple[int, int]:
+    slashes = url.find("//")
+    return (slashes + 2 if slashes >= 0 else len(url) - len(url.lstrip())), url.rfind("@")
+
+
+def scrubbed(text: str, url: str) -> str:
+    """`text` (an HTTP library's message about `url`) without `url`'s user name or password:
+    the URL shown as `shown_url` shows it, and each part of its user info taken out wherever
+    else it appears (httpx quotes a password it read as a port)."""
+    text = text.replace(url, shown_url(url))
+    start, at = _userinfo_span(url)
+    if at >= start:
+        userinfo = url[start:at]
+        pieces = re.split(r"[:/?#]", userinfo)  # how a parser may have cut it up
+        for part in sorted({userinfo, *pieces}, key=len, reverse=True):
+            if len(part) >= 3:
+                text = text.replace(part, "***")
+    return text
 
 
 DEFAULT_TIMEOUT = httpx.Timeout(connect=10.0, read=300.0, write=30.0, pool=10.0)
@@ -227,7 +250,7 @@ _TRANSPORT_ERRORS: tuple[tuple[type[BaseException] | tuple[type[BaseException], 
 
 def describe_transport_error(exc: BaseException, url: str) -> str:
     shown = shown_url(url)
-    detail = (str(exc) or type(exc).__name__).replace(url, shown)
+    detail = scrubbed(str(exc) or type(exc).__name__, url)
     for types, template in _TRANSPORT_ERRORS:
         if isinstance(exc, types):
             return template.format(url=shown, detail=detail)
@@ -436,7 +459,8 @@ class HttpClient:
                 request = client.build_request(method, url, json=body, headers=headers, **extra)
             except httpx.InvalidURL as exc:
                 raise ProviderError(
-                    f"invalid URL {shown_url(url)!r}: {exc}", provider=self.provider
+                    f"invalid URL {shown_url(url)!r}: {scrubbed(str(exc), url)}",
+                    provider=self.provider,
                 ) from exc
             try:
                 response = await client.send(request, stream=True)

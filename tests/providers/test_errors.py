@@ -284,6 +284,29 @@ async def test_an_unreachable_url_is_named_without_its_credentials():
     assert shows_no_credentials(message) and shows_no_credentials(repr(p))
 
 
+@pytest.mark.parametrize(
+    "base_url",
+    [
+        " http://gambit-user:s3cret-pw@127.0.0.1:{port}/v1",  # a blank before it
+        "\thttp://gambit-user:s3cret-pw@127.0.0.1:{port}/v1",
+        "http://gambit-user:s3cret/pw@127.0.0.1:{port}/v1",  # a password holding / ? #
+        "http://gambit-user:s3cret?pw@127.0.0.1:{port}/v1",
+        "http://gambit-user:s3cret#pw@127.0.0.1:{port}/v1",
+        "http:/\\gambit-user:s3cret-pw@127.0.0.1:{port}/v1",  # a mistyped scheme
+    ],
+)
+async def test_a_malformed_url_is_named_without_its_credentials(base_url: str):
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    p = OpenResponsesProvider(base_url=base_url.format(port=port), retry=NO_RETRY)
+    with pytest.raises(ProviderError) as info:
+        await p.responses(request())
+    await p.aclose()
+    assert "s3cret" not in str(info.value) and "gambit-user" not in str(info.value), info.value
+    assert "s3cret" not in repr(p)
+
+
 async def test_an_error_answer_is_named_without_the_urls_credentials(
     fake_server: FakeModelServer,
 ):
