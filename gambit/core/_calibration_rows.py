@@ -23,6 +23,7 @@ CSV reader undoes it (`csv_cell`), so a round trip loses nothing (docs/calibrati
 from __future__ import annotations
 
 import math
+import re
 import statistics
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -37,13 +38,19 @@ UNKNOWN_VERSION = "unknown"
 
 # A cell starting with one of these is a formula to a spreadsheet (OWASP, "CSV Injection":
 # https://owasp.org/www-community/attacks/CSV_Injection); a leading `'` makes it text.
-FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r", "\uff1d", "\uff0b", "\uff0d", "\uff20")
+# What a spreadsheet may skip before reading a formula (a trimmed import, a stray newline, an
+# invisible character pasted with the text): blanks, control characters, zero-width ones.
+_SKIPPED = re.compile(r"[\s\x00-\x1f\x7f\u200b-\u200d\u2060\ufeff]*")
 
 
 def _formula_like(text: str) -> bool:
-    """Whether `text`, its leading quotes aside, starts like a formula: such a text is
-    written with one more quote, so that reading removes exactly the one added."""
-    return text.lstrip("'")[:1] in FORMULA_STARTS
+    """Whether `text`, its leading quotes and anything a spreadsheet may skip aside, starts
+    like a formula: such a text is written with one more quote, so that reading removes
+    exactly the one added."""
+    rest = text.lstrip("'")
+    rest = rest[_SKIPPED.match(rest).end() :]  # type: ignore[union-attr]
+    return rest[:1] in FORMULA_STARTS or text.lstrip("'")[:1] in ("\t", "\r")
 
 
 def csv_row(row: dict[str, Any]) -> dict[str, Any]:
