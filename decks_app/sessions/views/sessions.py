@@ -245,6 +245,13 @@ def scenario_start(request: HtmxHttpRequest) -> HttpResponse:
     """Run a root deck's scenario once (a live session) or N times (a batch)."""
     workspace = current_workspace()
     deck, _, scenario = request.POST.get("scenario", "").partition("|")
+    if _declared_scenario(workspace, f"{deck}|{scenario}") is None:
+        # Checked before the deck's context form is read: reading it loads the deck, and a
+        # file outside the listing is never loaded (nor its Python imported).
+        return error_response(
+            request,
+            f"{scenario!r} is not a scenario of {deck or 'a deck'}; add it to [[scenarios]]",
+        )
     try:
         if "context" in request.POST:
             context = parse_context(request.POST.get("context"))

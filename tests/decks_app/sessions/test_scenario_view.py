@@ -4,8 +4,11 @@ Runs execute through the run executor, with the offline model standing in (no AP
 from __future__ import annotations
 
 import asyncio
+import shutil
+from pathlib import Path
 
 import pytest
+from django.test import override_settings
 
 from decks_app.models import Run, Session
 from decks_app.runs import executor, queue
@@ -116,3 +119,20 @@ def test_a_scenario_run_counts_the_persona_and_replays_offline(client, workspace
     compared = client.get(f"/test/{replay.json()['id']}/compare.json").json()
     assert compared["verdict"] == "identical", compared["differences"]
     assert compared["turns"]["replay"] == 2
+
+
+def test_a_scenario_choice_outside_the_listing_loads_nothing(client, tmp_path, settings):
+    # A deck.py in a hidden folder (not listed) was imported while reading its context form,
+    # before the choice was refused.
+    root = tmp_path / "ws"
+    shutil.copytree(Path(settings.GAMBIT_WORKSPACE), root, ignore=shutil.ignore_patterns(".gambit"))
+    marker = tmp_path / "imported"
+    (root / ".hidden" / "evil").mkdir(parents=True)
+    (root / ".hidden" / "evil" / "deck.py").write_text(
+        f"open({str(marker)!r}, 'w').close()\n"
+        "import gambit\ndeck = gambit.define_deck(run=lambda ctx: 'x')\n"
+    )
+    with override_settings(GAMBIT_WORKSPACE=str(root)):
+        response = client.post("/test/scenario?format=json", {"scenario": ".hidden/evil/deck.py|x"})
+    assert response.status_code == 400 and "is not a scenario of" in response.json()["error"]
+    assert not marker.exists()
