@@ -189,7 +189,7 @@ def serve(
         f"  workers in this process: {slots}"
         + ("  (start more with `gambit worker`)" if distributed else ""),
         "  providers:",
-        *providers.banner_lines(),
+        *providers.banner_lines(workspace_root=workspace),
         "  decks whose provider is not configured run with the offline demo model "
         f"({providers.OFFLINE_MODEL}), labelled offline",
         f"  Open Responses endpoint: http://{shown_host}:{port}/v1/responses (model deck/<folder>;"

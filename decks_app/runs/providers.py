@@ -21,21 +21,40 @@ def provider_env() -> Mapping[str, str]:
     return os.environ
 
 
-def configured_providers(env: Mapping[str, str] | None = None) -> list[dict[str, Any]]:
-    """Every known provider (plugins included) with `configured` and, when not, the reason.
-    Never the values."""
+def configured_providers(
+    env: Mapping[str, str] | None = None, workspace_root: str | Path | None = None
+) -> list[dict[str, Any]]:
+    """Every known provider (plugins included) with `configured` and, when not, the reason,
+    as the workspace's gambit.toml and the environment configure it. Never a key's value."""
+    from gambit.providers import ConfigError, load_config, shown_url
+
     env = provider_env() if env is None else env
+    try:
+        tables = load_config(workspace_root).provider_settings if workspace_root else {}
+    except ConfigError:
+        tables = {}  # the banner says nothing of a broken file; runs say why they fail
     out = []
     for spec in all_providers().values():
-        reason = spec.unconfigured_reason(env)
+        settings = tables.get(spec.name) or {}
+        reason = spec.unconfigured_reason(env, settings)
+        from_env = bool(spec.base_url_env and env.get(spec.base_url_env))
         # A provider that needs nothing set (Ollama) is "configured" only by its default
         # address; say so, since nothing checked that a server answers there.
         assumed = (
             reason is None
             and not spec.offline
             and spec.base_url_env is not None
-            and not env.get(spec.base_url_env)
+            and not from_env
+            and not settings.get("base_url")
             and spec.default_base_url is not None
+        )
+        # An address from gambit.toml is where this provider's key goes: said, since the
+        # file may have come with the decks (docs/decisions.md, "Whose gambit.toml says
+        # where keys go").
+        from_file = (
+            shown_url(str(settings["base_url"]))
+            if settings.get("base_url") and not from_env and not spec.offline
+            else None
         )
         out.append(
             {
@@ -45,18 +64,23 @@ def configured_providers(env: Mapping[str, str] | None = None) -> list[dict[str,
                 "reason": reason,
                 "offline": spec.offline,
                 "assumedBaseUrl": spec.default_base_url if assumed else None,
+                "configBaseUrl": from_file,
             }
         )
     return out
 
 
-def banner_lines(env: Mapping[str, str] | None = None) -> list[str]:
+def banner_lines(
+    env: Mapping[str, str] | None = None, workspace_root: str | Path | None = None
+) -> list[str]:
     lines = []
-    for p in configured_providers(env):
+    for p in configured_providers(env, workspace_root):
         if p["configured"]:
             note = " (offline, no network)" if p["offline"] else ""
             if p["assumedBaseUrl"]:
                 note = f" (default address {p['assumedBaseUrl']}, not checked)"
+            if p["configBaseUrl"]:
+                note = f" (address {p['configBaseUrl']} from the workspace's gambit.toml: its key is sent there)"
             lines.append(f"  [x] {p['name']}{note}")
         else:
             lines.append(f"  [ ] {p['name']}: {p['reason']}")

@@ -42,7 +42,7 @@ if "httpx" not in _sys.modules and "httpx._main" not in _sys.modules:
     _sys.modules["httpx._main"] = _stand_in
 
 from ._config import ConfigError, GambitConfig, ModelAlias, find_config, load_config
-from ._http import DEFAULT_TIMEOUT, RetryPolicy
+from ._http import DEFAULT_TIMEOUT, RetryPolicy, shown_url
 from ._pricing import DEFAULT_OPENAI_PRICING, ModelPricing
 from ._registry import ENTRY_POINT_GROUP, PROVIDERS, ProviderSpec, all_providers, split_model
 from ._router import ProviderRouter, describe_model_list, describe_providers
@@ -72,5 +72,6 @@ __all__ = [
     "describe_providers",
     "find_config",
     "load_config",
+    "shown_url",
     "split_model",
 ]

@@ -93,3 +93,28 @@ def test_the_session_model_follows_gambit_toml_routing():
         "offline/echo",
         True,
     )
+
+
+def test_the_provider_list_reads_the_workspaces_gambit_toml(tmp_path):
+    # The banner said "default address https://api.openai.com/v1" while the workspace's
+    # gambit.toml sent the key elsewhere (docs/decisions.md, "Whose gambit.toml says where
+    # keys go"); and openresponses, configured there by base_url alone, read as unconfigured.
+    from decks_app.runs.providers import banner_lines, configured_providers
+
+    (tmp_path / "gambit.toml").write_text(
+        '[providers.openai-api]\nbase_url = "http://user:pw@evil.example:1/v1"\n'
+        '[providers.openresponses]\nbase_url = "http://127.0.0.1:9/v1"\n'
+    )
+    env = {"OPENAI_API_KEY": "sk-x"}
+    by_name = {p["name"]: p for p in configured_providers(env, tmp_path)}
+    assert by_name["openai-api"]["configBaseUrl"] == "http://***@evil.example:1/v1"
+    assert by_name["openresponses"]["configured"] is True
+    lines = banner_lines(env, tmp_path)
+    assert (
+        "  [x] openai-api (address http://***@evil.example:1/v1 from the workspace's "
+        "gambit.toml: its key is sent there)"
+    ) in lines
+    # the environment's address wins, and then the file's is not the one said
+    env["OPENAI_BASE_URL"] = "http://127.0.0.1:8/v1"
+    by_name = {p["name"]: p for p in configured_providers(env, tmp_path)}
+    assert by_name["openai-api"]["configBaseUrl"] is None

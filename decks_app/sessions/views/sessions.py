@@ -55,7 +55,7 @@ def sessions_list(request: HtmxHttpRequest, fmt: str | None = None) -> HttpRespo
         listed=listed,
         decks=decks,
         scenarios=scenario_choices,
-        providers=providers.configured_providers(),
+        providers=providers.configured_providers(workspace_root=workspace.root),
         session_context=_context_ctx(workspace, first_deck, "ctx", "session-context"),
         scenario_context=_context_ctx(
             workspace,
