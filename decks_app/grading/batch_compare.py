@@ -52,6 +52,12 @@ def comparison(before: Run, after: Run) -> dict[str, Any]:
 def changes(first: dict[str, Any], second: dict[str, Any], labels: dict[str, str]) -> list[str]:
     """What differs between two batches' inputs, in words ([] when nothing we record)."""
     out = []
+    if first.get("deck") != second.get("deck"):
+        # Said first: every other figure compares two different agents.
+        out.append(
+            f"The deck under test changed: {first.get('deck') or '–'} → "
+            f"{second.get('deck') or '–'}; these batches test different agents."
+        )
     # A grader's edit first: the deck's hash covers its graders' and scenarios' files too, so
     # "the deck's files changed" alone read as if the deck itself had (it may not have).
     hashes_before, hashes_after = _grader_hashes(first), _grader_hashes(second)

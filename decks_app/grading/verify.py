@@ -220,9 +220,15 @@ def batch_page(workspace: Workspace, *, before: str = "", after: str = "") -> ke
 
 
 def comparable_batches(workspace: Workspace, run: Run) -> tuple[list[Run], int]:
-    """The newest completed batches `run` can be compared with, and how many there are in
-    all (the picker also takes any batch id typed into it)."""
-    qs = _batches(workspace).filter(status="completed").exclude(pk=run.pk)
+    """The newest completed batches of `run`'s deck it can be compared with, and how many
+    there are in all (the picker also takes any batch id typed into it)."""
+    # Batches of the same deck: a batch of another deck compares two different agents (it
+    # can still be typed in, and the compare page then says so first).
+    qs = (
+        _batches(workspace)
+        .filter(status="completed", session__deck_path=run.session.deck_path)
+        .exclude(pk=run.pk)
+    )
     return list(qs.order_by("-created_at", "-id")[:BATCHES_PER_PAGE]), qs.count()
 
 

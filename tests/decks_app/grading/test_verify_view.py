@@ -408,6 +408,23 @@ def test_the_compare_page_names_a_changed_setting_and_deck(client, workspace):
     )
 
 
+def test_batches_of_another_deck_are_not_offered_and_a_compare_of_them_says_so_first(
+    client, workspace
+):
+    first, second = _start(client), _start(client)
+    Run.objects.filter(pk__in=[first, second]).update(status="completed")
+    # the first batch is made another deck's (as a batch of my_bot would be)
+    Session.objects.filter(runs__id=first).update(deck_path="my_bot/PROMPT.md")
+    html = client.get(f"/grade/verify/{second}").content.decode()
+    assert f'<option value="{first}">' not in html
+    compared = client.get(f"/grade/verify/compare.json?before={first}&after={second}")
+    changes = compared.json()["changes"]
+    assert changes[0] == (
+        "The deck under test changed: my_bot/PROMPT.md → support/PROMPT.md; these batches "
+        "test different agents."
+    )
+
+
 def test_pass_rates_are_corrected_for_the_graders_errors_when_it_was_rated(client, workspace):
     # issue 28 §2: beside the raw pass rate, the Rogan-Gladen rate from the ratings of the
     # grader's grades (here: of this batch's own conversations, rated in the Test tab)
@@ -462,5 +479,5 @@ def test_the_compare_picker_offers_the_newest_batches_and_takes_any_id(
     html = client.get(f"/grade/verify/{started[-1]}").content.decode()
     offered = [b for b in started[:-1] if f'<option value="{b}">' in html]
     assert len(offered) == 2
-    assert "The newest 2 of 3 completed batches are offered" in html
+    assert "The newest 2 of 3 completed batches of this deck are offered" in html
     assert 'name="before" list="comparable-batches"' in html
