@@ -131,20 +131,31 @@ def progress(
         ("grade", grades_total, saved[1]),
     ):
         counts = (live or {}).get(phase) or {}
-        done = max(stored, int(counts.get("completed") or 0) + int(counts.get("failed") or 0))
+        completed = int(counts.get("completed") or 0)
+        failed = int(counts.get("failed") or 0)
+        running = int(counts.get("running") or 0)
+        queued = int(counts.get("queued") or 0)
+        # Saved ahead of the live counts (written twice a second): those finished, so they
+        # leave the running and then the queued count, and the parts still add up.
+        ahead = max(0, stored - completed - failed)
+        completed += ahead
+        taken = min(ahead, running)
+        running, queued = running - taken, max(0, queued - (ahead - taken))
         phases[phase] = {
             "total": int(counts.get("total") or total),
-            "done": done,
-            "completed": int(counts.get("completed") or 0),
-            "failed": int(counts.get("failed") or 0),
-            "running": int(counts.get("running") or 0),
-            "queued": int(counts.get("queued") or 0),
+            "done": completed + failed,
+            "completed": completed,
+            "failed": failed,
+            "running": running,
+            "queued": queued,
         }
     work = phases["run"]["total"] + phases["grade"]["total"]
     done = phases["run"]["done"] + phases["grade"]["done"]
     seconds_left = None
     active = run.status in ("queued", "running")
-    if active and run.started_at and 0 < done < work:
+    # No guess until a tenth of the work (and two items) are done: the first runs take
+    # longest (start-up), so an early guess overstates the time left several times over.
+    if active and run.started_at and max(2, work / 10) <= done < work:
         elapsed = (timezone.now() - run.started_at).total_seconds()
         seconds_left = round(elapsed * (work - done) / done)
     return {
