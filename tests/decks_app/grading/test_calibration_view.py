@@ -127,3 +127,17 @@ def test_a_version_whose_graded_items_are_all_rated_is_sent_to_grade_more(client
     assert "every item it graded is rated" in tone["verdict"]["nextStep"]
     html = client.get("/grade/calibration").content.decode()
     assert '<a href="/grade/verify">run a Verify batch</a>' in html
+
+
+def test_a_link_to_a_rated_message_lands_on_that_message(client, workspace):
+    # The disagreement links ended in #msg-..., which no element of the session page had.
+    from decks_app.grading.calibration import conversation_url
+
+    from ..conftest import chat_session
+
+    session = chat_session(workspace)
+    url = conversation_url(session.id, "msg-000000000000000000000003")
+    page, _, fragment = url.partition("#")
+    html = client.get(page).content.decode()
+    assert fragment == "msg-000000000000000000000003"
+    assert f'id="{fragment}"' in html
