@@ -243,16 +243,42 @@ class SessionPage(PageData):
     @property
     def model_label(self) -> str:
         """The header's model: the one that answered, else why there is none."""
-        if self.shown_model:
+        if self._answered:
             return self.shown_model + (" (offline)" if self.shown_model_offline else "")
         deck = self.deck
         if deck is not None and deck.kind == "compute":
             return "no model (compute deck)"
         if self.runs:
             return "no model answered"
-        if deck is not None and deck.models:
-            return deck.models[0]  # what the deck names; the first run says what answered
-        return "no model set in the deck"
+        if deck is None:
+            return "no model set in the deck"
+        # Nothing answered yet: the model that will, as the run will choose it (the offline
+        # demo model when the deck's has no configured provider, or the deck names none).
+        from decks_app.runs import providers
+
+        router = providers.make_router(self.session.workspace.root)
+        _, label, offline = providers.effective_model(self.session.model, deck.models, router)
+        why = ""
+        if offline and not self.session.model and label == providers.OFFLINE_MODEL:
+            why = (
+                f": {deck.models[0]} has no configured provider"
+                if deck.models
+                else ": the deck names no model"
+            )
+        return f"{label} will answer" + (f" (offline{why})" if offline else "")
+
+    @property
+    def model_title(self) -> str:
+        """The header model's tooltip: what the figure is."""
+        if self._answered or self.runs:
+            return "The model that answered"
+        return "The model that will answer the first message (nothing has answered yet)"
+
+    @property
+    def _answered(self) -> bool:
+        """Whether a run recorded the model that answered it (else `shown_model` is only the
+        session's override, which has answered nothing yet)."""
+        return any(run.model for run in self.runs)
 
     @property
     def last_error(self) -> str:
@@ -274,6 +300,8 @@ class SessionPage(PageData):
             "model": self.shown_model or None,
             "offline": self.shown_model_offline,
             "modelOverride": session.model or None,
+            # the header's sentence: the model that answered, or the one that will
+            "modelLabel": self.model_label,
             # the title written after the first exchange (docs/simulator.md, "Session titles")
             "summary": self.summary,
             # how full the context window was at the latest model call (null: no known window)

@@ -94,15 +94,34 @@ def test_the_page_shows_the_latest_runs_model_and_escapes_it(client, workspace):
 
 
 @pytest.mark.django_db
-def test_a_session_without_runs_shows_its_override_or_the_deck_model(client, workspace):
+def test_a_session_without_runs_shows_its_override_or_the_deck_model(
+    client, workspace, monkeypatch
+):
+    for key in PROVIDER_KEYS:
+        monkeypatch.delenv(key, raising=False)
     with_override = create_session(workspace, "support/PROMPT.md", model="offline/echo")
     without = create_session(workspace, "support/PROMPT.md")
     assert client.get(f"/test/{with_override.id}.json").json()["model"] == "offline/echo"
     assert client.get(f"/test/{without.id}.json").json()["model"] is None
-    # issue 26: the header said "deck model" whatever the deck; it names the deck's model,
-    # and a compute deck has none
+    # issue 26: the header said "deck model" whatever the deck; before the first run it
+    # names the model that will answer: here the demo model, since the deck's has no key
+    # (it named the deck's model, under the title "The model that answered")
     html = client.get(f"/test/{without.id}").content.decode()
-    assert ">openrouter/openai/gpt-4o-mini</span>" in html and "deck model" not in html
+    assert (
+        'title="The model that will answer the first message (nothing has answered yet)">'
+        "offline/demo will answer (offline: openrouter/openai/gpt-4o-mini has no configured "
+        "provider)</span>"
+    ) in html
+    assert "deck model" not in html
+    assert client.get(f"/test/{without.id}.json").json()["modelLabel"] == (
+        "offline/demo will answer (offline: openrouter/openai/gpt-4o-mini has no configured "
+        "provider)"
+    )
+    monkeypatch.setenv("OPENROUTER_API_KEY", "k")
+    html = client.get(f"/test/{without.id}").content.decode()
+    assert ">openrouter/openai/gpt-4o-mini will answer</span>" in html
+    html = client.get(f"/test/{with_override.id}").content.decode()
+    assert ">offline/echo will answer (offline)</span>" in html
     hello = create_session(workspace, "hello/deck.py")
     html = client.get(f"/test/{hello.id}").content.decode()
     assert ">no model (compute deck)</span>" in html

@@ -179,7 +179,8 @@ def test_the_session_header_names_the_decks_model_or_that_a_compute_deck_has_non
     deck; it names the deck's model, and says a compute deck (Hello) has none."""
     header = page.locator("#session-model")
     for deck, expected in [
-        ("support/PROMPT.md", "openrouter/openai/gpt-4o-mini"),
+        # the model that will answer: the deck's, or the demo model naming the deck's
+        ("support/PROMPT.md", re.compile(r"will answer.*|.*openrouter/openai/gpt-4o-mini.*")),
         ("hello/deck.py", "no model (compute deck)"),
     ]:
         page.goto(live_url + "/test")
@@ -187,6 +188,12 @@ def test_the_session_header_names_the_decks_model_or_that_a_compute_deck_has_non
         page.click("#new-session")  # enabled once the deck's context fields have arrived
         page.wait_for_url(re.compile(r".*/test/session-[0-9a-f]{24}$"))
         expect(header).to_have_text(expected)
+    page.goto(live_url + "/test")
+    page.select_option("select[name=deck]", "support/PROMPT.md")
+    page.click("#new-session")
+    page.wait_for_url(re.compile(r".*/test/session-[0-9a-f]{24}$"))
+    expect(header).to_contain_text("openrouter/openai/gpt-4o-mini")
+    expect(header).to_contain_text("will answer")
 
 
 def test_the_session_header_follows_the_model_that_answered_without_a_reload(page, live_url):
@@ -199,7 +206,7 @@ def test_the_session_header_follows_the_model_that_answered_without_a_reload(pag
     page.click("#new-session")
     page.wait_for_url(re.compile(r".*/test/session-[0-9a-f]{24}$"))
     header = page.locator("#session-model")
-    expect(header).to_have_text("offline/echo")  # the override, before any run answered
+    expect(header).to_have_text("offline/echo will answer (offline)")  # nothing answered yet
     page.fill("textarea[name=message]", "where is my parcel")
     page.click("#send")
     expect(page.locator("#status")).to_have_text("completed", timeout=20_000)
