@@ -36,6 +36,11 @@
   editor.getScrollerElement().setAttribute("tabindex", "0");
   let saved = editor.getValue();
   const dirty = () => editor.getValue() !== saved;
+  // Leaving with unsaved edits (a link, Back, closing the tab) asks first: they were lost
+  // without a word. The browser words the question itself.
+  window.addEventListener("beforeunload", (event) => {
+    if (dirty()) event.preventDefault();
+  });
 
   // The gutter follows the problems panel the server rendered (#problems li).
   const marks = [];

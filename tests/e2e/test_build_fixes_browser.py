@@ -134,3 +134,36 @@ def test_the_offline_assistant_says_which_model_answered_and_what_it_can_do(page
     expect(reply).to_contain_text('replace "old text" with "new text" in PROMPT.md')
     expect(reply).not_to_contain_text("not found")
     assert (workspace / "support/PROMPT.md").read_text() == before
+
+
+def test_leaving_with_unsaved_edits_asks_first(page, build_url):
+    # A new user typed, clicked "Test this deck", and the edit was gone without a word.
+    url, workspace = build_url
+    page.goto(f"{url}/build/file?path=support/PROMPT.md&deck=support/PROMPT.md")
+    page.wait_for_function("() => !!window.gambitEditor")
+    asked: list[str] = []
+
+    def answer(dialog) -> None:
+        asked.append(dialog.type)
+        dialog.dismiss()  # stay on the page
+
+    page.on("dialog", answer)
+    page.evaluate("window.gambitEditor.replaceRange('unsaved words ', {line: 0, ch: 0})")
+    page.click("body")  # a gesture: browsers ask only on a page the user has touched
+    page.evaluate("location.href = '/test'")
+    page.wait_for_timeout(500)
+    assert asked == ["beforeunload"]
+    assert "/build/file" in page.url
+    assert page.evaluate("window.gambitEditor.getValue()").startswith("unsaved words ")
+    # once saved, leaving asks nothing
+    page.evaluate("window.gambitEditor.focus()")
+    page.keyboard.press("Control+S")
+    deadline = 50
+    while not (workspace / "support/PROMPT.md").read_text().startswith("unsaved words "):
+        deadline -= 1
+        assert deadline, "the save did not reach the file"
+        page.wait_for_timeout(100)
+    page.wait_for_timeout(300)  # the save's answer marks the editor clean
+    page.evaluate("location.href = '/test'")
+    page.wait_for_url(re.compile(r".*/test$"))
+    assert asked == ["beforeunload"]
