@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from pathlib import PurePosixPath
 from typing import Any
 
 from django.db import transaction
@@ -101,6 +102,28 @@ def parse_state(text: str) -> dict[str, Any]:
     return state
 
 
+def _recorded_deck(state: dict[str, Any], trace: list[dict[str, Any]]) -> str:
+    """The deck the state (its meta.deckPath) or the trace (its first run.start) was
+    recorded with, or "" when neither says."""
+    meta = state.get("meta") if isinstance(state.get("meta"), dict) else {}
+    path = meta.get("deckPath") if isinstance(meta, dict) else None
+    if not path:
+        start = next((e for e in trace if e.get("type") == "run.start"), {})
+        path = start.get("deckPath")
+    return str(path) if isinstance(path, str) else ""
+
+
+def _same_deck(recorded: str, deck_path: str) -> bool:
+    """Whether `recorded` (absolute from a CLI run, relative from the simulator) names the
+    workspace's `deck_path`: the same relative path, or the same folder and file name (a
+    project moved or checked out elsewhere)."""
+    shown = PurePosixPath(recorded.replace("\\", "/"))
+    wanted = PurePosixPath(deck_path)
+    if str(shown) == str(wanted) or str(shown).endswith("/" + str(wanted)):
+        return True
+    return (shown.parent.name, shown.name) == (wanted.parent.name, wanted.name)
+
+
 def import_session(
     workspace: Workspace,
     deck_path: str,
@@ -117,6 +140,14 @@ def import_session(
     trace = list(trace or [])
     if not trace and state.get("traces"):
         trace = [t for t in state["traces"] if isinstance(t, dict)]
+    recorded_with = _recorded_deck(state, trace)
+    if recorded_with and not _same_deck(recorded_with, deck.path):
+        # A conversation of one deck filed under another misleads every page after it (the
+        # header, the trace, grades and replays name the wrong agent).
+        raise InvalidInput(
+            f"these files were recorded with the deck {recorded_with}, not {deck.path}; choose "
+            "that deck in the form"
+        )
     messages = state.get("messages")
     with transaction.atomic():
         session = Session.objects.create(

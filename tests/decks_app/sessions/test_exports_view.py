@@ -57,6 +57,32 @@ def test_an_exported_session_imports_back_with_its_trace(client, workspace):
     assert data["conversation"][1]["feedback"]["score"] == 2
 
 
+def test_a_state_of_another_deck_is_refused_naming_both(client, workspace):
+    # A support conversation imported as the hello deck's was accepted without a word.
+    s = _with_events(workspace)
+    state = client.get(f"/test/{s.id}/export/state.json").content
+    r = client.post(
+        "/test/import?format=json",
+        {"deck": "hello/deck.py", "state": SimpleUploadedFile("s.json", state)},
+    )
+    assert r.status_code == 400
+    assert r.json()["error"] == (
+        "these files were recorded with the deck support/PROMPT.md, not hello/deck.py; "
+        "choose that deck in the form"
+    )
+    # the same deck recorded elsewhere (a CLI run's absolute path) is the same deck
+    moved = json.loads(state)
+    moved["meta"]["deckPath"] = "/home/someone/project/support/PROMPT.md"
+    r = client.post(
+        "/test/import?format=json",
+        {
+            "deck": "support/PROMPT.md",
+            "state": SimpleUploadedFile("s.json", json.dumps(moved).encode()),
+        },
+    )
+    assert r.status_code == 201, r.content
+
+
 def test_it_rejects_bad_imports(client, workspace):
     bad = [
         {"state": SimpleUploadedFile("s.json", b"[1]")},
