@@ -313,6 +313,10 @@ def grade_run_dict(run: Run) -> dict[str, Any]:
         "durationMs": run.duration_ms,
         "totalTokens": run.total_tokens,
         "cost": run.cost,
+        # the model that answered the grader (offline: the demo model grades without reading
+        # the rubric, docs/offline-provider.md)
+        "model": run.model or None,
+        "offline": run.offline,
         "results": result_rows(run.session.source, grading_record(run))
         if result and run.session.source is not None
         else [],

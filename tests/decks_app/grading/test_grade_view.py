@@ -78,6 +78,11 @@ def test_a_grade_run_grades_each_turn_and_is_recorded_in_the_session(client, wor
     html = client.get(f"/grade/runs/{run_id}").content.decode()
     assert "ships &lt;b&gt;today&lt;/b&gt;" in html  # model and user text escaped
     assert "Show input" in html
+    # which model graded, and that it was offline (the page said neither)
+    model = Run.objects.get(pk=run_id).model
+    assert model and (data["model"], data["offline"]) == (model, Run.objects.get(pk=run_id).offline)
+    offline = " (offline)" if data["offline"] else ""
+    assert f'graded by <span id="grade-model">{model}{offline}</span>' in html
 
 
 def test_flags_toggle_with_a_reason_and_a_reason_needs_a_flag(client, workspace):
