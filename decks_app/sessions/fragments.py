@@ -132,10 +132,15 @@ def trace_updates(session: Any, run: Any, since: int, cursor: int) -> list[str]:
         parts.append(render_to_string("sessions/tree_node_body.html", ctx))
     if parts:
         totals = session.runs.aggregate(tokens=Sum("total_tokens"), cost=Sum("cost"))
+        tokens = totals["tokens"] or 0
+        if run.active:
+            # A run records its totals when it ends: until then, count what its trace shows
+            # (the heading said "0 tokens" under calls of 170, 317 and 207 tokens).
+            tokens += sum(root.total_tokens or 0 for root in roots)
         parts.append(
             render_to_string(
                 TEMPLATE + "#trace_totals",
-                {"page": {"tokens": totals["tokens"] or 0, "cost": totals["cost"]}, "oob": True},
+                {"page": {"tokens": tokens, "cost": totals["cost"]}, "oob": True},
             )
         )
     return parts

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import re
 
 import pytest
 from asgiref.sync import sync_to_async
@@ -157,6 +158,8 @@ async def test_the_trace_panel_is_updated_in_place_on_structural_events():
     assert f'<div id="tn-{call}-body" class="node-body" hx-swap-oob="true">' in html
     assert f'<div id="tn-{start}-body" class="node-body" hx-swap-oob="true">' in html
     assert "240 ms" in html and "10 tok" in html and 'id="trace-totals"' in html
+    # the heading counts the running run's calls so far (it said 0 until the run ended)
+    assert re.search(r'id="trace-totals"[^>]*>10 tokens', html)
     await comm.disconnect()
 
 
