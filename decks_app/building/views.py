@@ -359,8 +359,6 @@ class AssistantPanel(PageData):
         last = self.runs[-1] if self.runs else None
         if last is not None and last["status"] in ACTIVE:
             return "The assistant is working…"
-        if self.notice:
-            return self.notice
         if last is not None and last["error"]:
             return f"Failed: {last['error']}"
         return ""
@@ -446,8 +444,9 @@ def assistant_undo(request: HtmxHttpRequest) -> HttpResponse:
         restored = assistant.undo(workspace, run)
     except assistant.AssistantError as exc:
         if request.htmx:
+            # Swapped in (htmx leaves a 409 unswapped), the refusal in the panel's notice.
             panel = AssistantPanel.of(workspace, run.session.deck_path, notice=str(exc))
-            return _panel(request, panel, status=409)
+            return _panel(request, panel)
         return error_response(request, str(exc), 409, fmt="json")
     if request.htmx:
         return _panel(

@@ -54,6 +54,16 @@ def test_the_assistant_applies_a_patch_shown_as_a_diff_and_undone(client, ws):
     assert undone.json() == {"restored": ["PROMPT.md"]}
     assert "Keep answers short" in (ws / "support/PROMPT.md").read_text()
     assert client.post("/build/assistant/undo", {"run": run["id"]}).status_code == 409
+    # In the page (htmx), a refusal is swapped in and said outside the live part, so a live
+    # update cannot wipe it (it was a 409 htmx did not swap, then nothing on the page).
+    refused = client.post("/build/assistant/undo", {"run": run["id"]}, HTTP_HX_REQUEST="true")
+    assert refused.status_code == 200
+    html = refused.content.decode()
+    assert (
+        '<p id="assistant-notice" role="status" aria-live="polite" class="meta">this change was already undone</p>'
+        in html
+    )
+    assert html.index('id="assistant-live"') < html.index('id="assistant-notice"')
 
 
 def test_without_the_write_grant_nothing_changes(client, ws):
