@@ -127,6 +127,11 @@ def test_a_batch_fills_in_as_it_runs_and_its_matrix_opens(page, verify_server):
         expect(passing.nth(i)).to_be_hidden()
     if failed:
         expect(page.locator('#verify-matrix tr[data-verdict="fail"]').first).to_be_visible()
+        expect(page.locator("#only-failures-none")).to_be_hidden()
+    else:  # an empty table said nothing; now a sentence says why
+        expect(page.locator("#only-failures-none")).to_be_visible()
+    page.uncheck("#only-failures")
+    expect(page.locator("#only-failures-none")).to_be_hidden()
 
     # the histogram's bins are the core's: the threshold is an edge, failing bins say so
     page.wait_for_function("() => window.Chart && Chart.getChart('chart-scores')")
