@@ -190,6 +190,8 @@ def rate_submit(request: HtmxHttpRequest, session_id: str, ref: str) -> HttpResp
     if wants_json(request) or request.headers.get("Accept", "").startswith("application/json"):
         return json_response({"item": item.to_json(), "progress": progress})
     if request.htmx:
-        data = RatePage(workspace, rater, [], item, progress)
+        # the queue's size goes with the progress: it said "20 items" however many were rated
+        left = len(build_queue(inputs, rater))
+        data = RatePage(workspace, rater, [], item, progress, queue_total=left)
         return render(request, "grading/rate.html#rated", data.context())
     return redirect(item.urls["url"])

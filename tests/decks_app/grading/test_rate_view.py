@@ -211,6 +211,9 @@ def test_htmx_gets_the_item_fragment_and_the_progress_out_of_band(client, queue_
     ).content.decode()
     assert 'id="rate-item"' in rated and "grader reason 0" in rated
     assert 'id="rate-progress" hx-swap-oob="true"' in rated
+    # the queue's size follows the ratings (it said the same number however many were rated)
+    left = _as(client, "alice").get("/grade/rate.json").json()["queueTotal"]
+    assert f'<p class="meta" id="queue-size" hx-swap-oob="true">{left} item' in rated
     full = client.get(f"/grade/rate/{session}/{msg}").content.decode()
     assert "<html" in full and 'id="rate-progress"' in full
     # without htmx or JSON, a rating redirects back to the item
@@ -266,7 +269,7 @@ def test_the_page_says_how_many_items_are_queued_beyond_those_it_serves(
     page = _as(client, "alice").get("/grade/rate.json").json()
     assert len(page["queue"]) == 2 and page["queueTotal"] == 6
     html = client.get("/grade/rate").content.decode()
-    assert "6 items in your queue; the keys move through the first 2" in html
+    assert "6 items left in your queue; the keys move through the first 2" in html
 
 
 def test_a_step_that_only_calls_tools_is_not_served_nor_rateable(client, workspace):
