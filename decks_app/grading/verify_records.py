@@ -5,6 +5,7 @@ each."""
 
 from __future__ import annotations
 
+import datetime
 import json
 import time
 from pathlib import Path
@@ -74,8 +75,11 @@ def save_scenario_run(
             params=ScenarioParams(scenario=scenario_path, label=f"{label} #{record.index}"),
             status="completed" if record.status == "completed" else "failed",
             error=record.error or "",
-            started_at=timezone.now(),
-            finished_at=timezone.now(),
+            # recorded as it finished: it started its duration before (the two were the same
+            # instant, beside a duration of seconds)
+            started_at=(finished := timezone.now())
+            - datetime.timedelta(milliseconds=record.duration_ms or 0),
+            finished_at=finished,
             duration_ms=record.duration_ms,
             total_tokens=record.tokens,
             cost=record.cost,

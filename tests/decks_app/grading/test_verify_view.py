@@ -89,6 +89,10 @@ def test_a_batch_runs_grades_and_reports(client, workspace):
     # the model that answered it (the header said "no model answered", the list nothing)
     twin = client.get(f"/test/{scenario.id}.json").json()
     assert (twin["runs"][-1]["model"], twin["runs"][-1]["offline"]) == ("offline/demo", True)
+    # it started its duration before it finished (the two were the same instant)
+    recorded_run = scenario.runs.get()
+    spent = (recorded_run.finished_at - recorded_run.started_at).total_seconds() * 1000
+    assert recorded_run.duration_ms and abs(spent - recorded_run.duration_ms) < 5
     # scenario sessions are conversations in the Test tab and gradable in the Grade tab
     listed = [s["id"] for s in client.get("/test.json").json()["sessions"]]
     assert sessions[0] in listed and Run.objects.get(pk=run_id).session_id not in listed
