@@ -123,12 +123,21 @@ def _refused(status: int, code: str, message: str) -> dict[str, Any]:
 
 
 def snapshot(folder: Path) -> dict[str, str]:
-    """The deck folder's text files (what an undo restores)."""
+    """The deck folder's text files (what an undo restores). A link is not followed out
+    of the folder: a link to /proc/self/environ or to the simulator's .gambit would copy
+    what it points at into the run's record and its diff."""
     files: dict[str, str] = {}
     total = 0
+    real_folder = folder.resolve()
     for path in sorted(folder.rglob("*")):
         if not path.is_file() or any(p.startswith(".") for p in path.relative_to(folder).parts):
             continue
+        if path.is_symlink():
+            target = path.resolve()
+            if not target.is_relative_to(real_folder) or any(
+                p.startswith(".") for p in target.relative_to(real_folder).parts
+            ):
+                continue  # out of the folder, or into a hidden part of it (.gambit)
         data = path.read_bytes()
         total += len(data)
         if total > MAX_SNAPSHOT_BYTES:

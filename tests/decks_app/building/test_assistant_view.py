@@ -174,3 +174,20 @@ def test_offline_an_edit_whose_text_is_not_there_is_not_called_done(client, ws):
     assert text.startswith("I could not replace \u201cnothing-like-this\u201d in PROMPT.md: ")
     assert text.endswith("No edit targets were found in PROMPT.md") and "Done" not in text
     assert (ws / "support/PROMPT.md").read_text() == before
+
+
+def test_the_snapshot_does_not_follow_links_out_of_the_folder_or_into_hidden_ones(tmp_path):
+    # What an undo restores was read through links: one to /proc/self/environ or to the
+    # simulator's .gambit would be copied into the run's record and shown in its diff.
+    from decks_app.building.assistant import snapshot
+
+    deck = tmp_path / "deck"
+    (deck / ".gambit").mkdir(parents=True)
+    (deck / ".gambit" / "secret_key").write_text("sk-django")
+    (deck / "PROMPT.md").write_text("Hi")
+    (tmp_path / "outside.md").write_text("outside")
+    (deck / "env.md").symlink_to("/proc/self/environ")
+    (deck / "key.md").symlink_to(deck / ".gambit" / "secret_key")
+    (deck / "out.md").symlink_to(tmp_path / "outside.md")
+    (deck / "same.md").symlink_to(deck / "PROMPT.md")
+    assert snapshot(deck) == {"PROMPT.md": "Hi", "same.md": "Hi"}
