@@ -37,6 +37,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlparse
 
+from gambit.env import env_flag
+
 REPO_ROOT = Path(__file__).resolve().parent.parent
 LOCAL_HOSTS = ["127.0.0.1", "localhost", "[::1]", "::1"]
 
@@ -130,7 +132,7 @@ def build_settings(env: Mapping[str, str]) -> dict[str, Any]:
         "GAMBIT_PROFILE": profile,
         "GAMBIT_WORKSPACE": str(workspace),
         "SECRET_KEY": _secret_key(env, state_dir),
-        "DEBUG": env.get("GAMBIT_DEBUG") == "1",
+        "DEBUG": env_flag(env, "GAMBIT_DEBUG"),
         "ALLOWED_HOSTS": LOCAL_HOSTS + extra_hosts,
         # Set by a non-loopback `gambit serve`: every page and socket then needs it.
         "GAMBIT_ACCESS_TOKEN": env.get("GAMBIT_ACCESS_TOKEN", ""),

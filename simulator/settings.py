@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING
 
+from gambit.env import env_flag
 from simulator.profiles import REPO_ROOT, build_settings
 
 globals().update(build_settings(os.environ))
@@ -123,8 +124,8 @@ LOGGING = {
 
 # Legacy /v1/chat/completions (docs/endpoint.md): off unless enabled
 # (`gambit serve --chat-completions`).
-GAMBIT_CHAT_COMPLETIONS = os.environ.get("GAMBIT_CHAT_COMPLETIONS") == "1"
+GAMBIT_CHAT_COMPLETIONS = env_flag(os.environ, "GAMBIT_CHAT_COMPLETIONS")
 
 # Chat mode for every run of the server (the deck runs of the Test tab and of /v1), as the
 # CLI's `GAMBIT_CHAT_FALLBACK=1` gives its runs (docs/providers.md).
-GAMBIT_CHAT_FALLBACK = os.environ.get("GAMBIT_CHAT_FALLBACK") == "1"
+GAMBIT_CHAT_FALLBACK = env_flag(os.environ, "GAMBIT_CHAT_FALLBACK")

@@ -18,6 +18,7 @@ from typing import Any
 
 from decks_app.workspaces.served import project_root, stat_key
 from gambit.core import DeckTree, ProjectRoot, deck_warning, load_deck_tree
+from gambit.env import env_flag
 
 _trees: dict[str, tuple[tuple, list[str], DeckTree]] = {}
 _lock = threading.Lock()
@@ -28,7 +29,7 @@ log = logging.getLogger("decks_app.decks")
 def strict_mode() -> bool:
     """GAMBIT_STRICT=1: deprecated deck forms are errors in the simulator's runs, as they are
     in the CLI (gambit.core reads no environment: each load here is told)."""
-    return os.environ.get("GAMBIT_STRICT") == "1"
+    return env_flag(os.environ, "GAMBIT_STRICT")
 
 
 def load(

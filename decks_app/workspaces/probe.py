@@ -19,6 +19,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from gambit.env import env_flag
+
 ALLOW_PATHS_ENV = "GAMBIT_ALLOW_PATHS"
 
 
@@ -38,7 +40,7 @@ def probe(path: str, workspace_root: str) -> dict:
     # GAMBIT_STRICT=1: the list shows a deprecated deck as not loading, as its runs would
     tree, diag = check_deck_tree(
         path,
-        strict=os.environ.get("GAMBIT_STRICT") == "1",
+        strict=env_flag(os.environ, "GAMBIT_STRICT"),
         project_root=served_project_root(workspace_root),
     )
     files = {str(Path(path).resolve())}

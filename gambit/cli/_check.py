@@ -22,6 +22,7 @@ import click
 from gambit.cli import HELP_OPTIONS
 from gambit.cli._project import allow_path_option, project_root_for
 from gambit.core import Problem, check_deck_tree, decks_below_the_listing, find_workspace_decks
+from gambit.env import env_flag
 
 
 def check_report(
@@ -247,7 +248,7 @@ def check_command(deck: Path, as_json: bool, strict: bool, with_providers: bool,
     deck, else the folder holding the deck's folder. Widen it with --allow-path or
     [project] allow_paths in gambit.toml; /proc, /sys, /dev and .gambit folders are never read.
     """
-    strict = strict or os.environ.get("GAMBIT_STRICT") == "1"
+    strict = strict or env_flag(os.environ, "GAMBIT_STRICT")
     started = time.perf_counter()
     with deck_output_to_stderr():
         report = check_report(deck, strict=strict, providers=with_providers, role=role)

@@ -30,6 +30,7 @@ from gambit.core import (
     load_state,
     save_state,
 )
+from gambit.env import env_flag
 from gambit.otel import configured as otel_configured  # reads the environment, imports no SDK
 from gambit.providers import ProviderRouter  # with the command: start-up's freeze covers it
 
@@ -63,7 +64,7 @@ def select_mode(responses_flag: bool, env: Mapping[str, str]) -> str:
     is accepted and means the default)."""
     if responses_flag:
         return "responses"
-    if env.get("GAMBIT_CHAT_FALLBACK") == "1":
+    if env_flag(env, "GAMBIT_CHAT_FALLBACK"):
         return "chat"
     return "responses"
 
@@ -116,7 +117,7 @@ def make_router(deck_path: Path) -> Any:
             err=True,
         )
 
-    require = os.environ.get("GAMBIT_REQUIRE_PROVIDER") == "1"
+    require = env_flag(os.environ, "GAMBIT_REQUIRE_PROVIDER")
     from gambit.providers import load_config
 
     return ProviderRouter(
@@ -191,7 +192,7 @@ _WARNED: set[str] = set()
 
 def strict_mode(flag: bool = False) -> bool:
     """`--strict`, or GAMBIT_STRICT=1: deprecations and other deck warnings are errors."""
-    return flag or os.environ.get("GAMBIT_STRICT") == "1"
+    return flag or env_flag(os.environ, "GAMBIT_STRICT")
 
 
 def load_tree(path: Path, *, strict: bool = False, role: str = "root") -> Any:

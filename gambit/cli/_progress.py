@@ -15,6 +15,8 @@ from typing import Any, Literal, TextIO
 
 import click
 
+from gambit.env import env_flag
+
 ProgressMode = Literal["bar", "lines", "off"]
 
 PHASES = (("run", "scenario runs"), ("grade", "grades"))
@@ -23,7 +25,7 @@ PHASES = (("run", "scenario runs"), ("grade", "grades"))
 def in_ci(env: Mapping[str, str]) -> bool:
     """`CI` is set to something other than empty, 0 or false (GitHub, GitLab and most CI
     services set CI=true)."""
-    return env.get("CI", "").strip().lower() not in ("", "0", "false", "no")
+    return env_flag(env, "CI")
 
 
 def progress_mode(
