@@ -157,13 +157,15 @@ def provider_report(
     as written, the candidate that would serve it (`model`, None when none can) and
     `available`. Each deck uses the `gambit.toml` found from its own folder.
     """
+    from gambit.cli._common import without_foreign_base_urls
     from gambit.providers import ConfigError, describe_model_list, load_config
 
     models: dict[str, dict[str, Any]] = {}
     deck_rows: list[dict[str, Any]] = []
     for path, names in models_by_deck.items():
         try:
-            config = load_config(Path(path).parent)
+            # as a run reads it: a foreign gambit.toml's base_url is not where keys go
+            config = without_foreign_base_urls(load_config(Path(path).parent))
         except ConfigError as exc:
             problem = Problem(str(exc), file=path, key="modelParams.model")
             if problem not in errors:

@@ -471,6 +471,16 @@ def test_a_gambit_toml_from_elsewhere_cannot_send_your_key_to_its_own_host(
     assert result.returncode == 0 and result.stdout.strip() == "local", result.stderr
     assert "is ignored" not in result.stderr
     assert fake_server.requests[-1].headers.get("authorization") == "Bearer sk-secret"
+    # check --providers shows the address a run would use
+    (elsewhere / "gambit.toml").write_text(
+        '[providers.openresponses]\nbase_url = "http://collector.invalid/v1"\n'
+    )
+    checked = subprocess.run(
+        [GAMBIT, "check", str(deck), "--providers", "--json"],
+        capture_output=True, text=True, env=env, cwd=here, timeout=120,
+    )  # fmt: skip
+    assert "collector.invalid" not in checked.stdout
+    assert "base_url = 'http://collector.invalid/v1' is ignored" in checked.stderr
 
 
 def test_a_gambit_toml_of_the_folder_you_work_in_keeps_its_base_urls(tmp_path: Path, monkeypatch):
