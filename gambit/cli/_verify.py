@@ -75,7 +75,7 @@ def _pass_rate(value: str) -> float:
 @count_option(
     "--concurrency", 4, 256, "Model calls in flight at once (scenario runs and grades share them)."
 )
-@count_option("--max-turns", 12, 200, "Most persona messages per run.")
+@count_option("--max-turns", 12, 1000, "Most persona messages per run (as for gambit scenario).")
 @threshold_option("A grade passes when its score is at least this.")
 @click.option("--fail-under", type=float, help="Exit 1 when a grader's mean score is below this.")
 @click.option(
