@@ -253,6 +253,11 @@ def read_rows(rows: Iterable[tuple[str, dict[str, Any]]]) -> CalibrationRows:
                     ),
                 )
             )
+        elif "messages" in row or "items" in row:
+            raise RowError(
+                f"{where}: a saved session, not a grades export; export its grades (gambit "
+                "verify --grades-csv, or the Grade tab's export) and pass that file"
+            )
         else:
             raise RowError(
                 f"{where}: neither a grade row (with grader and score) nor a rating row (with "

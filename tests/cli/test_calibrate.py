@@ -246,6 +246,12 @@ def test_a_versions_kappa_has_one_interval_in_the_summary_and_the_drift(tmp_path
             "g.csv:2: score is 'good'; write a score from -3 to 3 (or leave it empty)",
         ),
         ('{"score": 1}\n', "r.jsonl", "neither a grade row (with grader and score) nor a rating"),
+        # a saved session passed by mistake: say what it is and what to pass instead
+        (
+            '{"runId": "r", "messages": []}',
+            "s.json",
+            "s.json:1: a saved session, not a grades export; export its grades",
+        ),
         ("not json\n", "r.jsonl", "r.jsonl:1: not JSON"),
         ("item,score\nm1,x\n", "r.csv", "r.csv:2: score is 'x'; write a score from -3 to 3\n"),
         (
