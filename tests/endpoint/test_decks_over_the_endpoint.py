@@ -153,6 +153,8 @@ def server(folder, upstream):
             """,
         )
     write(folder, "decks/notes.md", "Plain notes, no deck.\n")
+    # A deck that names no model (a new user's first deck).
+    write(folder, "decks/plain/PROMPT.md", '+++\nlabel = "Plain"\n+++\nYou help.\n')
     proc, url, log = serve(folder, env_extra=upstream.env())
     yield url
     proc.terminate()
@@ -194,6 +196,23 @@ def test_a_calls_session_names_the_model_that_answered_not_the_deck_asked_for(se
     assert [(s["model"], s["offline"]) for s in new] == [("openresponses/fake", False)]
     detail = httpx.get(server + f"/test/{new[0]['id']}.json", timeout=10).json()
     assert detail["runs"][-1]["model"] == "openresponses/fake"
+
+
+def test_a_deck_that_names_no_model_is_answered_by_the_demo_model(server, fake):
+    # As in the CLI and the Test tab (docs/decisions.md): before, the run failed with
+    # "No model configured".
+    before = set(_api_sessions(server))
+    answer = _post(server, {"model": "deck/plain", "input": "Hello?"})
+    assert answer.status_code == 200, answer.text
+    assert "offline demo model" in json.dumps(answer.json()["output"])
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        new = [s for s in _api_sessions(server).values() if s["id"] not in before]
+        if new and new[0]["status"] == "completed":
+            break
+        time.sleep(0.1)
+    assert [(s["model"], s["offline"]) for s in new] == [("offline/demo", True)]
+    assert _model_requests(fake) == []
 
 
 def test_a_deck_that_does_not_load_is_named_as_such_not_as_missing(server):
