@@ -23,10 +23,9 @@ from typing import Any
 
 from decks_app.models import Workspace
 from decks_app.workspaces.served import PathOutsideWorkspace, jailed_path, project_root
-from gambit.core import check_deck_tree
+from gambit.core import STATE_FOLDER, check_deck_tree
 
 MAX_FILE_BYTES = 1_000_000
-STATE_FOLDER = ".gambit"
 HIDDEN = (STATE_FOLDER, ".git", "__pycache__", "node_modules", ".venv")
 DECK_NAME_CHARS = set("abcdefghijklmnopqrstuvwxyz0123456789_-")
 

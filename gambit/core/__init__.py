@@ -73,7 +73,7 @@ if TYPE_CHECKING:  # the same names as _SOURCES below, for type checkers and rea
         message_item,
         output_text,
     )
-    from ._permissions import PermissionSet, grants
+    from ._permissions import STATE_FOLDER, PermissionSet, grants
     from ._provider import (
         ChatProvider,
         ChatResult,
@@ -216,7 +216,7 @@ _SOURCES: dict[str, tuple[str, ...]] = {
         "message_item",
         "output_text",
     ),
-    "_permissions": ("PermissionSet", "grants"),
+    "_permissions": ("PermissionSet", "STATE_FOLDER", "grants"),
     "_provider": (
         "ChatProvider",
         "ChatResult",
@@ -347,6 +347,7 @@ __all__ = [
     "ModelProvider",
     "ModelResolver",
     "PermissionSet",
+    "STATE_FOLDER",
     "Permissions",
     "Problem",
     "ProviderError",

@@ -21,6 +21,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from .._permissions import NEVER_TOUCHED, STATE_FOLDER
 from .load import Load
 
 if TYPE_CHECKING:
@@ -31,10 +32,9 @@ CODE_SUFFIXES = (".ts", ".tsx", ".js", ".mjs", ".cjs", ".mts")
 PROJECT_FILE = "gambit.toml"  # its folder is the default project root
 # Without a gambit.toml, the nearest folder holding one of these is the project's top.
 PROJECT_MARKERS = (".git", ".hg", "pyproject.toml", "package.json", "deno.json", "deno.jsonc")
-# Never read, whatever the root or the allowed folders: the kernel's views of processes
-# (/proc/self/environ holds every API key), of the system and of devices.
-NEVER_READ = (Path("/proc"), Path("/sys"), Path("/dev"))
-STATE_FOLDER = ".gambit"
+# Never read, whatever the root or the allowed folders: what no built-in tool touches either
+# (the kernel's views under /proc, /sys and /dev, and the simulator's and CLI's `.gambit`).
+NEVER_READ = NEVER_TOUCHED
 # Where bundled gambit:// files live (the stdlib decks; snippets are read as resources).
 BUNDLED_FOLDER = Path(__file__).resolve().parent.parent / "decks"
 WIDEN_HINT = (
@@ -190,14 +190,14 @@ def folder_entrypoint(folder: Path) -> Path | None:
     return None
 
 
-def _decks_inside(folder: Path, most: int = 5) -> list[Path]:
-    """The decks of `folder`'s subfolders (as `path` was given, so the hint can be pasted)."""
+def subfolder_decks(folder: Path) -> list[Path]:
+    """The decks of `folder`'s subfolders, hidden ones left out, in name order: a folder of
+    decks as the workspace listing reads it (`find_workspace_decks`)."""
     try:
         children = sorted(p for p in folder.iterdir() if p.is_dir() and not p.name.startswith("."))
     except OSError:
         return []
-    found = [e for e in (folder_entrypoint(c) for c in children) if e is not None]
-    return found[:most]
+    return [e for e in (folder_entrypoint(c) for c in children) if e is not None]
 
 
 def root_deck_file(load: Load, path: str | Path) -> str | None:
@@ -207,7 +207,7 @@ def root_deck_file(load: Load, path: str | Path) -> str | None:
     if root_path.is_dir():
         entry = folder_entrypoint(root_path)
         if entry is None:
-            inside = _decks_inside(root_path)
+            inside = subfolder_decks(root_path)[:5]  # as given: the hint can be pasted
             hint = (
                 f"pass one of the decks in it: {', '.join(str(e) for e in inside)}"
                 if inside

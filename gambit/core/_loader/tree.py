@@ -25,7 +25,14 @@ from .._errors import Diagnostics
 from .._schema import deep_match_problems
 from .deck_file import read_deck
 from .load import Load
-from .paths import Jail, ProjectRoot, default_project_root, folder_entrypoint, root_deck_file
+from .paths import (
+    Jail,
+    ProjectRoot,
+    default_project_root,
+    folder_entrypoint,
+    root_deck_file,
+    subfolder_decks,
+)
 
 # What a caller may pass as `project_root=`: a folder, or a ProjectRoot with allowed folders.
 ProjectRootSpec = str | os.PathLike[str] | ProjectRoot | None
@@ -113,14 +120,7 @@ def find_workspace_decks(folder: str | Path) -> list[Path]:
     """
     folder = Path(folder)
     own = folder_entrypoint(folder)
-    if own is not None:
-        return [own]
-    found = []
-    for child in sorted(p for p in folder.iterdir() if p.is_dir() and not p.name.startswith(".")):
-        entry = folder_entrypoint(child)
-        if entry is not None:
-            found.append(entry)
-    return found
+    return [own] if own is not None else subfolder_decks(folder)
 
 
 def decks_below_the_listing(folder: str | Path, depth: int = 4) -> list[Path]:
