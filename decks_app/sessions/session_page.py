@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 from django.db import connection, transaction
@@ -240,7 +241,7 @@ class SessionPage(PageData):
     def imported_gradings(self) -> int:
         return sum(1 for g in self.gradings if g["imported"])
 
-    @property
+    @cached_property  # the header and the twin both show it; it may build a router
     def model_label(self) -> str:
         """The header's model: the one that answered, else why there is none."""
         if self._answered:

@@ -135,10 +135,6 @@ def without_foreign_base_urls(config: Any) -> Any:
     The provider's API key comes from your environment, so such a file could send it to any
     host: a Markdown deck is data, and running one must not hand your key to its author
     (docs/decisions.md, "Whose gambit.toml says where keys go"). Warned about, once each."""
-    import dataclasses
-    import ipaddress
-    from urllib.parse import urlsplit
-
     if config.path is None:
         return config
     try:
@@ -146,6 +142,10 @@ def without_foreign_base_urls(config: Any) -> Any:
         return config  # the project you are working in
     except (ValueError, OSError):
         pass
+    # Imported here: a run from its own project (the usual case) needs none of them.
+    import dataclasses
+    import ipaddress
+    from urllib.parse import urlsplit
 
     def local(url: str) -> bool:
         host = urlsplit(url).hostname or ""

@@ -187,12 +187,7 @@ def test_a_calls_session_names_the_model_that_answered_not_the_deck_asked_for(se
     before = set(_api_sessions(server))
     fake.queue(Reply(text="Briefly: yes."))
     assert _post(server, {"model": "deck/upstream", "input": "Is it on?"}).status_code == 200
-    deadline = time.monotonic() + 10
-    while time.monotonic() < deadline:
-        new = [s for s in _api_sessions(server).values() if s["id"] not in before]
-        if new and new[0]["status"] == "completed":
-            break
-        time.sleep(0.1)
+    new = _new_completed_sessions(server, before)
     assert [(s["model"], s["offline"]) for s in new] == [("openresponses/fake", False)]
     detail = httpx.get(server + f"/test/{new[0]['id']}.json", timeout=10).json()
     assert detail["runs"][-1]["model"] == "openresponses/fake"
@@ -205,12 +200,7 @@ def test_a_deck_that_names_no_model_is_answered_by_the_demo_model(server, fake):
     answer = _post(server, {"model": "deck/plain", "input": "Hello?"})
     assert answer.status_code == 200, answer.text
     assert "offline demo model" in json.dumps(answer.json()["output"])
-    deadline = time.monotonic() + 10
-    while time.monotonic() < deadline:
-        new = [s for s in _api_sessions(server).values() if s["id"] not in before]
-        if new and new[0]["status"] == "completed":
-            break
-        time.sleep(0.1)
+    new = _new_completed_sessions(server, before)
     assert [(s["model"], s["offline"]) for s in new] == [("offline/demo", True)]
     assert _model_requests(fake) == []
 
@@ -464,6 +454,16 @@ def test_every_call_is_recorded_even_when_the_client_leaves_at_the_first_byte(se
 def _api_sessions(server: str) -> dict[str, dict]:
     sessions = httpx.get(server + "/test.json", timeout=10).json()["sessions"]
     return {s["id"]: s for s in sessions if s["origin"] == "api"}
+
+
+def _new_completed_sessions(server: str, before: set[str]) -> list[dict]:
+    """The /v1 sessions not in `before`, once the first has completed (or after 10 s)."""
+    deadline = time.monotonic() + 10
+    while True:
+        new = [s for s in _api_sessions(server).values() if s["id"] not in before]
+        if (new and new[0]["status"] == "completed") or time.monotonic() >= deadline:
+            return new
+        time.sleep(0.1)
 
 
 # ---------------------------------------------------------------- the chat fallback
