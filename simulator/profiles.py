@@ -17,7 +17,7 @@ without reloading Django. Environment variables read here:
 | `GAMBIT_SECRET_KEY` | Django's secret key (default: generated once, kept beside the database) |
 | `GAMBIT_ALLOWED_HOSTS` | comma-separated extra host names (localhost names are always allowed) |
 | `GAMBIT_ACCESS_TOKEN` | when set, every page and websocket needs it (`?token=` once, then a cookie); `gambit serve --host` beyond loopback sets one |
-| `GAMBIT_DB_POOL_SIZE` | most PostgreSQL connections one process holds (default 16; distributed) |
+| `GAMBIT_DB_POOL_SIZE` | most PostgreSQL connections one process holds (default 16; distributed); `0`: no pool, one kept connection per thread (what `gambit worker` uses) |
 | `GAMBIT_INPROCESS_WORKERS` | worker slots inside `gambit serve` (default 8 embedded, 0 distributed) |
 | `GAMBIT_DEBUG` | `1` for Django's debug mode |
 
@@ -54,10 +54,32 @@ def profile_name(env: Mapping[str, str]) -> str:
 
 
 def database_from_url(url: str, pool_max: int = 16) -> dict[str, Any]:
-    """A Django DATABASES entry from `postgres://user:pass@host:port/name`."""
+    """A Django DATABASES entry from `postgres://user:pass@host:port/name`; `pool_max` 0:
+    no pool, one connection per thread, kept (see below)."""
     parsed = urlparse(url)
     if parsed.scheme not in ("postgres", "postgresql", "pgsql"):
         raise ValueError(f"DATABASE_URL must be a postgres:// URL, not {parsed.scheme}://")
+    if pool_max <= 0:
+        connections: dict[str, Any] = {
+            # A `gambit worker` has a fixed set of threads (its slots, the run loop's database
+            # thread, its main thread), so its connections are bounded without a pool. A
+            # pooled connection goes back at every close_old_connections(), which
+            # django-tasks-db's worker loop calls twice per task, and is checked with a round
+            # trip when taken again: three or four round trips per run. A kept connection
+            # broken by a database restart fails one query; the worker's threads then drop it
+            # (decks_app.runs.worker, decks_app.runs.database) and the next query reconnects.
+            "CONN_MAX_AGE": None,
+            "OPTIONS": {},
+        }
+    else:
+        connections = {
+            # A pool per process bounds its connections whatever the number of request
+            # threads (each concurrent request has its own) and worker slots: 100 concurrent
+            # sends once exhausted PostgreSQL's 100 connections. Broken connections (a
+            # database restart) are checked and replaced when taken from the pool.
+            "CONN_MAX_AGE": 0,
+            "OPTIONS": {"pool": _pool_options(pool_max)},
+        }
     return {
         "ENGINE": "django.db.backends.postgresql",
         "NAME": unquote(parsed.path.lstrip("/")) or "postgres",
@@ -65,12 +87,7 @@ def database_from_url(url: str, pool_max: int = 16) -> dict[str, Any]:
         "PASSWORD": unquote(parsed.password or ""),
         "HOST": parsed.hostname or "",
         "PORT": str(parsed.port or ""),
-        # A pool per process bounds its connections whatever the number of request threads
-        # (each concurrent request has its own) and worker slots: 100 concurrent sends once
-        # exhausted PostgreSQL's 100 connections. Broken connections (a database restart)
-        # are checked and replaced when taken from the pool.
-        "CONN_MAX_AGE": 0,
-        "OPTIONS": {"pool": _pool_options(pool_max)},
+        **connections,
         "TEST": {"NAME": "test_gambit_simulator"},
     }
 

@@ -267,8 +267,8 @@ def serve(
 
 def work(slots: int, burst: bool, max_runs: int | None) -> None:
     """`gambit worker`: django-tasks-db's worker in `slots` threads, runs on one loop."""
-    # Enough pooled connections for every slot plus the run loop's own.
-    os.environ.setdefault("GAMBIT_DB_POOL_SIZE", str(max(16, slots + 4)))
+    # No pool: a kept connection per thread, slots + 2 of them (simulator.profiles).
+    os.environ["GAMBIT_DB_POOL_SIZE"] = "0"
     _setup_django()
     from django.conf import settings
 

@@ -25,7 +25,7 @@ from decks_app.models import Run, Session, TraceEvent
 from decks_app.runs import deck_trees, outage, providers, recorded, registry, telemetry
 from decks_app.runs import events as event_log
 from decks_app.runs.database import db, db_patiently, reset_connection
-from decks_app.runs.queue import HEARTBEAT_SECONDS, cancel_requested, heartbeat
+from decks_app.runs.queue import HEARTBEAT_SECONDS, ClaimedRun, cancel_requested, heartbeat
 from decks_app.runs.recovery import INTERRUPTED, recover_interrupted_turn
 from decks_app.runs.registry import JSONObject, Payload, Preparation, RunFailed, RunKind
 from decks_app.runs.state import save_turn_state, session_state_dict, turn_base, with_message_refs
@@ -85,8 +85,13 @@ class _Job:
     prepared: Any = None
 
 
-def load_job(run_id: str) -> _Job:
-    run = Run.objects.select_related("session__workspace").get(pk=run_id)
+def load_job(run_id: str, claimed: ClaimedRun | None = None) -> _Job:
+    """The run's job: from the run as its claim read it (`queue.claim_run`), or read now."""
+    if claimed is not None:
+        run, first_start = claimed.run, claimed.first_start
+    else:
+        run = Run.objects.select_related("session__workspace").get(pk=run_id)
+        first_start = run.turn_base is None
     session = run.session
     try:
         kind = registry.get(run.kind)
@@ -98,11 +103,13 @@ def load_job(run_id: str) -> _Job:
     except ValueError as exc:  # UnknownRunKind, InvalidPayload
         raise RunRefused(str(exc).splitlines()[0], session.id) from None
     deck_file = jailed_path(session.workspace, session.deck_path)
-    if run.turn_base is None:
-        # A run's first start: nothing of it is written yet (its turn base is written first).
+    if first_start:
+        # Nothing of the run is written yet (its turn base is written first: by its claim,
+        # or here).
         next_seq = 1
-        run.turn_base = turn_base(session, 0)
-        run.save(update_fields=["turn_base"])
+        if run.turn_base is None:
+            run.turn_base = turn_base(session, 0)
+            run.save(update_fields=["turn_base"])
     else:
         next_seq = (TraceEvent.objects.filter(run=run).aggregate(m=Max("seq"))["m"] or 0) + 1
     job = _Job(
@@ -181,8 +188,13 @@ class RunContext[P: Payload]:
 
     def on_state(self, state: Any) -> None:
         if self.deck_kind != "compute":  # a compute deck's transcript is kept by us
+            # The first state a run publishes is the conversation it started from plus the
+            # message it was given: nothing a crash could lose (the run's params hold the
+            # message, and recovery restores it), and the page shows it from the trace. Its
+            # checkpoint would cost a transaction per run; later passes are checkpointed.
+            starting = self.progress.state is None
             self.progress.state = state
-            if self.kind.checkpoints:
+            if self.kind.checkpoints and not starting:
                 self._writer.checkpoint(state)
 
     def model_options(self) -> dict[str, Any]:
@@ -240,14 +252,19 @@ def _as_text(value: Any) -> str:
 
 
 async def execute_run(
-    run_id: str, *, router: Any = None, routers: providers.SharedRouters | None = None
+    run_id: str,
+    *,
+    router: Any = None,
+    routers: providers.SharedRouters | None = None,
+    claimed: ClaimedRun | None = None,
 ) -> str:
     """Run one claimed run to its end; return its final status. Its provider router is
-    `router`, else one of `routers` (the run loop's, shared by its runs), else its own."""
+    `router`, else one of `routers` (the run loop's, shared by its runs), else its own.
+    `claimed`: the run as `queue.claim_run` read it (not read again)."""
     try:
         # Patiently: the database thread keeps its connection from run to run, and the first
         # query after a database restart finds it broken (it is replaced, and tried again).
-        job = await db_patiently(load_job, run_id)
+        job = await db_patiently(load_job, run_id, claimed)
     except RunRefused as exc:
         log.warning("run %s refused: %s", run_id, exc)
         await db_patiently(finish_run, run_id, "failed", str(exc), None, RunProgress(), None)
@@ -392,8 +409,9 @@ def finish_run(
     """Save the run's outcome, the trace events its writer had not written yet (`rest`) and
     the session's new SavedState in one transaction."""
     with transaction.atomic():
-        run = Run.objects.select_for_update().get(pk=run_id)
-        session = Session.objects.select_for_update().get(pk=run.session_id)
+        # Both rows locked by one statement (the run's first, as everywhere).
+        run = Run.objects.select_for_update().select_related("session").get(pk=run_id)
+        session = run.session
         try:
             kind: RunKind | None = registry.get(run.kind)
         except registry.UnknownRunKind:

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import datetime as dt
 import os
+from dataclasses import dataclass
+from typing import Any
 
 from django.db import transaction
 from django.utils import timezone
@@ -12,6 +14,7 @@ from django.utils import timezone
 from decks_app.models import Run, Session
 from decks_app.runs import registry
 from decks_app.runs.recovery import INTERRUPTED, recover_interrupted_turn
+from decks_app.runs.state import turn_base
 
 # A running run whose heartbeat is older than this is taken for dead (its worker stopped).
 STALE_AFTER_SECONDS = float(os.environ.get("GAMBIT_STALE_AFTER_SECONDS", "60"))
@@ -19,14 +22,43 @@ STALE_AFTER_SECONDS = float(os.environ.get("GAMBIT_STALE_AFTER_SECONDS", "60"))
 HEARTBEAT_SECONDS = min(5.0, STALE_AFTER_SECONDS / 4)
 
 
-def claim_run(run_id: str, worker_id: str) -> bool:
-    """Queued -> running for this worker; False when the run is no longer queued (cancelled,
-    or claimed already: a run executes once however often its task is delivered)."""
+@dataclass(frozen=True)
+class ClaimedRun:
+    """A run this worker claimed, as read when claiming it (`executor.execute_run` takes it
+    as it is). `first_start`: its turn base was written by the claim; nothing else of the
+    run is written yet."""
+
+    run: Run
+    first_start: bool
+
+
+def claim_run(run_id: str, worker_id: str) -> ClaimedRun | None:
+    """Queued -> running for this worker: the claimed run, with its session and workspace
+    loaded and its turn base written; None when
+    the run is no longer queued (cancelled, or claimed already: a run executes once however
+    often its task is delivered).
+
+    Two statements: the run is read first, then claimed by an update that only a queued run
+    matches, which also writes where its turn starts (the session cannot change turns
+    meanwhile: it has one active run at most, this one)."""
+    run = Run.objects.select_related("session__workspace").filter(pk=run_id, status="queued")
+    claimed = run.first()
+    if claimed is None:
+        return None
     now = timezone.now()
-    updated = Run.objects.filter(pk=run_id, status="queued").update(
-        status="running", worker_id=worker_id[:100], started_at=now, heartbeat_at=now
-    )
-    return bool(updated)
+    fields: dict[str, Any] = {
+        "status": "running",
+        "worker_id": worker_id[:100],
+        "started_at": now,
+        "heartbeat_at": now,
+    }
+    if claimed.turn_base is None:  # a run's first start: nothing of it is written yet
+        fields["turn_base"] = turn_base(claimed.session, 0)
+    if not Run.objects.filter(pk=run_id, status="queued").update(**fields):
+        return None
+    for name, value in fields.items():
+        setattr(claimed, name, value)
+    return ClaimedRun(claimed, first_start="turn_base" in fields)
 
 
 def claim_next_run(worker_id: str) -> str | None:

@@ -30,7 +30,7 @@ import threading
 import time
 from typing import Any
 
-from django.db import DatabaseError, transaction
+from django.db import DatabaseError, close_old_connections, transaction
 
 from decks_app.runs import outage, queue
 from decks_app.runs.database import db
@@ -137,18 +137,20 @@ def execute(run_id: str) -> str:
     if not isinstance(run_id, str) or not is_valid_id(run_id, "run") or not _accepting:
         return "skipped"  # a stopping process leaves it queued for the next one
     try:
-        if not queue.claim_run(run_id, worker_id()):
+        claimed = queue.claim_run(run_id, worker_id())
+        if claimed is None:
             return "skipped"  # cancelled, or executed by another worker already
         outage.recovered("the database")
-        # This thread only waits from here: its connection goes back to the pool.
-        close_old_connections_now()
+        # This thread only waits from here: a pooled connection goes back to the pool (a
+        # kept one, in a `gambit worker`, stays: simulator.profiles).
+        close_old_connections()
         loop = _loop
         if loop is None or loop.is_closed():
             # No run loop in this process (a script, the ImmediateBackend): this thread's own.
             from asgiref.sync import async_to_sync
 
-            return async_to_sync(_run)(run_id)
-        future = asyncio.run_coroutine_threadsafe(_hosted_run(run_id), loop)
+            return async_to_sync(_run)(run_id, claimed=claimed)
+        future = asyncio.run_coroutine_threadsafe(_hosted_run(run_id, claimed), loop)
         while True:
             try:
                 return future.result(timeout=1.0)
@@ -163,22 +165,24 @@ def execute(run_id: str) -> str:
     finally:
         with _lock:
             executed += 1
-        close_old_connections_now()
+        close_old_connections()
 
 
-async def _hosted_run(run_id: str) -> str:
+async def _hosted_run(run_id: str, claimed: queue.ClaimedRun) -> str:
     task = asyncio.current_task()
     assert task is not None
     _hosted.add(task)
     try:
-        return await _run(run_id, _routers)
+        return await _run(run_id, _routers, claimed=claimed)
     finally:
         _hosted.discard(task)
 
 
-async def _run(run_id: str, routers: SharedRouters | None = None) -> str:
+async def _run(
+    run_id: str, routers: SharedRouters | None = None, *, claimed: queue.ClaimedRun | None = None
+) -> str:
     try:
-        status = await execute_run(run_id, routers=routers)
+        status = await execute_run(run_id, routers=routers, claimed=claimed)
         log.info("run %s %s", run_id, status)
         return status
     except asyncio.CancelledError:

@@ -47,6 +47,21 @@ def test_it_needs_both_urls_for_the_distributed_profile(tmp_path):
     assert s["GAMBIT_INPROCESS_WORKERS"] == 0
 
 
+def test_a_pool_size_of_zero_keeps_one_connection_per_thread(tmp_path):
+    """`gambit worker` sets GAMBIT_DB_POOL_SIZE=0: its threads are fixed (slots, the run
+    loop's database thread), so each keeps its connection instead of handing it back to a
+    pool at every task and checking it with a round trip when taken again."""
+    env = {
+        "DATABASE_URL": "postgres://u@127.0.0.1:5432/gambit",
+        "REDIS_URL": "redis://127.0.0.1:6379/3",
+        "GAMBIT_SIM_DB": str(tmp_path / "x.sqlite3"),
+    }
+    pooled = build_settings(env)["DATABASES"]["default"]
+    assert pooled["CONN_MAX_AGE"] == 0 and pooled["OPTIONS"]["pool"]["max_size"] == 16
+    kept = build_settings({**env, "GAMBIT_DB_POOL_SIZE": "0"})["DATABASES"]["default"]
+    assert kept["CONN_MAX_AGE"] is None and "pool" not in kept["OPTIONS"]
+
+
 def test_it_rejects_a_non_postgres_database_url():
     import pytest
 

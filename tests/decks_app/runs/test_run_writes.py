@@ -45,20 +45,27 @@ async def test_a_one_turn_run_writes_its_trace_and_conversation_in_few_statement
         return send_message(session, "hello")
 
     run = await sync_to_async(setup)()
-    assert await sync_to_async(queue.claim_next_run)("w") == run.id
     seen = Statements()
+    # The worker's way: the claim reads the run and is handed on (decks_app.runs.worker).
     await db(lambda: connection.execute_wrappers.append(seen))
     try:
-        assert await asyncio.wait_for(executor.execute_run(run.id), 20) == "completed"
+        claimed = await db(queue.claim_run, run.id, "w")
+        assert claimed is not None and claimed.first_start
+        status = await asyncio.wait_for(executor.execute_run(run.id, claimed=claimed), 20)
+        assert status == "completed"
     finally:
         await db(lambda: connection.execute_wrappers.remove(seen))
     events = await sync_to_async(TraceEvent.objects.filter(run_id=run.id).count)()
     assert events >= 4  # run.start, model.call, model.result, run.end at least
     # Every event in one insert, written with the run's end, the conversation saved once, the
-    # run row updated at its start (its turn base) and at its end.
+    # run row read and updated by its claim (with its turn base) and locked (with its session,
+    # in one statement) and updated at its end: nothing else.
     assert seen.count("INSERT", "decks_app_traceevent") == 1, seen.sql
     assert seen.count("UPDATE", "decks_app_session") == 1, seen.sql
     assert seen.count("UPDATE", "decks_app_run") == 2, seen.sql
+    assert seen.count("SELECT", "decks_app_run") == 2, seen.sql
+    assert seen.count("SELECT", "decks_app_session") == 2, seen.sql  # joined to those two
+    assert len(seen.sql) == 7, seen.sql
     assert not any(s.startswith("SAVEPOINT") for s in seen.sql), seen.sql
     run = await Run.objects.select_related("session").aget(pk=run.id)
     assert run.session.messages[-1] == {"role": "assistant", "content": "You said: hello"}

@@ -159,31 +159,39 @@ def test_one_active_run_per_session_is_enforced_by_the_database():
     create_run(session=session, kind="manual", params={"message": "four"})
 
 
-async def test_the_conversation_is_saved_while_the_run_streams(fake_server, monkeypatch):
-    """A checkpoint after the first pass: the user's message is in the session's saved
-    conversation while the reply still streams (a crash now loses nothing)."""
+async def test_a_first_pass_in_flight_is_kept_by_its_trace(fake_server, monkeypatch):
+    """A turn's start is not checkpointed (the run's params hold its message; saving the
+    conversation for it cost a transaction per run): while the first pass streams, the saved
+    conversation is the one the run found, and the user's message and the streamed text are
+    in the trace. A crash now loses nothing: recovery puts both into the conversation."""
     for k, v in fake_server.env().items():
         monkeypatch.setenv(k, v)
     fake_server.queue(Reply(deltas=[f"w{i} " for i in range(300)], delay=0.02))
     session = await sync_to_async(_session)()
-    run = await sync_to_async(send_message)(session, "checkpoint me")
+    run = await sync_to_async(send_message)(session, "keep me")
     assert await sync_to_async(queue.claim_next_run)("w1") == run.id
     task = asyncio.create_task(executor.execute_run(run.id))
     try:
         for _ in range(100):
             await asyncio.sleep(0.05)
-            saved = await Session.objects.aget(pk=session.id)
-            if any(m.get("content") == "checkpoint me" for m in saved.messages or []):
+            types = [
+                t async for t in TraceEvent.objects.filter(run=run).values_list("type", flat=True)
+            ]
+            if "message.user" in types and "response.output_text.delta" in types:
                 break
         else:
-            raise AssertionError("the user's message was not saved while the run streamed")
-        assert (await Run.objects.aget(pk=run.id)).status == "running"
+            raise AssertionError("the run's start and first text were not written")
+        saved = await Session.objects.aget(pk=session.id)
+        assert not any(m.get("content") == "keep me" for m in saved.messages or [])
+        # Another process finds the run dead (as after a kill -9) and recovers its turn.
+        assert await sync_to_async(queue.mark_interrupted)(stale_only=False) == [run.id]
     finally:
-        await Run.objects.filter(pk=run.id).aupdate(cancel_requested=True)
         await asyncio.wait_for(task, 10)
     saved = await Session.objects.aget(pk=session.id)
-    users = [m for m in saved.messages if m.get("role") == "user"]
-    assert [m["content"] for m in users] == ["checkpoint me"]  # once, not twice
+    assert [m["role"] for m in saved.messages] == ["user", "assistant"]
+    assert saved.messages[0]["content"] == "keep me"
+    assert saved.messages[1]["content"].startswith("w0 w1")
+    assert saved.message_refs[-1]["status"] == "interrupted"
 
 
 async def test_a_run_interrupted_by_another_process_does_not_overwrite(fake_server, monkeypatch):
