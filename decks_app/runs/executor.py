@@ -104,10 +104,9 @@ def load_job(run_id: str, claimed: ClaimedRun | None = None) -> _Job:
         raise RunRefused(str(exc).splitlines()[0], session.id) from None
     deck_file = jailed_path(session.workspace, session.deck_path)
     if first_start:
-        # Nothing of the run is written yet (its turn base is written first: by its claim,
-        # or here).
+        # Nothing of the run is written yet but its turn base: by its claim, or here.
         next_seq = 1
-        if run.turn_base is None:
+        if claimed is None:
             run.turn_base = turn_base(session, 0)
             run.save(update_fields=["turn_base"])
     else:

@@ -41,8 +41,8 @@ def claim_run(run_id: str, worker_id: str) -> ClaimedRun | None:
     Two statements: the run is read first, then claimed by an update that only a queued run
     matches, which also writes where its turn starts (the session cannot change turns
     meanwhile: it has one active run at most, this one)."""
-    run = Run.objects.select_related("session__workspace").filter(pk=run_id, status="queued")
-    claimed = run.first()
+    queued = Run.objects.select_related("session__workspace").filter(pk=run_id, status="queued")
+    claimed = queued.first()
     if claimed is None:
         return None
     now = timezone.now()

@@ -33,7 +33,7 @@ from typing import Any
 from django.db import DatabaseError, close_old_connections, transaction
 
 from decks_app.runs import outage, queue
-from decks_app.runs.database import db
+from decks_app.runs.database import close_connections, db
 from decks_app.runs.executor import execute_run
 from decks_app.runs.providers import SharedRouters
 
@@ -51,17 +51,6 @@ _hosted: set[asyncio.Task] = set()
 _routers = SharedRouters()
 _lock = threading.Lock()
 executed = 0
-
-
-def close_old_connections_now() -> None:
-    """Drop this thread's database connections so the next query opens a new one."""
-    from django.db import connections
-
-    for connection in connections.all(initialized_only=True):
-        try:
-            connection.close()
-        except Exception:
-            pass
 
 
 # ---------------------------------------------------------------- enqueueing
@@ -244,7 +233,7 @@ async def reconcile_forever(every: float = RECONCILE_SECONDS) -> None:
             outage.recovered("the database")
         except DatabaseError as exc:
             outage.failed("the database", exc)
-            await db(close_old_connections_now)
+            await db(close_connections)
         await asyncio.sleep(every)
 
 
@@ -300,7 +289,7 @@ class DatabaseWorkers:
                 outage.failed("the database", exc)
             except Exception:
                 log.exception("database worker %s/%s stopped; starting it again", self.name, index)
-            close_old_connections_now()
+            close_connections()
             backoff = min(5.0, backoff * 2 or 0.25)
             deadline = time.monotonic() + backoff
             while self.running and time.monotonic() < deadline:
