@@ -5,8 +5,8 @@ then parsing, validating and tracing its answer. With every call of the same lat
 next call of a slot could start only after that slot's own bookkeeping, and after the
 bookkeeping of every call that finished at the same moment, on the one event loop. A slot
 here is held only while a provider answers (`responses` or `chat`); the work around a call
-happens while other calls are in flight, and a run waiting for a slot has its request ready
-when one frees. What the batch measured, in docs/benchmarks.md ("Verify's slots hold calls,
+happens while other calls are in flight, a run waiting for a slot has its request ready
+when one frees, and the call that freed it steps aside until that request is on the wire. What the batch measured, in docs/benchmarks.md ("Verify's slots hold calls,
 not runs").
 
 `CallSlots.provider` and `CallSlots.resolver` wrap what the engine calls, so every call of a
@@ -31,6 +31,13 @@ from ._provider import ChatProvider, ModelProvider, ModelResolver, ResolvedModel
 on_first_slot: contextvars.ContextVar[Callable[[], None] | None] = contextvars.ContextVar(
     "gambit_on_first_slot", default=None
 )
+
+
+# Scheduler rounds a finished call steps aside for when a call was waiting for its slot: one
+# for the waiter to wake, three for the checkpoints httpx (through httpcore and anyio) passes
+# before it writes a request on a pooled connection. Measured in docs/benchmarks.md ("A freed
+# slot's next request goes out first"); more rounds only delayed this task's own work.
+HANDOVER_ROUNDS = 4
 
 
 class CallSlots:
@@ -60,9 +67,15 @@ class CallSlots:
             if started is not None:
                 started()
             result = await answer()
-        # Let the call that was waiting for this slot send its request before this task goes
-        # on with its own bookkeeping (the scheduler runs ready tasks in order).
-        await asyncio.sleep(0)
+            contended = self.semaphore.locked()  # every slot taken: a call may wait for this one
+        if contended:
+            # Let the call that was waiting for this slot put its request on the wire before
+            # this task goes on with its own bookkeeping. The scheduler runs ready tasks in
+            # order, and each checkpoint between httpx's `send` and the socket write puts that
+            # request behind every task ready at that moment, such as the bookkeeping of the
+            # other calls that answered together. One yield handed over only the first step.
+            for _ in range(HANDOVER_ROUNDS):
+                await asyncio.sleep(0)
         return result
 
 
