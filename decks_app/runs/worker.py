@@ -25,6 +25,7 @@ import asyncio
 import concurrent.futures
 import logging
 import os
+import random
 import socket
 import threading
 import time
@@ -265,16 +266,19 @@ class DatabaseWorkers:
         from django_tasks_db.management.commands.db_worker import Worker
 
         backoff = 0.0
+        # A random first wait, up to one poll, spreads the slots' polls over the interval, so
+        # an idle worker picks a new run up in a fraction of a poll instead of every slot
+        # looking at the same moment. (django-tasks-db's own `startup_delay` waits up to a
+        # whole second, whatever the interval: a new worker's slots came into use over a
+        # second.)
+        time.sleep(POLL_SECONDS * random.random())
         while self.running:
             worker = Worker(
                 queue_names=["default"],
                 interval=POLL_SECONDS,
                 batch=False,
                 backend_name=self.backend,
-                # A random first wait (up to one poll) spreads the slots' polls over the
-                # interval, so an idle worker picks a new run up in a fraction of a poll
-                # instead of every slot looking at the same moment.
-                startup_delay=True,
+                startup_delay=False,
                 max_tasks=None,
                 worker_id=f"{self.name}/{index}",
                 excluded_queue_names=[],

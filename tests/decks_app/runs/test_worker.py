@@ -171,6 +171,36 @@ async def test_django_tasks_db_worker_threads_drain_the_queue_on_the_run_loop():
     assert not any(t.is_alive() for t in pool.threads)
 
 
+async def test_a_new_workers_slots_wait_at_most_one_poll_before_their_first_claim(monkeypatch):
+    """The random first wait that spreads the slots' polls is bounded by the poll interval
+    (django-tasks-db's own start-up delay waited up to a second, whatever the interval)."""
+    import random
+
+    from django.utils import timezone
+
+    from decks_app.runs import tasks
+
+    monkeypatch.setattr(random, "random", lambda: 0.99)  # the longest first wait
+    run = (await sync_to_async(_setup)())[1]
+    await sync_to_async(tasks.execute_run.using(backend="database").enqueue)(run.id)
+    worker.attach(asyncio.get_running_loop())
+    began = timezone.now()
+    pool = worker.DatabaseWorkers(2, backend="database").start()
+    try:
+        for _ in range(200):
+            run = await Run.objects.aget(pk=run.id)
+            if run.started_at is not None:
+                break
+            await asyncio.sleep(0.02)
+    finally:
+        pool.stop()
+        await asyncio.to_thread(pool.join, 5)
+    assert run.started_at is not None
+    waited = (run.started_at - began).total_seconds()
+    # At most one poll (0.2 s) and the claim; django-tasks-db's delay alone would be 0.99 s.
+    assert waited < worker.POLL_SECONDS + 0.5, waited
+
+
 async def test_stopping_the_run_loop_marks_runs_in_flight_interrupted(fake_server, monkeypatch):
     for k, v in fake_server.env().items():
         monkeypatch.setenv(k, v)
