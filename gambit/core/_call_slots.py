@@ -6,8 +6,9 @@ next call of a slot could start only after that slot's own bookkeeping, and afte
 bookkeeping of every call that finished at the same moment, on the one event loop. A slot
 here is held only while a provider answers (`responses` or `chat`); the work around a call
 happens while other calls are in flight, a run waiting for a slot has its request ready
-when one frees, and the call that freed it steps aside until that request is on the wire. What the batch measured, in docs/benchmarks.md ("Verify's slots hold calls,
-not runs").
+when one frees, and the call that freed it steps aside until that request is on the wire.
+What the batch measured, in docs/benchmarks.md ("Verify's slots hold calls, not runs", and
+"A freed slot's next request goes out first").
 
 `CallSlots.provider` and `CallSlots.resolver` wrap what the engine calls, so every call of a
 run goes through a slot: the run's provider, and the providers a model resolver hands out
