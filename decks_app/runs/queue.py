@@ -34,9 +34,8 @@ class ClaimedRun:
 
 def claim_run(run_id: str, worker_id: str) -> ClaimedRun | None:
     """Queued -> running for this worker: the claimed run, with its session and workspace
-    loaded and its turn base written; None when
-    the run is no longer queued (cancelled, or claimed already: a run executes once however
-    often its task is delivered).
+    loaded and its turn base written; None when the run is no longer queued (cancelled, or
+    claimed already: a run executes once however often its task is delivered).
 
     Two statements: the run is read first, then claimed by an update that only a queued run
     matches, which also writes where its turn starts (the session cannot change turns
