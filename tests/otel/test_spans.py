@@ -62,7 +62,12 @@ def test_turns_graded_concurrently_under_one_run_id_each_get_their_own_grade_spa
     )
     assert run.mode == "turns" and len(run.grades) == 2
     spans = memory.get_finished_spans()
-    grades = sorted((s for s in spans if s.name.startswith("grade ")), key=lambda s: s.start_time)
+    # Spans start at their events' timestamps, which are milliseconds: two turns that start in
+    # the same millisecond tie, and then go in the order of the turns (not of their ends).
+    grades = sorted(
+        (s for s in spans if s.name.startswith("grade ")),
+        key=lambda s: (s.start_time, s.attributes["gambit.grade.message_index"]),
+    )
     assert [g.attributes["gambit.grade.message_index"] for g in grades] == [1, 3]
     assert [g.attributes["gen_ai.evaluation.score.label"] for g in grades] == ["pass", "fail"]
     for grade in grades:
