@@ -22,7 +22,7 @@ from django.db.models import Max
 from django.utils import timezone
 
 from decks_app.models import Run, Session, TraceEvent
-from decks_app.runs import deck_trees, outage, providers, recorded, registry, telemetry
+from decks_app.runs import deck_trees, outage, providers, recorded, registry, rows, telemetry
 from decks_app.runs import events as event_log
 from decks_app.runs.database import db, db_patiently, reset_connection
 from decks_app.runs.queue import HEARTBEAT_SECONDS, ClaimedRun, cancel_requested, heartbeat
@@ -409,7 +409,9 @@ def finish_run(
     the session's new SavedState in one transaction."""
     with transaction.atomic():
         # Both rows locked by one statement (the run's first, as everywhere).
-        run = Run.objects.select_for_update().select_related("session").get(pk=run_id)
+        run = rows.read_run(run_id, lock=True)
+        if run is None:
+            raise Run.DoesNotExist(f"run {run_id} is gone")
         session = run.session
         try:
             kind: RunKind | None = registry.get(run.kind)

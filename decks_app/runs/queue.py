@@ -12,7 +12,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from decks_app.models import Run, Session
-from decks_app.runs import registry
+from decks_app.runs import registry, rows
 from decks_app.runs.recovery import INTERRUPTED, recover_interrupted_turn
 from decks_app.runs.state import turn_base
 
@@ -40,8 +40,7 @@ def claim_run(run_id: str, worker_id: str) -> ClaimedRun | None:
     Two statements: the run is read first, then claimed by an update that only a queued run
     matches, which also writes where its turn starts (the session cannot change turns
     meanwhile: it has one active run at most, this one)."""
-    queued = Run.objects.select_related("session__workspace").filter(pk=run_id, status="queued")
-    claimed = queued.first()
+    claimed = rows.read_run(run_id, status="queued", workspace=True)
     if claimed is None:
         return None
     now = timezone.now()

@@ -13,9 +13,9 @@ from typing import Any
 from django.db import DatabaseError, IntegrityError, transaction
 from django.db.models import Max
 
-from decks_app.models import Run, Session, TraceEvent
+from decks_app.models import TraceEvent
 from decks_app.runs import events as event_log
-from decks_app.runs import outage
+from decks_app.runs import outage, rows
 from decks_app.runs.database import DATABASE_PATIENCE, db, reset_connection
 from decks_app.runs.registry import JSONObject
 from decks_app.runs.state import save_turn_state
@@ -232,10 +232,10 @@ def _append_batch(
     event_log.append_events(run_id, session_id, first, batch)
     if state is None:
         return
-    run = Run.objects.select_for_update().only("id", "kind", "status", "turn_base").get(pk=run_id)
-    if run.status != "running":
+    run = rows.read_run(run_id, lock=True)
+    if run is None or run.status != "running":
         return  # no longer this run's conversation to write (stopped or interrupted)
-    session = Session.objects.select_for_update().get(pk=session_id)
+    session = run.session
     covered = len(batch) if covered is None else covered
     if save_turn_state(run, session, state, last_seq=first + covered - 1):
         session.save(update_fields=STATE_FIELDS)

@@ -1,0 +1,117 @@
+"""A run read with its session (and workspace) in one statement written once, as the worker
+reads it when it claims the run and when it ends it.
+
+Django's ORM compiles a `select_related` query anew on every call; for this three-table
+read that was most of the statement's cost, about six times what the same statement costs
+when its text is built once per process (docs/benchmarks.md, "A run's statements, written
+once"). The rows still become ordinary model instances, through `Model.from_db` and each
+column's converters as the ORM applies them, so no caller can tell the difference.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from django.db import connections, router
+from django.db.models import Field, Model
+
+from decks_app.models import Run, Session, Workspace
+
+type Converter = Callable[[Any, Any, Any], Any]
+
+
+@dataclass(frozen=True)
+class _Table:
+    model: type[Model]
+    fields: list[Field]
+    # Per column: the backend's converters then the field's, with the column they are for.
+    converters: list[tuple[list[Converter], Any]]
+
+    def build(self, alias: str, values: tuple[Any, ...], connection: Any) -> Model:
+        converted = list(values)
+        for index, (converters, column) in enumerate(self.converters):
+            for convert in converters:
+                converted[index] = convert(converted[index], column, connection)
+        return self.model.from_db(alias, [f.attname for f in self.fields], converted)
+
+
+@dataclass(frozen=True)
+class _Statement:
+    sql: str
+    tables: list[_Table]
+
+
+_statements: dict[tuple[str, bool, bool, bool], _Statement] = {}
+
+
+def _statement(alias: str, *, status: bool, lock: bool, workspace: bool) -> _Statement:
+    key = (alias, status, lock, workspace)
+    known = _statements.get(key)
+    if known is not None:
+        return known
+    connection = connections[alias]
+    quote = connection.ops.quote_name
+    joined: list[tuple[type[Model], str]] = [(Run, "r"), (Session, "s")]
+    if workspace:
+        joined.append((Workspace, "w"))
+    tables, columns = [], []
+    for model, short in joined:
+        fields = list(model._meta.concrete_fields)
+        converters = []
+        for field in fields:
+            column = field.get_col(short)
+            found = connection.ops.get_db_converters(column) + column.get_db_converters(connection)
+            converters.append((found, column))
+            columns.append(f"{short}.{quote(field.column)}")
+        tables.append(_Table(model, fields, converters))
+
+    def table(model: type[Model]) -> str:
+        return quote(model._meta.db_table)
+
+    def pk(model: type[Model]) -> str:
+        return quote(model._meta.pk.column)
+
+    sql = (
+        f"SELECT {', '.join(columns)} FROM {table(Run)} r"
+        f" JOIN {table(Session)} s ON s.{pk(Session)} = r.{quote('session_id')}"
+    )
+    if workspace:
+        sql += f" JOIN {table(Workspace)} w ON w.{pk(Workspace)} = s.{quote('workspace_id')}"
+    sql += f" WHERE r.{pk(Run)} = %s"
+    if status:
+        sql += f" AND r.{quote('status')} = %s"
+    if lock and connection.features.has_select_for_update:
+        sql += " FOR UPDATE"  # both rows, the run's first (as `select_for_update` locks them)
+    made = _Statement(sql, tables)
+    _statements[key] = made
+    return made
+
+
+def read_run(
+    run_id: str, *, status: str | None = None, lock: bool = False, workspace: bool = False
+) -> Run | None:
+    """The run `run_id` with its session loaded (and the session's workspace, with
+    `workspace`); None when there is no such run, or it is not in `status`. `lock`: the run
+    and its session are locked until the transaction ends (`select_for_update`)."""
+    alias = router.db_for_write(Run) if lock else router.db_for_read(Run)
+    statement = _statement(alias, status=status is not None, lock=lock, workspace=workspace)
+    connection = connections[alias]
+    params = [run_id] if status is None else [run_id, status]
+    with connection.cursor() as cursor:
+        cursor.execute(statement.sql, params)
+        row = cursor.fetchone()
+    if row is None:
+        return None
+    objects, start = [], 0
+    for table in statement.tables:
+        end = start + len(table.fields)
+        objects.append(table.build(alias, row[start:end], connection))
+        start = end
+    run, session = objects[0], objects[1]
+    Run._meta.get_field("session").set_cached_value(run, session)
+    if workspace:
+        Session._meta.get_field("workspace").set_cached_value(session, objects[2])
+    assert isinstance(run, Run)
+    return run

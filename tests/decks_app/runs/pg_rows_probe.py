@@ -1,0 +1,92 @@
+"""Run by test_rows.py in a process of its own, against a fresh PostgreSQL database
+(DATABASE_URL): the worker's one-statement read, lock and append on PostgreSQL's SQL path.
+Prints one JSON object of what it saw."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import django
+
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "simulator.settings")
+django.setup()
+
+import psycopg  # noqa: E402
+from django.core.management import call_command  # noqa: E402
+from django.db import IntegrityError, connection, transaction  # noqa: E402
+from django.test.utils import CaptureQueriesContext  # noqa: E402
+
+from decks_app.models import Run, TraceEvent  # noqa: E402
+from decks_app.runs import rows  # noqa: E402
+from decks_app.runs.events import append_events  # noqa: E402
+from decks_app.sessions.actions import create_session, send_message  # noqa: E402
+from decks_app.workspaces.served import current_workspace  # noqa: E402
+
+
+def _columns(obj) -> dict:
+    return {f.attname: getattr(obj, f.attname) for f in type(obj)._meta.concrete_fields}
+
+
+def _lockable(sql: str, key: str) -> bool:
+    """Whether a second connection can lock the row now (NOWAIT: an error when it is held)."""
+    with psycopg.connect(os.environ["DATABASE_URL"]) as other:
+        try:
+            other.execute(f"{sql} FOR UPDATE NOWAIT", [key])
+            return True
+        except psycopg.errors.LockNotAvailable:
+            return False
+
+
+def main() -> None:
+    call_command("migrate", verbosity=0)
+    out: dict = {"vendor": connection.vendor}
+    session = create_session(current_workspace(), "support/PROMPT.md", model="offline/echo")
+    session.messages = [{"role": "user", "content": "earlier ✓"}]
+    session.save()
+    queued = send_message(session, "where is my order?")
+    orm = Run.objects.select_related("session__workspace").get(pk=queued.pk)
+    with CaptureQueriesContext(connection) as queries:
+        run = rows.read_run(queued.pk, status="queued", workspace=True)
+        workspace = run.session.workspace
+    out["queries"] = len(queries)
+    out["same_run"] = _columns(run) == _columns(orm)
+    out["same_session"] = _columns(run.session) == _columns(orm.session)
+    out["same_workspace"] = _columns(workspace) == _columns(orm.session.workspace)
+    out["wrong_status"] = rows.read_run(queued.pk, status="running")
+
+    run_sql = "SELECT id FROM decks_app_run WHERE id = %s"
+    session_sql = "SELECT id FROM decks_app_session WHERE id = %s"
+    with transaction.atomic():
+        rows.read_run(queued.pk, lock=True)
+        out["run_locked"] = not _lockable(run_sql, queued.pk)
+        out["session_locked"] = not _lockable(session_sql, session.pk)
+    free = _lockable(run_sql, queued.pk) and _lockable(session_sql, session.pk)
+    out["after_commit"] = "free" if free else "still locked"
+
+    events = [
+        {"type": "run.start", "ts": 1700000000001, "runId": queued.pk},
+        {"type": "response.output_text.delta", "delta": "héllo 👋", "nested": {"a": [1, None]}},
+        {"ts": 5},
+        {"type": "x" * 100, "ts": "7"},
+    ]
+    append_events(queued.pk, session.pk, 3, events)
+    stored = list(TraceEvent.objects.filter(run_id=queued.pk).order_by("id"))
+    out["seqs"] = [e.seq for e in stored]
+    out["ids_rise"] = [e.id for e in stored] == sorted(e.id for e in stored)
+    out["types"] = [e.type for e in stored]
+    out["ts"] = [e.ts for e in stored]
+    out["payloads_equal"] = [e.payload for e in stored] == events
+    try:
+        with transaction.atomic():
+            append_events(queued.pk, session.pk, 6, [{"type": "again"}])
+        out["duplicate_seq"] = "written"
+    except IntegrityError:
+        out["duplicate_seq"] = "IntegrityError"
+    append_events(queued.pk, session.pk, 7, [])
+    out["empty_batch_rows"] = TraceEvent.objects.filter(run_id=queued.pk).count()
+    print(json.dumps(out))
+
+
+if __name__ == "__main__":
+    main()

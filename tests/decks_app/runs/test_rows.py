@@ -1,0 +1,143 @@
+"""The worker's one-statement reads and appends (`decks_app.runs.rows.read_run`,
+`events.append_events`) give what the ORM gives: on SQLite here, and on the real PostgreSQL
+(127.0.0.1:5432), where they take their own SQL path, in a process of its own
+(`pg_rows_probe`)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from django.db import connection, transaction
+from django.test.utils import CaptureQueriesContext
+
+from decks_app.models import Run, TraceEvent
+from decks_app.runs import rows
+from decks_app.runs.events import append_events
+from decks_app.sessions.actions import create_session, send_message
+from decks_app.workspaces.served import current_workspace
+from tests.support.machine import reachable
+
+pytestmark = pytest.mark.django_db(transaction=True)
+PG = os.environ.get("GAMBIT_TEST_PG", "postgres://postgres@127.0.0.1:5432/postgres")
+ROOT = Path(__file__).resolve().parents[3]
+
+
+def _queued_run() -> Run:
+    session = create_session(current_workspace(), "support/PROMPT.md", model="offline/echo")
+    session.messages = [{"role": "user", "content": "earlier ✓"}]
+    session.save()
+    return send_message(session, "where is my order?")
+
+
+def _columns(obj) -> dict:
+    return {f.attname: getattr(obj, f.attname) for f in type(obj)._meta.concrete_fields}
+
+
+def test_read_run_gives_the_orms_run_session_and_workspace_in_one_query():
+    queued = _queued_run()
+    orm = Run.objects.select_related("session__workspace").get(pk=queued.pk)
+    with CaptureQueriesContext(connection) as queries:
+        run = rows.read_run(queued.pk, status="queued", workspace=True)
+        assert run is not None
+        workspace = run.session.workspace  # loaded with it: no second query
+    assert len(queries) == 1
+    assert _columns(run) == _columns(orm)
+    assert _columns(run.session) == _columns(orm.session)
+    assert _columns(workspace) == _columns(orm.session.workspace)
+    assert run._state.adding is False and run._state.db == "default"
+    assert run.session.messages == [{"role": "user", "content": "earlier ✓"}]
+
+
+def test_read_run_is_none_for_another_status_or_no_such_run():
+    queued = _queued_run()
+    assert rows.read_run(queued.pk, status="running") is None
+    assert rows.read_run("run-0000000000000000") is None
+    with transaction.atomic():
+        locked = rows.read_run(queued.pk, lock=True)
+    assert locked is not None and locked.session_id == queued.session_id
+
+
+def test_a_read_run_saves_like_an_orm_run():
+    run = rows.read_run(_queued_run().pk, status="queued")
+    assert run is not None
+    run.status, run.error = "failed", "because"
+    run.save(update_fields=["status", "error"])
+    assert Run.objects.values_list("status", "error").get(pk=run.pk) == ("failed", "because")
+
+
+def test_append_events_numbers_types_and_keeps_every_payload():
+    run = _queued_run()
+    events = [
+        {"type": "run.start", "ts": 1700000000001, "runId": run.pk},
+        {"type": "response.output_text.delta", "delta": "héllo 👋", "nested": {"a": [1, None]}},
+        {"ts": 5},  # no type: "unknown"
+        {"type": "x" * 100, "ts": "7"},
+    ]
+    append_events(run.pk, run.session_id, 3, events)
+    stored = list(TraceEvent.objects.filter(run=run).order_by("id"))
+    assert [e.seq for e in stored] == [3, 4, 5, 6]
+    assert [e.type for e in stored] == [
+        "run.start",
+        "response.output_text.delta",
+        "unknown",
+        "x" * 80,
+    ]
+    assert [e.ts for e in stored] == [1700000000001, 0, 5, 7]
+    assert [e.payload for e in stored] == events
+    append_events(run.pk, run.session_id, 7, [])  # nothing to write
+    assert TraceEvent.objects.filter(run=run).count() == 4
+
+
+@pytest.fixture
+def pg_database():
+    if not reachable(5432):
+        pytest.skip("PostgreSQL is not reachable on 127.0.0.1:5432")
+    import psycopg
+
+    name = f"gambit_rows_{os.getpid()}"
+    with psycopg.connect(PG, autocommit=True) as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{name}"')
+        conn.execute(f'CREATE DATABASE "{name}"')
+    yield PG.rsplit("/", 1)[0] + "/" + name
+    with psycopg.connect(PG, autocommit=True) as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+def test_on_postgresql_reads_lock_and_appends_as_the_orm_does(pg_database, tmp_path):
+    env = {
+        **os.environ,
+        "DATABASE_URL": pg_database,
+        "GAMBIT_DB_POOL_SIZE": "0",  # as a `gambit worker` connects
+        "REDIS_URL": "redis://127.0.0.1:6379/5",  # the distributed profile; not connected to
+        "GAMBIT_SIM_DB": str(tmp_path / "unused.sqlite3"),
+        "DJANGO_SETTINGS_MODULE": "simulator.settings",
+    }
+    done = subprocess.run(
+        [sys.executable, "-m", "tests.decks_app.runs.pg_rows_probe"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    out = json.loads(done.stdout.strip().splitlines()[-1])
+    assert out["vendor"] == "postgresql"
+    assert out["queries"] == 1
+    assert out["same_run"] and out["same_session"] and out["same_workspace"]
+    assert out["wrong_status"] is None
+    # While one transaction holds read_run(lock=True), another can lock neither row.
+    assert out["run_locked"] and out["session_locked"]
+    assert out["after_commit"] == "free"
+    assert out["seqs"] == [3, 4, 5, 6]
+    assert out["ids_rise"] is True
+    assert out["types"] == ["run.start", "response.output_text.delta", "unknown", "x" * 80]
+    assert out["ts"] == [1700000000001, 0, 5, 7]
+    assert out["payloads_equal"] is True
+    assert out["duplicate_seq"] == "IntegrityError"
+    assert out["empty_batch_rows"] == 4
