@@ -13,7 +13,8 @@
 2. **Scale-out.** M one-turn conversations are queued at once against a model that takes
    100 ms per reply, then drained by 1, 2 and 4 `gambit worker` processes (8 slots each) on
    the distributed profile. Throughput (conversations per second) should grow with workers;
-   the ratios to one worker are printed. Needs PostgreSQL and Redis.
+   the ratios to one worker are printed, and the workers' CPU per run (Linux's /proc, from
+   the first claim to the last run's end). Needs PostgreSQL and Redis.
 """
 
 from __future__ import annotations
@@ -323,6 +324,18 @@ def streams(fake: FakeModelServer, folder: Path, n: int, distributed: bool) -> N
 # ---------------------------------------------------------------- 2. scale-out
 
 
+def cpu_seconds(procs: list[subprocess.Popen]) -> float | None:
+    """User and system CPU the processes have used so far (Linux's /proc; None elsewhere)."""
+    total = 0.0
+    try:
+        for proc in procs:
+            fields = Path(f"/proc/{proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
+            total += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError):
+        return None
+    return total
+
+
 def scaleout(
     fake: FakeModelServer, folder: Path, conversations: int, counts: list[int], model_ms: int
 ) -> None:
@@ -361,14 +374,23 @@ def scaleout(
             started = time.monotonic()
             for _ in range(workers):
                 sim.add_worker(slots=8)
+            # The workers' CPU from their first claim to the last run's end (start-up left out).
+            cpu_at_first_claim: float | None = None
+            workers_cpu: float | None = None
             with psycopg.connect(url, autocommit=True) as conn:
                 while True:
-                    (left,) = conn.execute(
-                        "SELECT count(*) FROM decks_app_run WHERE status IN ('queued', 'running')"
+                    (left, claimed) = conn.execute(
+                        "SELECT count(*) FILTER (WHERE status IN ('queued', 'running')),"
+                        " count(*) FILTER (WHERE status <> 'queued') FROM decks_app_run"
                     ).fetchone()
+                    if claimed and cpu_at_first_claim is None:
+                        cpu_at_first_claim = cpu_seconds(sim.procs[1:])
                     if left == 0:
                         break
                     time.sleep(0.05)
+                cpu_at_end = cpu_seconds(sim.procs[1:])
+                if cpu_at_first_claim is not None and cpu_at_end is not None:
+                    workers_cpu = cpu_at_end - cpu_at_first_claim
                 wall = time.monotonic() - started
                 (done, first, last) = conn.execute(
                     "SELECT count(*), min(started_at), max(finished_at) FROM decks_app_run"
@@ -384,6 +406,11 @@ def scaleout(
             f"scale-out: {conversations} conversations, {model_ms} ms model, {workers} worker(s) x 8 slots:"
             f" {done} completed in {busy:.1f} s ({wall:.1f} s with start-up) = {rates[workers]:.1f}/s"
             f" (model-bound limit {workers * 8 / (model_ms / 1000):.0f}/s)"
+            + (
+                f", workers' CPU {workers_cpu / done * 1000:.1f} ms per run"
+                if workers_cpu is not None and done
+                else ""
+            )
             + (
                 f" ({rates[workers] / rates[counts[0]]:.2f}x {counts[0]} worker)"
                 if workers != counts[0]
