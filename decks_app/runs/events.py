@@ -88,9 +88,9 @@ def append_events(
 @functools.cache
 def _append_sql(alias: str) -> str:
     quote = connections[alias].ops.quote_name
+    column = {field.name: field.column for field in TraceEvent._meta.concrete_fields}
     columns = ", ".join(
-        quote(TraceEvent._meta.get_field(name).column)
-        for name in ("run", "session", "seq", "type", "payload", "ts")
+        quote(str(column[name])) for name in ("run", "session", "seq", "type", "payload", "ts")
     )
     # Elements in order (WITH ORDINALITY), so ids rise with seq as they did.
     return (

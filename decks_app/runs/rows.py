@@ -46,6 +46,11 @@ class _Statement:
 _statements: dict[tuple[str, bool, bool, bool], _Statement] = {}
 
 
+def _column(field: Field) -> str:
+    assert field.column is not None  # a concrete field has its column
+    return field.column
+
+
 def _statement(alias: str, *, status: bool, lock: bool, workspace: bool) -> _Statement:
     key = (alias, status, lock, workspace)
     known = _statements.get(key)
@@ -64,14 +69,16 @@ def _statement(alias: str, *, status: bool, lock: bool, workspace: bool) -> _Sta
             column = field.get_col(short)
             found = connection.ops.get_db_converters(column) + column.get_db_converters(connection)
             converters.append((found, column))
-            columns.append(f"{short}.{quote(field.column)}")
+            columns.append(f"{short}.{quote(_column(field))}")
         tables.append(_Table(model, fields, converters))
 
     def table(model: type[Model]) -> str:
         return quote(model._meta.db_table)
 
     def pk(model: type[Model]) -> str:
-        return quote(model._meta.pk.column)
+        key = model._meta.pk
+        assert key is not None
+        return quote(_column(key))
 
     sql = (
         f"SELECT {', '.join(columns)} FROM {table(Run)} r"
