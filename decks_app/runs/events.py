@@ -64,7 +64,7 @@ def append_events(
     if connection.vendor == "postgresql":
         # The batch goes as one JSON document, unpacked by the database: the ORM's
         # `bulk_create` built a model per event and quoted every array element in Python,
-        # six times the CPU (docs/benchmarks.md, "A run's statements, written once").
+        # eight times the CPU (docs/benchmarks.md, "A run's statements, written once").
         batch = [[kind, ts, event] for (kind, ts), event in zip(rows, events, strict=True)]
         with connection.cursor() as cursor:
             cursor.execute(

@@ -1,8 +1,8 @@
 """A run read with its session (and workspace) in one statement written once, as the worker
 reads it when it claims the run and when it ends it.
 
-Django's ORM compiles a `select_related` query anew on every call; for this three-table
-read that was most of the statement's cost, about six times what the same statement costs
+Django's ORM compiles a `select_related` query anew on every call; for this three-table read
+that was most of the statement's cost, four to eight times what the same statement costs
 when its text is built once per process (docs/benchmarks.md, "A run's statements, written
 once"). The rows still become ordinary model instances, through `Model.from_db` and each
 column's converters as the ORM applies them, so no caller can tell the difference.
