@@ -3,13 +3,14 @@ reads it when it claims the run and when it ends it.
 
 Django's ORM compiles a `select_related` query anew on every call; for this three-table read
 that was most of the statement's cost, four to eight times what the same statement costs
-when its text is built once per process (docs/benchmarks.md, "A run's statements, written
+when its text is built once per thread (docs/benchmarks.md, "A run's statements, written
 once"). The rows still become ordinary model instances, through `Model.from_db` and each
 column's converters as the ORM applies them, so no caller can tell the difference.
 """
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -43,7 +44,8 @@ class _Statement:
     tables: list[_Table]
 
 
-_statements: dict[tuple[str, bool, bool, bool], _Statement] = {}
+# Per thread: a connection (and the backend converters bound to it) belongs to its thread.
+_local = threading.local()
 
 
 def _column(field: Field) -> str:
@@ -53,7 +55,10 @@ def _column(field: Field) -> str:
 
 def _statement(alias: str, *, status: bool, lock: bool, workspace: bool) -> _Statement:
     key = (alias, status, lock, workspace)
-    known = _statements.get(key)
+    statements: dict[tuple[str, bool, bool, bool], _Statement] = _local.__dict__.setdefault(
+        "statements", {}
+    )
+    known = statements.get(key)
     if known is not None:
         return known
     connection = connections[alias]
@@ -92,7 +97,7 @@ def _statement(alias: str, *, status: bool, lock: bool, workspace: bool) -> _Sta
     if lock and connection.features.has_select_for_update:
         sql += " FOR UPDATE"  # both rows, the run's first (as `select_for_update` locks them)
     made = _Statement(sql, tables)
-    _statements[key] = made
+    statements[key] = made
     return made
 
 
