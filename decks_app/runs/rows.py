@@ -85,15 +85,20 @@ def _statement(alias: str, *, status: bool, lock: bool, workspace: bool) -> _Sta
         assert key is not None
         return quote(_column(key))
 
+    def column_of(model: type[Model], name: str) -> str:
+        return quote(_column(next(f for f in model._meta.concrete_fields if f.name == name)))
+
     sql = (
         f"SELECT {', '.join(columns)} FROM {table(Run)} r"
-        f" JOIN {table(Session)} s ON s.{pk(Session)} = r.{quote('session_id')}"
+        f" JOIN {table(Session)} s ON s.{pk(Session)} = r.{column_of(Run, 'session')}"
     )
     if workspace:
-        sql += f" JOIN {table(Workspace)} w ON w.{pk(Workspace)} = s.{quote('workspace_id')}"
+        sql += (
+            f" JOIN {table(Workspace)} w ON w.{pk(Workspace)} = s.{column_of(Session, 'workspace')}"
+        )
     sql += f" WHERE r.{pk(Run)} = %s"
     if status:
-        sql += f" AND r.{quote('status')} = %s"
+        sql += f" AND r.{column_of(Run, 'status')} = %s"
     if lock and connection.features.has_select_for_update:
         sql += " FOR UPDATE"  # both rows, the run's first (as `select_for_update` locks them)
     made = _Statement(sql, tables)
