@@ -11,6 +11,7 @@ from django.conf import settings as django_settings
 from hypothesis.configuration import set_hypothesis_home_dir
 
 from tests.support.fake_model_server import FakeModelServer
+from tests.support.postgres import fresh_database
 
 # In-process tests drive runs themselves (claim_next_run + execute_run): queued runs are
 # recorded as tasks, not executed behind the test's back. "database" is django-tasks-db's
@@ -39,3 +40,12 @@ def fake_server() -> Iterator[FakeModelServer]:
         yield server
     finally:
         server.stop()
+
+
+@pytest.fixture
+def pg_database(request: pytest.FixtureRequest) -> Iterator[str]:
+    """A new database on this machine's PostgreSQL, named for the test module, dropped after
+    the test (skipped only when PostgreSQL does not answer); run code against it with
+    `tests.support.postgres.run_probe`."""
+    with fresh_database("gambit_" + request.module.__name__.rsplit(".", 1)[-1]) as url:
+        yield url

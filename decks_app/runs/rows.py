@@ -26,7 +26,7 @@ type Converter = Callable[[Any, Any, Any], Any]
 @dataclass(frozen=True)
 class _Table:
     model: type[Model]
-    fields: list[Field]
+    attnames: list[str]  # its concrete fields', in the order of its columns
     # Per column: the backend's converters then the field's, with the column they are for.
     converters: list[tuple[list[Converter], Any]]
 
@@ -35,7 +35,7 @@ class _Table:
         for index, (converters, column) in enumerate(self.converters):
             for convert in converters:
                 converted[index] = convert(converted[index], column, connection)
-        return self.model.from_db(alias, [f.attname for f in self.fields], converted)
+        return self.model.from_db(alias, self.attnames, converted)
 
 
 @dataclass(frozen=True)
@@ -75,7 +75,7 @@ def _statement(alias: str, *, status: bool, lock: bool, workspace: bool) -> _Sta
             found = connection.ops.get_db_converters(column) + column.get_db_converters(connection)
             converters.append((found, column))
             columns.append(f"{short}.{quote(_column(field))}")
-        tables.append(_Table(model, fields, converters))
+        tables.append(_Table(model, [f.attname for f in fields], converters))
 
     def table(model: type[Model]) -> str:
         return quote(model._meta.db_table)
@@ -123,7 +123,7 @@ def read_run(
         return None
     objects, start = [], 0
     for table in statement.tables:
-        end = start + len(table.fields)
+        end = start + len(table.attnames)
         objects.append(table.build(alias, row[start:end], connection))
         start = end
     run, session = objects[0], objects[1]

@@ -8,20 +8,7 @@ import json
 import os
 
 import django
-
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "simulator.settings")
-django.setup()
-
-import psycopg  # noqa: E402
-from django.core.management import call_command  # noqa: E402
-from django.db import IntegrityError, connection, transaction  # noqa: E402
-from django.test.utils import CaptureQueriesContext  # noqa: E402
-
-from decks_app.models import Run, TraceEvent  # noqa: E402
-from decks_app.runs import rows  # noqa: E402
-from decks_app.runs.events import append_events  # noqa: E402
-from decks_app.sessions.actions import create_session, send_message  # noqa: E402
-from decks_app.workspaces.served import current_workspace  # noqa: E402
+import psycopg
 
 
 def _columns(obj) -> dict:
@@ -39,6 +26,19 @@ def _lockable(sql: str, key: str) -> bool:
 
 
 def main() -> None:
+    # Django's modules are imported once it is set up, for the DATABASE_URL given.
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "simulator.settings")
+    django.setup()
+    from django.core.management import call_command
+    from django.db import IntegrityError, connection, transaction
+    from django.test.utils import CaptureQueriesContext
+
+    from decks_app.models import Run, TraceEvent
+    from decks_app.runs import rows
+    from decks_app.runs.events import append_events
+    from decks_app.sessions.actions import create_session, send_message
+    from decks_app.workspaces.served import current_workspace
+
     call_command("migrate", verbosity=0)
     out: dict = {"vendor": connection.vendor}
     session = create_session(current_workspace(), "support/PROMPT.md", model="offline/echo")

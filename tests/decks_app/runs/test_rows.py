@@ -5,12 +5,6 @@
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
-from pathlib import Path
-
 import pytest
 from django.db import connection, transaction
 from django.test.utils import CaptureQueriesContext
@@ -20,11 +14,9 @@ from decks_app.runs import rows
 from decks_app.runs.events import append_events
 from decks_app.sessions.actions import create_session, send_message
 from decks_app.workspaces.served import current_workspace
-from tests.support.machine import reachable
+from tests.support.postgres import run_probe
 
 pytestmark = pytest.mark.django_db(transaction=True)
-PG = os.environ.get("GAMBIT_TEST_PG", "postgres://postgres@127.0.0.1:5432/postgres")
-ROOT = Path(__file__).resolve().parents[3]
 
 
 def _queued_run() -> Run:
@@ -93,40 +85,11 @@ def test_append_events_numbers_types_and_keeps_every_payload():
     assert TraceEvent.objects.filter(run=run).count() == 4
 
 
-@pytest.fixture
-def pg_database():
-    if not reachable(5432):
-        pytest.skip("PostgreSQL is not reachable on 127.0.0.1:5432")
-    import psycopg
-
-    name = f"gambit_rows_{os.getpid()}"
-    with psycopg.connect(PG, autocommit=True) as conn:
-        conn.execute(f'DROP DATABASE IF EXISTS "{name}"')
-        conn.execute(f'CREATE DATABASE "{name}"')
-    yield PG.rsplit("/", 1)[0] + "/" + name
-    with psycopg.connect(PG, autocommit=True) as conn:
-        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-
-
 def test_on_postgresql_reads_lock_and_appends_as_the_orm_does(pg_database, tmp_path):
-    env = {
-        **os.environ,
-        "DATABASE_URL": pg_database,
-        "GAMBIT_DB_POOL_SIZE": "0",  # as a `gambit worker` connects
-        "REDIS_URL": "redis://127.0.0.1:6379/5",  # the distributed profile; not connected to
-        "GAMBIT_SIM_DB": str(tmp_path / "unused.sqlite3"),
-        "DJANGO_SETTINGS_MODULE": "simulator.settings",
-    }
-    done = subprocess.run(
-        [sys.executable, "-m", "tests.decks_app.runs.pg_rows_probe"],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
+    # GAMBIT_DB_POOL_SIZE=0: connected as a `gambit worker` is.
+    out = run_probe(
+        "tests.decks_app.runs.pg_rows_probe", pg_database, tmp_path, GAMBIT_DB_POOL_SIZE="0"
     )
-    assert done.returncode == 0, done.stderr[-3000:]
-    out = json.loads(done.stdout.strip().splitlines()[-1])
     assert out["vendor"] == "postgresql"
     assert out["queries"] == 1
     assert out["same_run"] and out["same_session"] and out["same_workspace"]
