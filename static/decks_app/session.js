@@ -1,5 +1,6 @@
 // The session page's behaviour htmx has no attribute for (the socket's hello is live.js):
-// announcing a finished reply, keeping the newest text in view, the run timer, Enter to send.
+// announcing a finished reply, keeping the newest text in view, the run timer, Enter to send, and
+// what was typed kept in the box until the server has taken it.
 (function () {
   var lastStatus = (document.getElementById("status") || {}).textContent;
   document.body.addEventListener("htmx:wsAfterMessage", function () {
@@ -14,8 +15,8 @@
         var announce = document.getElementById("announce");
         var last = replies.length ? replies[replies.length - 1].textContent.trim() : "";
         if (announce) announce.textContent = status === "completed" ? "Reply: " + last : "Run " + status;
-        var box = document.querySelector("#composer textarea[name=message]");
-        if (box && !box.disabled && (document.activeElement === document.body || !document.activeElement)) box.focus();
+        var box = document.getElementById("message");
+        if (box && (document.activeElement === document.body || !document.activeElement)) box.focus();
       }
     }
     // Keep the newest text in view while it streams.
@@ -53,6 +54,33 @@
       return;
     }
     if (note) note.hidden = true;
+    var send = document.getElementById("send");
+    if (send && send.disabled) {  // a run is going: the message waits in the box
+      var busy = document.getElementById("busy-send");
+      if (busy) busy.hidden = false;
+      return;
+    }
     box.form.requestSubmit();
+  });
+  // What was typed leaves the box only once the server has taken it: a refused send (the
+  // session busy, say) keeps it, and so does text typed while a send was on its way.
+  document.body.addEventListener("htmx:beforeRequest", function (evt) {
+    var box = document.getElementById("message");
+    if (box && evt.detail.elt && evt.detail.elt.id === "composer") evt.detail.xhr.gambitSent = box.value;
+  });
+  // The app swaps a 409 like a 200 (the Build editor's conflict page): a send refused because
+  // a run is going is an error here, so the toast says so and the text stays.
+  document.body.addEventListener("htmx:beforeSwap", function (evt) {
+    if (evt.detail.xhr && typeof evt.detail.xhr.gambitSent === "string" && evt.detail.xhr.status === 409) {
+      evt.detail.shouldSwap = false;
+      evt.detail.isError = true;
+    }
+  });
+  // (Told by the request, not by its element: the response replaces the form, so the event
+  // arrives from a form no longer in the page.)
+  document.body.addEventListener("htmx:afterRequest", function (evt) {
+    var box = document.getElementById("message");
+    var sent = evt.detail.xhr && evt.detail.xhr.gambitSent;
+    if (box && typeof sent === "string" && evt.detail.successful && box.value === sent) box.value = "";
   });
 })();

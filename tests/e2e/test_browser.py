@@ -153,7 +153,7 @@ def test_a_dropped_socket_reconnects_and_resumes_without_duplicates(page, live_u
 
 def test_enter_sends_and_shift_enter_makes_a_new_line(page, live_url):
     _new_session(page, live_url)
-    box = page.locator("#composer textarea[name=message]")
+    box = page.locator("#message")
     box.focus()
     page.keyboard.press("Enter")  # nothing typed: refused on the spot
     expect(page.locator("#empty-send")).to_be_visible()
@@ -164,3 +164,30 @@ def test_enter_sends_and_shift_enter_makes_a_new_line(page, live_url):
     page.keyboard.press("Enter")
     expect(page.locator("#status")).to_have_text("completed", timeout=20_000)
     expect(page.locator("#conversation")).to_contain_text("second line")
+
+
+def test_a_message_typed_during_a_run_stays_in_the_box_until_it_is_sent(page, live_url):
+    """Nothing typed is dropped: the box keeps its text through the live updates of a run
+    and through a refused send, and is emptied only when the server took that text."""
+    _new_session(page, live_url)
+    _send(page, "first message")
+    box = page.locator("#message")
+    expect(box).to_have_value("")  # taken by the server: the box is empty again
+    expect(page.locator("#send")).to_be_disabled()  # the first run is going
+    box.fill("second message")
+    box.press("Enter")  # Send is disabled: the message waits, and the page says so
+    expect(page.locator("#busy-send")).to_be_visible()
+    # A send the server refuses (the session has a run going: 409) keeps the text, and a
+    # toast says why.
+    with page.expect_response(re.compile(r".*/send$")) as refused:
+        page.evaluate("document.getElementById('composer').requestSubmit()")
+    assert refused.value.status == 409
+    expect(page.locator("#toasts .toast")).to_contain_text("run")
+    expect(box).to_have_value("second message")
+    expect(page.locator("#status")).to_have_text("completed", timeout=20_000)
+    expect(page.locator("#send")).to_be_enabled()
+    expect(box).to_have_value("second message")  # the live updates re-rendered the composer
+    box.press("Enter")
+    expect(page.locator("#conversation .bubble.user")).to_have_count(2, timeout=10_000)
+    expect(page.locator("#conversation")).to_contain_text("second message")
+    expect(box).to_have_value("")
