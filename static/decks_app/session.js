@@ -63,24 +63,25 @@
     box.form.requestSubmit();
   });
   // What was typed leaves the box only once the server has taken it: a refused send (the
-  // session busy, say) keeps it, and so does text typed while a send was on its way.
+  // session busy, say) keeps it, and so does text typed while a send was on its way. The
+  // outcome is read from the request itself, not from htmx's events on the form: a live
+  // update may replace the form while the send is on its way, and htmx's events on a form no
+  // longer in the page reach no listener. The app swaps a 409 like a 200 (the Build editor's
+  // conflict page), so a send refused because a run is going is told here (toasts.js shows
+  // it), as is a refusal htmx's own error event could not deliver.
   document.body.addEventListener("htmx:beforeRequest", function (evt) {
+    var form = evt.detail.elt;
+    var xhr = evt.detail.xhr;
     var box = document.getElementById("message");
-    if (box && evt.detail.elt && evt.detail.elt.id === "composer") evt.detail.xhr.gambitSent = box.value;
-  });
-  // The app swaps a 409 like a 200 (the Build editor's conflict page): a send refused because
-  // a run is going is an error here, so the toast says so and the text stays.
-  document.body.addEventListener("htmx:beforeSwap", function (evt) {
-    if (evt.detail.xhr && typeof evt.detail.xhr.gambitSent === "string" && evt.detail.xhr.status === 409) {
-      evt.detail.shouldSwap = false;
-      evt.detail.isError = true;
-    }
-  });
-  // (Told by the request, not by its element: the response replaces the form, so the event
-  // arrives from a form no longer in the page.)
-  document.body.addEventListener("htmx:afterRequest", function (evt) {
-    var box = document.getElementById("message");
-    var sent = evt.detail.xhr && evt.detail.xhr.gambitSent;
-    if (box && typeof sent === "string" && evt.detail.successful && box.value === sent) box.value = "";
+    if (!box || !xhr || !form || form.id !== "composer") return;
+    var sent = box.value;
+    xhr.addEventListener("loadend", function () {
+      var taken = xhr.status >= 200 && xhr.status < 300;
+      if (!taken && (xhr.status === 409 || !form.isConnected)) {
+        document.dispatchEvent(new CustomEvent("gambit:refused", { detail: { xhr: xhr } }));
+      }
+      var current = document.getElementById("message");
+      if (current && taken && current.value === sent) current.value = "";
+    });
   });
 })();

@@ -2,6 +2,7 @@
 // with its × button, and stays while the pointer or the keyboard focus is on it.
 (function () {
   var STAY_MS = 5000;
+  var UNREACHABLE = "The server could not be reached; nothing was sent. Try again when it is back.";
   function leave(toast) {
     if (!toast.isConnected) return;
     toast.classList.add("leaving");
@@ -56,9 +57,13 @@
     return text || "The server refused that (HTTP " + xhr.status + ").";
   }
   document.addEventListener("htmx:responseError", function (evt) { say(refusal(evt.detail.xhr)); });
-  document.addEventListener("htmx:sendError", function () {
-    say("The server could not be reached; nothing was sent. Try again when it is back.");
+  // A refusal htmx does not report as an error (a 409, swapped like a 200), told by the page
+  // that sent it (session.js).
+  document.addEventListener("gambit:refused", function (evt) {
+    var xhr = evt.detail.xhr;
+    say(xhr.status ? refusal(xhr) : UNREACHABLE);
   });
+  document.addEventListener("htmx:sendError", function () { say(UNREACHABLE); });
   document.addEventListener("DOMContentLoaded", armAll);
   document.addEventListener("htmx:oobAfterSwap", armAll);
   document.addEventListener("htmx:afterSettle", armAll);
