@@ -11,6 +11,8 @@
     if (status && status !== lastStatus) {
       lastStatus = status;
       if (status !== "queued" && status !== "running") {
+        var busy = document.getElementById("busy-send");
+        if (busy) busy.hidden = true;  // the waiting message can be sent now
         var replies = document.querySelectorAll("#conversation .bubble.assistant .text");
         var announce = document.getElementById("announce");
         var last = replies.length ? replies[replies.length - 1].textContent.trim() : "";

@@ -186,6 +186,7 @@ def test_a_message_typed_during_a_run_stays_in_the_box_until_it_is_sent(page, li
     expect(box).to_have_value("second message")
     expect(page.locator("#status")).to_have_text("completed", timeout=20_000)
     expect(page.locator("#send")).to_be_enabled()
+    expect(page.locator("#busy-send")).to_be_hidden()  # it can be sent now
     expect(box).to_have_value("second message")  # the live updates re-rendered the composer
     box.press("Enter")
     expect(page.locator("#conversation .bubble.user")).to_have_count(2, timeout=10_000)
