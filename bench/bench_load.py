@@ -342,7 +342,8 @@ def scaleout(
     # `model_ms` before the first byte, then the whole reply at once (`delay` would pause
     # before each of the stream's ~10 writes).
     fake.default_reply = Reply(text="ok", delay_before=model_ms / 1000)
-    rates = {}
+    rates: dict[int, float] = {}
+    steady: dict[int, float] = {}
     for workers in counts:
         sim = Simulator(fake, folder, distributed=True, workers=0)
         try:
@@ -396,12 +397,26 @@ def scaleout(
                     "SELECT count(*), min(started_at), max(finished_at) FROM decks_app_run"
                     " WHERE status = 'completed'"
                 ).fetchone()
+                ends = [
+                    row[0]
+                    for row in conn.execute(
+                        "SELECT finished_at FROM decks_app_run WHERE status = 'completed'"
+                        " ORDER BY finished_at"
+                    )
+                ]
         finally:
             sim.stop()
         # From the first run claimed to the last finished: worker start-up (1-2 s of Python
         # and Django per process, all processes on the same 2 cores) is left out.
         busy = (last - first).total_seconds() if done else wall
         rates[workers] = done / busy
+        # The sustained rate: runs finished between the 10th and the 90th percentile of the
+        # finish times, over that time. It leaves out each worker's first runs (its first
+        # deck load, its first connections) and the drain at the end, when fewer runs than
+        # slots are left: both weigh more on a shorter span (more workers).
+        low, high = len(ends) // 10, len(ends) - 1 - len(ends) // 10
+        span = (ends[high] - ends[low]).total_seconds() if high > low else 0.0
+        steady[workers] = (high - low) / span if span > 0 else rates[workers]
         print(
             f"scale-out: {conversations} conversations, {model_ms} ms model, {workers} worker(s) x 8 slots:"
             f" {done} completed in {busy:.1f} s ({wall:.1f} s with start-up) = {rates[workers]:.1f}/s"
@@ -416,6 +431,8 @@ def scaleout(
                 if workers != counts[0]
                 else ""
             )
+            + f"; sustained (the middle 80% of runs) {steady[workers]:.1f}/s"
+            + (f" ({steady[workers] / steady[counts[0]]:.2f}x)" if workers != counts[0] else "")
         )
 
 

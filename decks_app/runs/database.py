@@ -1,7 +1,7 @@
 """The runs' way to the database from a coroutine: Django's sync ORM on the thread-sensitive
 executor (`db`), retried through an outage where a run must not lose its record
-(`db_patiently`). Safe in Daphne's loop (embedded profile) and in a `gambit worker` process
-(distributed profile) alike."""
+(`db_patiently`; `patiently` in a worker's own thread). Safe in Daphne's loop (embedded
+profile) and in a `gambit worker` process (distributed profile) alike."""
 
 from __future__ import annotations
 
@@ -40,6 +40,27 @@ async def reset_connection() -> None:
         await db(close_connections)
     except Exception:
         pass
+
+
+def patiently[T](
+    fn: Callable[..., T], *args: Any, patience: float = DATABASE_PATIENCE, **kwargs: Any
+) -> T:
+    """`fn(...)` in this (synchronous) thread, retried like `db_patiently`."""
+    deadline = time.monotonic() + patience
+    delay = 0.25
+    while True:
+        try:
+            result = fn(*args, **kwargs)
+        except DatabaseError as exc:
+            outage.failed("the database", exc)
+            if time.monotonic() + delay > deadline:
+                raise
+            close_connections()
+            time.sleep(delay)
+            delay = min(5.0, delay * 2)
+            continue
+        outage.recovered("the database")
+        return result
 
 
 async def db_patiently[T](

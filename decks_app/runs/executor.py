@@ -74,7 +74,7 @@ class RunRefused(Exception):
 
 
 @dataclass
-class _Job:
+class Job:
     run: Run
     session: Session
     kind: RunKind
@@ -83,9 +83,30 @@ class _Job:
     state: JSONObject | None
     next_seq: int
     prepared: Any = None
+    # The deck as this process has it loaded (`load_deck`); until then, or when it does not
+    # load, its path (the runtime then fails the run with the loader's error and trace).
+    deck: Any = None
+    deck_kind: str = "llm"
+    deck_models: list[str] = field(default_factory=list)
+    jail: ProjectRoot | None = None
 
 
-def load_job(run_id: str, claimed: ClaimedRun | None = None) -> _Job:
+@dataclass
+class Ending:
+    """How a run ended, as its run loop leaves it for `end_run` (in one transaction): its
+    status, error and result, what it produced, and the trace events not written yet."""
+
+    run_id: str
+    session_id: str
+    status: str
+    error: str
+    result: Payload | None
+    progress: RunProgress
+    started: float | None
+    rest: Unwritten | None
+
+
+def load_job(run_id: str, claimed: ClaimedRun | None = None) -> Job:
     """The run's job: from the run as its claim read it (`queue.claim_run`), or read now."""
     if claimed is not None:
         run, first_start = claimed.run, claimed.first_start
@@ -111,7 +132,7 @@ def load_job(run_id: str, claimed: ClaimedRun | None = None) -> _Job:
             run.save(update_fields=["turn_base"])
     else:
         next_seq = (TraceEvent.objects.filter(run=run).aggregate(m=Max("seq"))["m"] or 0) + 1
-    job = _Job(
+    job = Job(
         run=run,
         session=session,
         kind=kind,
@@ -124,7 +145,34 @@ def load_job(run_id: str, claimed: ClaimedRun | None = None) -> _Job:
         prep = Preparation(run=run, session=session, deck_file=deck_file)
         kind.prepare(prep)
         job.deck_file, job.prepared = prep.deck_file, prep.data
+    job.deck = job.deck_file
+    # Every file a run reads lies in the served workspace; a deck a kind brings along (the
+    # Build assistant's, bundled with the app) in its own folder.
+    job.jail = (
+        project_root(session.workspace)
+        if Path(job.deck_file).resolve().is_relative_to(Path(session.workspace.root).resolve())
+        else project_root(Path(job.deck_file).parent)
+    )
     return job
+
+
+def load_deck(job: Job) -> Job:
+    """The job's deck tree, as this process has it loaded (once per process, until a file
+    changes); a deck that does not load stays a path (see `Job.deck`)."""
+    try:
+        tree = deck_trees.load(job.deck_file, root=job.jail)
+    except DeckLoadError:
+        return job
+    model_params = tree.root.model_params
+    job.deck, job.deck_kind = tree, tree.root.kind
+    job.deck_models = list(model_params.models or []) if model_params else []
+    return job
+
+
+def prepare(run_id: str, claimed: ClaimedRun | None = None) -> Job:
+    """`load_job` and `load_deck` in one go, in a thread that may use the database (a
+    worker's slot, right after its claim: no hand-off to the run loop's database thread)."""
+    return load_deck(load_job(run_id, claimed))
 
 
 class RunContext[P: Payload]:
@@ -134,7 +182,7 @@ class RunContext[P: Payload]:
 
     def __init__(
         self,
-        job: _Job,
+        job: Job,
         writer: EventWriter,
         progress: RunProgress,
         *,
@@ -259,38 +307,56 @@ async def execute_run(
 ) -> str:
     """Run one claimed run to its end; return its final status. Its provider router is
     `router`, else one of `routers` (the run loop's, shared by its runs), else its own.
-    `claimed`: the run as `queue.claim_run` read it (not read again)."""
+    `claimed`: the run as `queue.claim_run` read it (not read again).
+
+    A worker's slot does the same in three steps, the first and last in its own thread
+    (`worker.execute`): `prepare`, `run_job` on the run loop, `end_run`."""
     try:
         # Patiently: the database thread keeps its connection from run to run, and the first
         # query after a database restart finds it broken (it is replaced, and tried again).
         job = await db_patiently(load_job, run_id, claimed)
     except RunRefused as exc:
-        log.warning("run %s refused: %s", run_id, exc)
-        await db_patiently(finish_run, run_id, "failed", str(exc), None, RunProgress(), None)
+        await db_patiently(refuse, run_id, exc)
         await event_log.notify(exc.session_id)
         return "failed"
+    # Loading a deck the first time validates its schemas: off the loop, and off the one
+    # database thread the run loop's runs share.
+    job = await asyncio.to_thread(load_deck, job)
+    ending = await run_job(job, router=router, routers=routers)
+    await db_patiently(end_run, ending)
+    await event_log.notify(ending.session_id)
+    return ending.status
+
+
+def refuse(run_id: str, exc: RunRefused) -> None:
+    """A run this process cannot execute (`RunRefused`) fails with the reason."""
+    log.warning("run %s refused: %s", run_id, exc)
+    finish_run(run_id, "failed", str(exc), None, RunProgress(), None)
+
+
+def end_run(ending: Ending) -> None:
+    """Record how the run ended (`finish_run`, one transaction)."""
+    finish_run(
+        ending.run_id,
+        ending.status,
+        ending.error,
+        ending.result,
+        ending.progress,
+        ending.started,
+        ending.rest,
+    )
+
+
+async def run_job(
+    job: Job, *, router: Any = None, routers: providers.SharedRouters | None = None
+) -> Ending:
+    """On the run loop: execute the prepared run's kind, stream its trace, watch for Stop and
+    send heartbeats; return how it ended, for `end_run`. A run stopped by its process
+    shutting down (cancelled) is recorded as interrupted here, and the cancellation goes on."""
     run, session, kind = job.run, job.session, job.kind
     assert kind.execute is not None
     writer = EventWriter(run.id, session.id, job.next_seq)
-    # The deck as this process has it loaded (once per process, until a file changes). A
-    # deck that does not load is given to the runtime by path, which fails the run with
-    # the loader's error and trace, as it always has.
-    deck: Any = job.deck_file
-    deck_kind, deck_models = "llm", []
-    # Every file a run reads lies in the served workspace; a deck a kind brings along (the
-    # Build assistant's, bundled with the app) in its own folder.
-    jail = (
-        project_root(session.workspace)
-        if Path(job.deck_file).resolve().is_relative_to(Path(session.workspace.root).resolve())
-        else project_root(Path(job.deck_file).parent)
-    )
-    try:
-        tree = await asyncio.to_thread(deck_trees.load, job.deck_file, root=jail)
-        deck, deck_kind = tree, tree.root.kind
-        model_params = tree.root.model_params
-        deck_models = list(model_params.models or []) if model_params else []
-    except DeckLoadError:
-        pass
+    deck = job.deck if job.deck is not None else job.deck_file
     own_router = shared_router = None
     if kind.provider is not None:
         provider = kind.provider(Preparation(run, session, job.deck_file, job.prepared))
@@ -304,18 +370,18 @@ async def execute_run(
         elif router is None:
             router = own_router = providers.make_router(session.workspace.root)
         provider = resolver = router
-        override, _, _ = providers.effective_model(session.model, deck_models, router)
+        override, _, _ = providers.effective_model(session.model, job.deck_models, router)
     progress = RunProgress(root=deck.root.path if deck is not job.deck_file else str(deck))
     ctx: RunContext[Any] = RunContext(
         job,
         writer,
         progress,
         deck=deck,
-        deck_kind=deck_kind,
+        deck_kind=job.deck_kind,
         provider=provider,
         resolver=resolver,
         override=override,
-        jail=jail,
+        jail=job.jail,
     )
 
     started = time.monotonic()
@@ -342,7 +408,7 @@ async def execute_run(
         try:
             outcome = await task
             result = outcome.result
-            if outcome.state is not None and deck_kind != "compute":
+            if outcome.state is not None and job.deck_kind != "compute":
                 progress.state = outcome.state
             status, error, result = _checked(kind, status, error, result)
         except asyncio.CancelledError:
@@ -377,9 +443,7 @@ async def execute_run(
         if shared_router is not None and routers is not None:
             await routers.release(shared_router)
     rest = await writer.hand_over()  # written with the run's end, in one transaction
-    await db_patiently(finish_run, run.id, status, error, result, progress, started, rest)
-    await event_log.notify(session.id)
-    return status
+    return Ending(run.id, session.id, status, error, result, progress, started, rest)
 
 
 def _checked(
@@ -477,7 +541,9 @@ def finish_run(
             session.message_refs = with_message_refs(session.messages or [], session.message_refs)
             session.state_version += 1
             changed = True
-        run.save(update_fields=fields)
+        if "result" in fields:
+            registry.check_run(run)  # what `Run.save` checks (`save_fields` does not call it)
+        rows.save_fields(run, fields)
         hooked = kind is not None and kind.finish is not None
         if kind is not None and kind.finish is not None:
             kind.finish(run, session)  # it may change the session too: saved whole below
@@ -487,7 +553,7 @@ def finish_run(
         if hooked:
             session.save()
         elif changed:
-            session.save(update_fields=STATE_FIELDS)
+            rows.save_fields(session, STATE_FIELDS)
 
 
 def _next_seq(run: Run) -> int:

@@ -1,5 +1,6 @@
 """A run read with its session (and workspace) in one statement written once, as the worker
-reads it when it claims the run and when it ends it.
+reads it when it claims the run and when it ends it; and a model's chosen fields saved the
+same way (`save_fields`), as it ends the run.
 
 Django's ORM compiles a `select_related` query anew on every call; for this three-table read
 that was most of the statement's cost, four to eight times what the same statement costs
@@ -132,3 +133,37 @@ def read_run(
         Session._meta.get_field("workspace").set_cached_value(session, objects[2])
     assert isinstance(run, Run)
     return run
+
+
+def save_fields(obj: Model, fields: list[str]) -> None:
+    """`obj.save(update_fields=fields)` as one UPDATE whose text is built once per thread:
+    each field's `pre_save` (an `auto_now` stamp) and `get_db_prep_save` as the ORM applies
+    them, without its per-call compilation (docs/benchmarks.md, "A run's start and end in its
+    slot's thread"). No `pre_save`/`post_save` signal is sent and the model's own `save` is not
+    called: its caller validates what `save` would (`registry.check_run`)."""
+    model = type(obj)
+    alias = router.db_for_write(model)
+    connection = connections[alias]
+    key = (alias, model, tuple(fields))
+    updates: dict[tuple[str, type[Model], tuple[str, ...]], tuple[str, list[Field]]]
+    updates = _local.__dict__.setdefault("updates", {})
+    known = updates.get(key)
+    if known is None:
+        quote = connection.ops.quote_name
+        by_name = {f.name: f for f in model._meta.concrete_fields}
+        columns = [by_name[name] for name in fields]
+        key_field = model._meta.pk
+        assert key_field is not None
+        sql = (
+            f"UPDATE {quote(model._meta.db_table)}"
+            f" SET {', '.join(f'{quote(_column(f))} = %s' for f in columns)}"
+            f" WHERE {quote(_column(key_field))} = %s"
+        )
+        known = updates[key] = (sql, columns)
+    sql, columns = known
+    params = [f.get_db_prep_save(f.pre_save(obj, False), connection) for f in columns]
+    params.append(obj.pk)
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        if cursor.rowcount != 1:
+            raise model.DoesNotExist(f"{model.__name__} {obj.pk} is gone")

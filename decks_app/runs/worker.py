@@ -29,13 +29,14 @@ import random
 import socket
 import threading
 import time
+from collections.abc import Awaitable
 from typing import Any
 
 from django.db import DatabaseError, close_old_connections, transaction
 
-from decks_app.runs import outage, queue
-from decks_app.runs.database import close_connections, db
-from decks_app.runs.executor import execute_run
+from decks_app.runs import events as event_log
+from decks_app.runs import executor, outage, queue
+from decks_app.runs.database import close_connections, db, patiently
 from decks_app.runs.providers import SharedRouters
 
 log = logging.getLogger(__name__)
@@ -120,7 +121,14 @@ def worker_id() -> str:
 
 
 def execute(run_id: str) -> str:
-    """The task's body, in a backend thread: claim the run, run it on the run loop, wait."""
+    """The task's body, in a backend thread (a slot): claim the run and prepare it here, run
+    it on the run loop and wait, then record its end here.
+
+    The slot's thread does the run's database work at its start and its end itself, with its
+    own connection: the run loop's one database thread (which every run of the process
+    shares) then only writes the trace while runs stream, and a run's start and end take no
+    hand-off between threads beyond the loop's (docs/benchmarks.md, "A run's start and end in
+    its slot's thread")."""
     from gambit.core import is_valid_id
 
     global executed
@@ -131,19 +139,31 @@ def execute(run_id: str) -> str:
         if claimed is None:
             return "skipped"  # cancelled, or executed by another worker already
         outage.recovered("the database")
-        # This thread only waits from here: a pooled connection goes back to the pool (a
-        # kept one, in a `gambit worker`, stays: simulator.profiles).
-        close_old_connections()
         loop = _loop
         if loop is None or loop.is_closed():
             # No run loop in this process (a script, the ImmediateBackend): this thread's own.
             from asgiref.sync import async_to_sync
 
+            close_old_connections()
             return async_to_sync(_run)(run_id, claimed=claimed)
-        future = asyncio.run_coroutine_threadsafe(_hosted_run(run_id, claimed), loop)
+        try:
+            job = executor.prepare(run_id, claimed)
+        except executor.RunRefused as exc:
+            return _settled(loop, exc.session_id, executor.refuse, run_id, exc) or "failed"
+        except DatabaseError as exc:
+            outage.failed("the database", exc)  # see `_guarded`: it will be marked interrupted
+            return "lost"
+        except Exception:
+            log.exception("run %s crashed", run_id)
+            return _settled(loop, claimed.run.session_id, _crashed, run_id) or "failed"
+        # This thread only waits from here: a pooled connection goes back to the pool (a
+        # kept one, in a `gambit worker`, stays: simulator.profiles).
+        close_old_connections()
+        future = asyncio.run_coroutine_threadsafe(_hosted_run(job), loop)
         while True:
             try:
-                return future.result(timeout=1.0)
+                ending = future.result(timeout=1.0)
+                break
             except concurrent.futures.TimeoutError:
                 if loop.is_closed() or not loop.is_running():
                     # The loop stopped under us (shutdown): nobody will finish this run.
@@ -152,18 +172,53 @@ def execute(run_id: str) -> str:
                     return "interrupted"
             except concurrent.futures.CancelledError:
                 return "interrupted"
+        if isinstance(ending, str):
+            return ending  # it crashed or lost the database on the loop (`_guarded`)
+        status = _settled(loop, ending.session_id, executor.end_run, ending) or ending.status
+        log.info("run %s %s", run_id, status)
+        return status
     finally:
         with _lock:
             executed += 1
         close_old_connections()
 
 
-async def _hosted_run(run_id: str, claimed: queue.ClaimedRun) -> str:
+def _settled(
+    loop: asyncio.AbstractEventLoop, session_id: str | None, record: Any, *args: Any
+) -> str | None:
+    """`record(*args)` in this thread, patiently (a run's record must not be lost to a
+    database restart), then the session's sockets told on the run loop, without waiting (a
+    lost notification only delays them). "lost" when the database stayed away."""
+    try:
+        patiently(record, *args)
+    except DatabaseError as exc:
+        outage.failed("the database", exc)  # see `_guarded`: it will be marked interrupted
+        return "lost"
+    if session_id is not None:
+        try:
+            loop.call_soon_threadsafe(_notify, session_id)
+        except RuntimeError:
+            pass  # the loop closed meanwhile
+    return None
+
+
+_notifying: set[asyncio.Task] = set()
+
+
+def _notify(session_id: str) -> None:
+    """On the run loop: tell the session's sockets, without anyone waiting for it."""
+    task = asyncio.ensure_future(event_log.notify(session_id))
+    _notifying.add(task)  # a task nobody holds may be collected before it ends
+    task.add_done_callback(_notifying.discard)
+
+
+async def _hosted_run(job: executor.Job) -> executor.Ending | str:
+    """On the run loop: the prepared run's `run_job`, counted in `in_flight`."""
     task = asyncio.current_task()
     assert task is not None
     _hosted.add(task)
     try:
-        return await _run(run_id, _routers, claimed=claimed)
+        return await _guarded(job.run.id, executor.run_job(job, routers=_routers))
     finally:
         _hosted.discard(task)
 
@@ -171,10 +226,16 @@ async def _hosted_run(run_id: str, claimed: queue.ClaimedRun) -> str:
 async def _run(
     run_id: str, routers: SharedRouters | None = None, *, claimed: queue.ClaimedRun | None = None
 ) -> str:
+    status = await _guarded(run_id, executor.execute_run(run_id, routers=routers, claimed=claimed))
+    log.info("run %s %s", run_id, status)
+    return status
+
+
+async def _guarded[T](run_id: str, work: Awaitable[T]) -> T | str:
+    """`work`'s result; "lost" when the database went away under it, "failed" when it
+    crashed (the run is then recorded as failed)."""
     try:
-        status = await execute_run(run_id, routers=routers, claimed=claimed)
-        log.info("run %s %s", run_id, status)
-        return status
+        return await work
     except asyncio.CancelledError:
         raise
     except DatabaseError as exc:

@@ -1,5 +1,6 @@
 """Run by test_rows.py in a process of its own, against a fresh PostgreSQL database
-(DATABASE_URL): the worker's one-statement read, lock and append on PostgreSQL's SQL path.
+(DATABASE_URL): the worker's one-statement read, lock, save and append on PostgreSQL's SQL
+path.
 Prints one JSON object of what it saw."""
 
 from __future__ import annotations
@@ -85,6 +86,18 @@ def main() -> None:
         out["duplicate_seq"] = "IntegrityError"
     append_events(queued.pk, session.pk, 7, [])
     out["empty_batch_rows"] = TraceEvent.objects.filter(run_id=queued.pk).count()
+    run = rows.read_run(queued.pk)
+    stamp = run.session.updated_at
+    run.status, run.usage, run.turn_base = "completed", {"é": [1, None]}, {"messages": 2}
+    run.session.messages = [{"role": "user", "content": "✓ 👋"}]
+    rows.save_fields(run, ["status", "usage", "turn_base"])
+    rows.save_fields(run.session, ["messages", "updated_at"])
+    stored = Run.objects.select_related("session").get(pk=queued.pk)
+    out["saved_fields"] = {
+        "same_run": _columns(stored) == _columns(run),
+        "messages": stored.session.messages == run.session.messages,
+        "stamped": stored.session.updated_at == run.session.updated_at > stamp,
+    }
     print(json.dumps(out))
 
 

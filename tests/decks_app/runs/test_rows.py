@@ -1,5 +1,5 @@
-"""The worker's one-statement reads and appends (`decks_app.runs.rows.read_run`,
-`events.append_events`) give what the ORM gives: on SQLite here, and on the real PostgreSQL
+"""The worker's one-statement reads, saves and appends (`decks_app.runs.rows.read_run`,
+`rows.save_fields`, `events.append_events`) give what the ORM gives: on SQLite here, and on the real PostgreSQL
 (127.0.0.1:5432), where they take their own SQL path, in a process of its own
 (`pg_rows_probe`)."""
 
@@ -62,6 +62,34 @@ def test_a_read_run_saves_like_an_orm_run():
     assert Run.objects.values_list("status", "error").get(pk=run.pk) == ("failed", "because")
 
 
+def test_save_fields_writes_what_an_orm_save_of_those_fields_writes():
+    run = rows.read_run(_queued_run().pk, status="queued")
+    assert run is not None
+    session, before = run.session, run.session.updated_at
+    run.status, run.error, run.usage, run.cost = (
+        "completed",
+        "",
+        {"totalTokens": 11, "é": [1]},
+        None,
+    )
+    run.turn_base = {"messages": 2, "checkpointSeq": 4}
+    session.messages = [{"role": "user", "content": "✓ 👋"}]
+    session.deck_label = "not written"  # not among the fields: stays as stored
+    with CaptureQueriesContext(connection) as queries:
+        rows.save_fields(run, ["status", "error", "usage", "cost", "turn_base"])
+        rows.save_fields(session, ["messages", "updated_at"])
+    assert len(queries) == 2
+    stored = Run.objects.select_related("session").get(pk=run.pk)
+    assert _columns(stored) == _columns(run)
+    assert stored.session.messages == [{"role": "user", "content": "✓ 👋"}]
+    assert stored.session.deck_label != "not written"
+    # `auto_now` is stamped as `save` stamps it, on the object too.
+    assert stored.session.updated_at == session.updated_at > before
+    Run.objects.filter(pk=run.pk).delete()
+    with pytest.raises(Run.DoesNotExist):
+        rows.save_fields(run, ["status"])
+
+
 def test_append_events_numbers_types_and_keeps_every_payload():
     run = _queued_run()
     events = [
@@ -104,3 +132,4 @@ def test_on_postgresql_reads_lock_and_appends_as_the_orm_does(pg_database, tmp_p
     assert out["payloads_equal"] is True
     assert out["duplicate_seq"] == "IntegrityError"
     assert out["empty_batch_rows"] == 4
+    assert out["saved_fields"] == {"same_run": True, "messages": True, "stamped": True}
