@@ -127,7 +127,8 @@ class RunKind:
     partial_reply: bool = False
     # The run's usage is billed (a replay reports the recorded tokens but costs nothing).
     billed: bool = True
-    # Before the run starts, in the database thread (`Preparation`).
+    # Before the run starts, in a thread that may use the database (`Preparation`): the
+    # slot's, in a worker.
     prepare: Callable[[Preparation], None] | None = None
     # The provider to run with instead of the workspace's router (a replay answers from its
     # recording); given the prepared job. No model override or resolver applies then.
