@@ -356,7 +356,7 @@ async def run_job(
     run, session, kind = job.run, job.session, job.kind
     assert kind.execute is not None
     writer = EventWriter(run.id, session.id, job.next_seq)
-    deck = job.deck if job.deck is not None else job.deck_file
+    deck: Any = job.deck if job.deck is not None else job.deck_file
     own_router = shared_router = None
     if kind.provider is not None:
         provider = kind.provider(Preparation(run, session, job.deck_file, job.prepared))

@@ -14,7 +14,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from django.db import connections, router
 from django.db.models import Field, Model
@@ -166,4 +166,5 @@ def save_fields(obj: Model, fields: list[str]) -> None:
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
         if cursor.rowcount != 1:
-            raise model.DoesNotExist(f"{model.__name__} {obj.pk} is gone")
+            missing: type[Exception] = cast(Any, model).DoesNotExist  # every model has one
+            raise missing(f"{model.__name__} {obj.pk} is gone")
