@@ -53,6 +53,7 @@ _hosted: set[asyncio.Task] = set()
 _routers = SharedRouters()
 _lock = threading.Lock()
 executed = 0
+_claimed_here = 0  # claimed by this process's slots, their end not recorded yet
 
 
 # ---------------------------------------------------------------- enqueueing
@@ -139,6 +140,19 @@ def execute(run_id: str) -> str:
         if claimed is None:
             return "skipped"  # cancelled, or executed by another worker already
         outage.recovered("the database")
+        return _execute_claimed(run_id, claimed)
+    finally:
+        with _lock:
+            executed += 1
+        close_old_connections()
+
+
+def _execute_claimed(run_id: str, claimed: queue.ClaimedRun) -> str:
+    """A claimed run, from its preparation to its recorded end (counted in `in_flight`)."""
+    global _claimed_here
+    with _lock:
+        _claimed_here += 1
+    try:
         loop = _loop
         if loop is None or loop.is_closed():
             # No run loop in this process (a script, the ImmediateBackend): this thread's own.
@@ -147,7 +161,7 @@ def execute(run_id: str) -> str:
             close_old_connections()
             return async_to_sync(_run)(run_id, claimed=claimed)
         try:
-            job = executor.prepare(run_id, claimed)
+            job = patiently(executor.prepare, run_id, claimed)
         except executor.RunRefused as exc:
             return _settled(loop, exc.session_id, executor.refuse, run_id, exc) or "failed"
         except DatabaseError as exc:
@@ -179,8 +193,7 @@ def execute(run_id: str) -> str:
         return status
     finally:
         with _lock:
-            executed += 1
-        close_old_connections()
+            _claimed_here -= 1
 
 
 def _settled(
@@ -253,7 +266,8 @@ async def _guarded[T](run_id: str, work: Awaitable[T]) -> T | str:
 
 
 def in_flight() -> int:
-    return len(_hosted)
+    """Runs this process claimed and has not recorded the end of yet."""
+    return _claimed_here
 
 
 async def stop_runs(timeout: float = 8.0) -> None:

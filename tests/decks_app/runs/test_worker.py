@@ -4,6 +4,7 @@ cancel, interrupt; django-tasks-db's worker threads delivering runs to the run l
 from __future__ import annotations
 
 import asyncio
+import threading
 
 import pytest
 from asgiref.sync import sync_to_async
@@ -141,6 +142,52 @@ async def test_a_delivered_task_claims_its_run_and_runs_it_on_the_run_loop():
     assert await asyncio.to_thread(worker.execute, "../etc/passwd") == "skipped"
     run = await Run.objects.aget(pk=run.id)
     assert run.status == "completed" and run.result == {"output": "You said: hello <b>"}
+
+
+async def test_a_slot_prepares_and_ends_its_run_in_its_own_thread(fake_server, monkeypatch):
+    # The run loop's database thread only writes trace batches; the run's job and its end
+    # are the slot's (docs/decisions.md, "A run's start and end in its slot's thread").
+    for k, v in fake_server.env().items():
+        monkeypatch.setenv(k, v)
+    fake_server.queue(Reply(deltas=["slow ", "reply"], delay=0.3))
+    _, run = await sync_to_async(_setup)(model="openresponses/fake")
+    worker.attach(asyncio.get_running_loop())
+    threads: dict[str, str] = {}
+    for name in ("load_job", "finish_run"):
+        real = getattr(executor, name)
+
+        def spy(*args, _real=real, _name=name, **kwargs):
+            threads[_name] = threading.current_thread().name
+            return _real(*args, **kwargs)
+
+        monkeypatch.setattr(executor, name, spy)
+
+    def slot() -> str:
+        threads["slot"] = threading.current_thread().name
+        return worker.execute(run.id)
+
+    delivered = asyncio.create_task(asyncio.to_thread(slot))
+    seen_in_flight = 0
+    while not delivered.done():
+        seen_in_flight = max(seen_in_flight, worker.in_flight())
+        await asyncio.sleep(0.02)
+    assert await delivered == "completed"
+    assert threads["load_job"] == threads["finish_run"] == threads["slot"]
+    # Counted from its claim to its recorded end (`gambit worker --burst` waits for it).
+    assert seen_in_flight == 1 and worker.in_flight() == 0
+    run = await Run.objects.aget(pk=run.id)
+    assert run.status == "completed" and run.result == {"output": "slow reply"}
+
+
+async def test_a_run_a_slot_cannot_execute_fails_with_the_reason():
+    _, run = await sync_to_async(_setup)()
+    # written behind the model's back (an old row): the slot's preparation refuses it
+    await Run.objects.filter(pk=run.id).aupdate(params={"message": 42})
+    worker.attach(asyncio.get_running_loop())
+    assert await asyncio.to_thread(worker.execute, run.id) == "failed"
+    run = await Run.objects.aget(pk=run.id)
+    assert run.status == "failed" and "message: Input should be a valid string" in run.error
+    assert run.finished_at is not None and worker.in_flight() == 0
 
 
 async def test_django_tasks_db_worker_threads_drain_the_queue_on_the_run_loop():
