@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from asgiref.sync import sync_to_async
@@ -42,22 +42,30 @@ async def reset_connection() -> None:
         pass
 
 
+def _delays(deadline: float) -> Iterator[float]:
+    """The waits between tries through an outage: 0.25 s, doubling up to 5 s, as long as the
+    next try would still start before `deadline` (a `time.monotonic()` time)."""
+    delay = 0.25
+    while time.monotonic() + delay <= deadline:
+        yield delay
+        delay = min(5.0, delay * 2)
+
+
 def patiently[T](
     fn: Callable[..., T], *args: Any, patience: float = DATABASE_PATIENCE, **kwargs: Any
 ) -> T:
     """`fn(...)` in this (synchronous) thread, retried like `db_patiently`."""
-    deadline = time.monotonic() + patience
-    delay = 0.25
+    delays = _delays(time.monotonic() + patience)
     while True:
         try:
             result = fn(*args, **kwargs)
         except DatabaseError as exc:
             outage.failed("the database", exc)
-            if time.monotonic() + delay > deadline:
+            delay = next(delays, None)
+            if delay is None:
                 raise
             close_connections()
             time.sleep(delay)
-            delay = min(5.0, delay * 2)
             continue
         outage.recovered("the database")
         return result
@@ -67,18 +75,17 @@ async def db_patiently[T](
     fn: Callable[..., T], *args: Any, patience: float = DATABASE_PATIENCE, **kwargs: Any
 ) -> T:
     """`db(fn, ...)`, retried with backoff through a database outage of up to `patience` s."""
-    deadline = time.monotonic() + patience
-    delay = 0.25
+    delays = _delays(time.monotonic() + patience)
     while True:
         try:
             result = await db(fn, *args, **kwargs)
         except DatabaseError as exc:
             outage.failed("the database", exc)
-            if time.monotonic() + delay > deadline:
+            delay = next(delays, None)
+            if delay is None:
                 raise
             await reset_connection()
             await asyncio.sleep(delay)
-            delay = min(5.0, delay * 2)
             continue
         outage.recovered("the database")
         return result

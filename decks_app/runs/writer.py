@@ -233,25 +233,14 @@ def _write_batch(
         event_log.append_events(run_id, session_id, first, batch)
         return
     with transaction.atomic():
-        _append_batch(run_id, session_id, first, batch, state, covered)
-
-
-def _append_batch(
-    run_id: str,
-    session_id: str,
-    first: int,
-    batch: list[JSONObject],
-    state: Any,
-    covered: int | None,
-) -> None:
-    event_log.append_events(run_id, session_id, first, batch)
-    if state is None:
-        return
-    run = rows.read_run(run_id, lock=True)
-    if run is None or run.status != "running":
-        return  # no longer this run's conversation to write (stopped or interrupted)
-    session = run.session
-    covered = len(batch) if covered is None else covered
-    if save_turn_state(run, session, state, last_seq=first + covered - 1):
-        rows.save_fields(session, STATE_FIELDS)
-        rows.save_fields(run, ["turn_base"])
+        event_log.append_events(run_id, session_id, first, batch)
+        if state is None:
+            return
+        run = rows.read_run(run_id, lock=True)
+        if run is None or run.status != "running":
+            return  # no longer this run's conversation to write (stopped or interrupted)
+        session = run.session
+        covered = len(batch) if covered is None else covered
+        if save_turn_state(run, session, state, last_seq=first + covered - 1):
+            rows.save_fields(session, STATE_FIELDS)
+            rows.save_fields(run, ["turn_base"])
