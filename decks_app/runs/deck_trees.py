@@ -4,7 +4,8 @@ Loading a deck tree validates every schema (jsonschema's `check_schema` was most
 one-turn run's CPU), so a worker that runs the same deck hundreds of times loads it once.
 A tree is kept until a file of the deck's folder, or a file the load read outside it,
 changes (`workspaces.stat_key`). Trees are only read by the runtime, so concurrent runs
-share one.
+share one, and runs that find the same deck missing at once wait for one load of it (a new
+worker's slots all start on the same deck: each validated it, 8 loads where 1 does).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from gambit.env import env_flag
 
 _trees: dict[str, tuple[tuple, list[str], DeckTree]] = {}
 _lock = threading.Lock()
+_loading: dict[str, threading.Lock] = {}  # one per tree name: its loads happen one at a time
 _warned: set[str] = set()
 log = logging.getLogger("decks_app.decks")
 
@@ -42,14 +44,28 @@ def load(
     strict = strict_mode()
     jail = root if isinstance(root, ProjectRoot) or root is None else project_root(root)
     name = f"{role}:{'strict:' if strict else ''}{entry.resolve()}:{jail!r}"
+    hit = _fresh(name, entry)
+    if hit is not None:
+        return hit
+    with _lock:
+        loading = _loading.setdefault(name, threading.Lock())
+    with loading:
+        hit = _fresh(name, entry)  # loaded by the thread this one waited for
+        if hit is not None:
+            return hit
+        tree = load_deck_tree(entry, role=role, strict=strict, project_root=jail)
+        files = sorted({str(entry.resolve()), *(e.path for e in tree.entries)})
+        with _lock:
+            _trees[name] = (stat_key(entry, files), files, tree)
+        return tree
+
+
+def _fresh(name: str, entry: Path) -> DeckTree | None:
+    """The tree kept under `name`, if no file of it changed since it was loaded."""
     hit = _trees.get(name)
     if hit is not None and stat_key(entry, hit[1]) == hit[0]:
         return hit[2]
-    tree = load_deck_tree(entry, role=role, strict=strict, project_root=jail)
-    files = {str(entry.resolve()), *(e.path for e in tree.entries)}
-    with _lock:
-        _trees[name] = (stat_key(entry, sorted(files)), sorted(files), tree)
-    return tree
+    return None
 
 
 def report_warning(event: Mapping[str, Any]) -> None:

@@ -87,3 +87,38 @@ def test_a_worker_loads_a_deck_tree_once_until_a_file_of_it_changes(tmp_path):
     (folder / "schemas" / "in.json").write_text('{"type": "number"}')  # not the deck file
     second = deck_trees.load(deck)
     assert second is not first and second.root.context_schema.to_json_schema()["type"] == "number"
+
+
+def test_slots_that_find_a_deck_missing_at_once_wait_for_one_load_of_it(tmp_path, monkeypatch):
+    """A new worker's slots all start on the same deck: one of them loads it, the others
+    wait for that load instead of validating the same schemas again each."""
+    import threading
+
+    from decks_app.runs import deck_trees
+
+    deck = tmp_path / "d" / "PROMPT.md"
+    deck.parent.mkdir()
+    deck.write_text('+++\nlabel = "One"\n+++\n\nHi.\n')
+    loads = []
+    real_load = deck_trees.load_deck_tree
+
+    def slow_load(*args, **kwargs):
+        loads.append(threading.current_thread().name)
+        time.sleep(0.2)  # long enough for every slot to arrive while it loads
+        return real_load(*args, **kwargs)
+
+    monkeypatch.setattr(deck_trees, "load_deck_tree", slow_load)
+    start = threading.Barrier(8)
+    trees = []
+
+    def slot():
+        start.wait()
+        trees.append(deck_trees.load(deck))
+
+    threads = [threading.Thread(target=slot) for _ in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(10)
+    assert len(trees) == 8 and all(tree is trees[0] for tree in trees)
+    assert len(loads) == 1
