@@ -12,6 +12,7 @@ import asyncio
 import json
 import logging
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -334,8 +335,9 @@ def refuse(run_id: str, exc: RunRefused) -> None:
     finish_run(run_id, "failed", str(exc), None, RunProgress(), None)
 
 
-def end_run(ending: Ending) -> None:
-    """Record how the run ended (`finish_run`, one transaction)."""
+def end_run(ending: Ending, *, also: Callable[[], None] | None = None) -> None:
+    """Record how the run ended (`finish_run`, one transaction); `also` writes in that
+    transaction too (a slot's task row: `worker.execute`)."""
     finish_run(
         ending.run_id,
         ending.status,
@@ -344,6 +346,7 @@ def end_run(ending: Ending) -> None:
         ending.progress,
         ending.started,
         ending.rest,
+        also=also,
     )
 
 
@@ -468,9 +471,11 @@ def finish_run(
     progress: RunProgress,
     started: float | None,
     rest: Unwritten | None = None,
+    *,
+    also: Callable[[], None] | None = None,
 ) -> None:
     """Save the run's outcome, the trace events its writer had not written yet (`rest`) and
-    the session's new SavedState in one transaction."""
+    the session's new SavedState in one transaction (with `also`'s writes, last)."""
     with transaction.atomic():
         # Both rows locked by one statement (the run's first, as everywhere).
         run = rows.read_run(run_id, lock=True)
@@ -554,6 +559,8 @@ def finish_run(
             session.save()
         elif changed:
             rows.save_fields(session, STATE_FIELDS)
+        if also is not None:
+            also()
 
 
 def _next_seq(run: Run) -> int:

@@ -188,7 +188,7 @@ def _execute_claimed(run_id: str, claimed: queue.ClaimedRun) -> str:
                 return "interrupted"
         if isinstance(ending, str):
             return ending  # it crashed or lost the database on the loop (`_guarded`)
-        status = _settled(loop, ending.session_id, executor.end_run, ending) or ending.status
+        status = _settled(loop, ending.session_id, _end_run, ending) or ending.status
         log.info("run %s %s", run_id, status)
         return status
     finally:
@@ -213,6 +213,21 @@ def _settled(
         except RuntimeError:
             pass  # the loop closed meanwhile
     return None
+
+
+def _end_run(ending: executor.Ending) -> None:
+    """`executor.end_run`; in a slot of the database backend, with the slot's task row
+    marked successful in the same transaction (`_SlotTask`)."""
+    row = _slot_task.row
+    if row is None:
+        executor.end_run(ending)
+        return
+
+    def mark_task() -> None:
+        row.set_successful(ending.status)  # what the task returns (`_execute_claimed`)
+        transaction.on_commit(_slot_task.recorded)
+
+    executor.end_run(ending, also=mark_task)
 
 
 _notifying: set[asyncio.Task] = set()
@@ -316,6 +331,47 @@ async def reconcile_forever(every: float = RECONCILE_SECONDS) -> None:
 # ---------------------------------------------------------------- the database backend's workers
 
 
+class _SlotTask(threading.local):
+    """The django-tasks-db row of the task a slot's thread is executing (None outside one,
+    and under any other backend).
+
+    The backend's `Worker` marks a task successful in a transaction of its own once the
+    task returns. A run's end is a transaction already: the row is marked there
+    (`_end_run`), and the worker's own write is then skipped, one statement and one commit
+    fewer per run (docs/benchmarks.md, "The task's end in the run's end"). A run that ends
+    any other way (refused, crashed, lost) leaves it to the worker, as before."""
+
+    row: Any = None
+    written = False
+
+    def recorded(self) -> None:
+        self.written = True
+
+
+_slot_task = _SlotTask()
+
+
+def _slot_worker(base: type) -> type:
+    """django-tasks-db's `Worker`, its tasks' rows told to `_slot_task`."""
+
+    class SlotWorker(base):
+        def run_task(self, db_task_result: Any) -> None:
+            own = db_task_result.set_successful
+
+            def set_successful(return_value: Any) -> None:
+                if not _slot_task.written:  # not written with the run's end
+                    own(return_value)
+
+            db_task_result.set_successful = set_successful
+            _slot_task.row, _slot_task.written = db_task_result, False
+            try:
+                super().run_task(db_task_result)
+            finally:
+                _slot_task.row, _slot_task.written = None, False
+
+    return SlotWorker
+
+
 class DatabaseWorkers:
     """`slots` threads, each running django-tasks-db's `Worker`, kept alive through database
     outages (its worker exits on a connection error; this restarts it with backoff)."""
@@ -340,6 +396,7 @@ class DatabaseWorkers:
     def _supervise(self, index: int) -> None:
         from django_tasks_db.management.commands.db_worker import Worker
 
+        SlotWorker = _slot_worker(Worker)
         backoff = 0.0
         # A random first wait, up to one poll, spreads the slots' polls over the interval, so
         # an idle worker picks a new run up in a fraction of a poll instead of every slot
@@ -348,7 +405,7 @@ class DatabaseWorkers:
         # second.)
         time.sleep(POLL_SECONDS * random.random())
         while self.running:
-            worker = Worker(
+            worker = SlotWorker(
                 queue_names=["default"],
                 interval=POLL_SECONDS,
                 batch=False,

@@ -218,6 +218,92 @@ async def test_django_tasks_db_worker_threads_drain_the_queue_on_the_run_loop():
     assert not any(t.is_alive() for t in pool.threads)
 
 
+async def test_a_slots_task_row_is_marked_successful_in_its_runs_end(monkeypatch):
+    """The task's row is written with the run's end (one commit fewer per run); a run that
+    ends any other way (here refused) leaves the row to django-tasks-db's worker."""
+    from django.db import transaction
+    from django_tasks_db.models import DBTaskResult
+
+    from decks_app.runs import tasks
+
+    marked: list[tuple[str, bool]] = []
+    real = DBTaskResult.set_successful
+
+    def spy(self, return_value):
+        marked.append((return_value, transaction.get_connection().in_atomic_block))
+        return real(self, return_value)
+
+    monkeypatch.setattr(DBTaskResult, "set_successful", spy)
+    completes = (await sync_to_async(_setup)(message="m0"))[1]
+    refused = (await sync_to_async(_setup)(message="m1"))[1]
+    await Run.objects.filter(pk=refused.id).aupdate(params={"message": 42})
+    for run in (completes, refused):
+        await sync_to_async(tasks.execute_run.using(backend="database").enqueue)(run.id)
+    worker.attach(asyncio.get_running_loop())
+    pool = worker.DatabaseWorkers(1, backend="database").start()
+    try:
+        for _ in range(200):
+            if await DBTaskResult.objects.filter(status="SUCCESSFUL").acount() == 2:
+                break
+            await asyncio.sleep(0.05)
+    finally:
+        pool.stop()
+        await asyncio.to_thread(pool.join, 5)
+    rows = {t.args_kwargs["args"][0]: t async for t in DBTaskResult.objects.all()}
+    assert {run_id: (t.status, t.return_value) for run_id, t in rows.items()} == {
+        completes.id: ("SUCCESSFUL", "completed"),
+        refused.id: ("SUCCESSFUL", "failed"),
+    }
+    assert all(t.finished_at is not None for t in rows.values())
+    # once each: in the run's end transaction, or by the worker after a refusal
+    assert sorted(marked) == [("completed", True), ("failed", False)]
+    assert (await Run.objects.aget(pk=completes.id)).status == "completed"
+
+
+async def test_a_task_row_rolled_back_with_its_runs_end_is_written_by_the_retry(monkeypatch):
+    """The run's end fails once after marking the row (the database went away before the
+    commit): the row's mark is rolled back with it, the retry writes both, and the worker
+    does not write the row a second time."""
+    from django.db import OperationalError, transaction
+    from django_tasks_db.models import DBTaskResult
+
+    from decks_app.runs import tasks
+
+    marked: list[bool] = []
+    real_mark, real_finish = DBTaskResult.set_successful, executor.finish_run
+
+    def spy(self, return_value):
+        marked.append(transaction.get_connection().in_atomic_block)
+        return real_mark(self, return_value)
+
+    def finish_once_lost(*args, **kwargs):
+        if len(marked) == 0:
+            with transaction.atomic():
+                real_finish(*args, **kwargs)
+                raise OperationalError("the connection was lost before the commit")
+        return real_finish(*args, **kwargs)
+
+    monkeypatch.setattr(DBTaskResult, "set_successful", spy)
+    monkeypatch.setattr(executor, "finish_run", finish_once_lost)
+    run = (await sync_to_async(_setup)())[1]
+    await sync_to_async(tasks.execute_run.using(backend="database").enqueue)(run.id)
+    worker.attach(asyncio.get_running_loop())
+    pool = worker.DatabaseWorkers(1, backend="database").start()
+    try:
+        for _ in range(200):
+            if await DBTaskResult.objects.filter(status="SUCCESSFUL").acount() == 1:
+                break
+            await asyncio.sleep(0.05)
+        await asyncio.sleep(0.2)  # a second write by the worker would come right after
+    finally:
+        pool.stop()
+        await asyncio.to_thread(pool.join, 5)
+    task = await DBTaskResult.objects.aget()
+    assert (task.status, task.return_value) == ("SUCCESSFUL", "completed")
+    assert marked == [True, True]  # rolled back once, then written with the end
+    assert (await Run.objects.aget(pk=run.id)).status == "completed"
+
+
 async def test_a_new_workers_slots_wait_at_most_one_poll_before_their_first_claim(monkeypatch):
     """The random first wait that spreads the slots' polls is bounded by the poll interval
     (django-tasks-db's own start-up delay waited up to a second, whatever the interval)."""
