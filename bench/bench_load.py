@@ -2,7 +2,7 @@
 
     .venv/bin/python bench/bench_load.py [--streams 100] [--conversations 400]
                                           [--workers 1 2 4] [--model-ms 100] [--no-distributed]
-                                          [--only embedded|distributed|scale-out]
+                                          [--only embedded|distributed|scale-out] [--rounds 1]
 
 1. **Streams.** N websocket clients (a minimal RFC 6455 client, as a browser speaks it) each
    open a session page's socket, then send a message; the model streams 40 numbered deltas
@@ -12,9 +12,13 @@
    a `gambit worker`, a fresh database).
 2. **Scale-out.** M one-turn conversations are queued at once against a model that takes
    100 ms per reply, then drained by 1, 2 and 4 `gambit worker` processes (8 slots each) on
-   the distributed profile. Throughput (conversations per second) should grow with workers;
-   the ratios to one worker are printed, and the workers' CPU per run (Linux's /proc, from
-   the first claim to the last run's end). Needs PostgreSQL and Redis.
+   the distributed profile, each from its own copy of the queued database (PostgreSQL's
+   `CREATE DATABASE ... TEMPLATE`: the conversations are queued once). Throughput
+   (conversations per second) should grow with workers; the ratios to one worker are
+   printed, and the workers' CPU per run (Linux's /proc, from the first claim to the last
+   run's end). `--rounds N` drains with each count N times, alternating, and prints the
+   medians last: on a noisy machine one round's ratio says little. Needs PostgreSQL and
+   Redis.
 """
 
 from __future__ import annotations
@@ -25,12 +29,14 @@ import base64
 import os
 import re
 import socket
+import statistics
 import struct
 import subprocess
 import sys
 import time
 import urllib.request
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -168,7 +174,7 @@ class Simulator:
                 time.sleep(0.2)
         raise RuntimeError("gambit serve did not start: " + Path(self.log.name).read_text())
 
-    def stop(self) -> None:
+    def stop(self, keep_database: bool = False) -> None:
         for proc in self.procs:
             proc.terminate()
         for proc in self.procs:
@@ -177,7 +183,7 @@ class Simulator:
             except subprocess.TimeoutExpired:
                 proc.kill()
         self.log.close()
-        if self.dbname:
+        if self.dbname and not keep_database:
             import psycopg
 
             with psycopg.connect(PG, autocommit=True) as conn:
@@ -324,6 +330,16 @@ def streams(fake: FakeModelServer, folder: Path, n: int, distributed: bool) -> N
 # ---------------------------------------------------------------- 2. scale-out
 
 
+def machine_cpu_seconds() -> float | None:
+    """CPU time every process of the machine has used so far, steal left out (Linux's
+    /proc/stat: user, nice, system, irq and softirq; None elsewhere)."""
+    try:
+        fields = Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]
+        return sum(int(fields[i]) for i in (0, 1, 2, 5, 6)) / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError):
+        return None
+
+
 def cpu_seconds(procs: list[subprocess.Popen]) -> float | None:
     """User and system CPU the processes have used so far (Linux's /proc; None elsewhere)."""
     total = 0.0
@@ -337,103 +353,206 @@ def cpu_seconds(procs: list[subprocess.Popen]) -> float | None:
 
 
 def scaleout(
-    fake: FakeModelServer, folder: Path, conversations: int, counts: list[int], model_ms: int
+    fake: FakeModelServer,
+    folder: Path,
+    conversations: int,
+    counts: list[int],
+    model_ms: int,
+    rounds: int = 1,
 ) -> None:
+    """Queue the conversations once, then drain a copy of that database with each number of
+    workers in turn, `rounds` times (alternating, so the machine's slow spells fall on every
+    count alike); with several rounds, the medians and their ratios are printed last."""
     # `model_ms` before the first byte, then the whole reply at once (`delay` would pause
     # before each of the stream's ~10 writes).
     fake.default_reply = Reply(text="ok", delay_before=model_ms / 1000)
-    rates: dict[int, float] = {}
-    steady: dict[int, float] = {}
-    for workers in counts:
-        sim = Simulator(fake, folder, distributed=True, workers=0)
-        try:
+    sim = Simulator(fake, folder, distributed=True, workers=0)
+    try:
 
-            async def queue_all(port: int):
-                cookies = await csrf(port)
-                sessions = []
-                for i in range(conversations):
-                    _, data, _ = await http(
-                        port, "POST", "/test/new?format=json",
-                        {"deck": "support/PROMPT.md", "model": "openresponses/fake"}, cookies,
-                    )  # fmt: skip
-                    if not isinstance(data, dict) or "id" not in data:
-                        raise SystemExit(f"/test/new answered {data!r}")
-                    sessions.append(data["id"])
-                    await http(
-                        port,
-                        "POST",
-                        f"/test/{data['id']}/send?format=json",
-                        {"message": f"m{i}"},
-                        cookies,
-                    )
-                return sessions
+        async def queue_all(port: int):
+            cookies = await csrf(port)
+            for i in range(conversations):
+                _, data, _ = await http(
+                    port, "POST", "/test/new?format=json",
+                    {"deck": "support/PROMPT.md", "model": "openresponses/fake"}, cookies,
+                )  # fmt: skip
+                if not isinstance(data, dict) or "id" not in data:
+                    raise SystemExit(f"/test/new answered {data!r}")
+                await http(
+                    port, "POST", f"/test/{data['id']}/send?format=json",
+                    {"message": f"m{i}"}, cookies,
+                )  # fmt: skip
 
-            asyncio.run(queue_all(sim.port))
-            import psycopg
+        asyncio.run(queue_all(sim.port))
+    finally:
+        sim.stop(keep_database=True)  # the queued runs: every drain starts from a copy
+    import psycopg
 
-            url = sim.env["DATABASE_URL"]
-            started = time.monotonic()
-            for _ in range(workers):
-                sim.add_worker(slots=8)
-            # The workers' CPU from their first claim to the last run's end (start-up left out).
-            cpu_at_first_claim: float | None = None
-            workers_cpu: float | None = None
-            with psycopg.connect(url, autocommit=True) as conn:
-                while True:
-                    (left, claimed) = conn.execute(
-                        "SELECT count(*) FILTER (WHERE status IN ('queued', 'running')),"
-                        " count(*) FILTER (WHERE status <> 'queued') FROM decks_app_run"
-                    ).fetchone()
-                    if claimed and cpu_at_first_claim is None:
-                        cpu_at_first_claim = cpu_seconds(sim.procs[1:])
-                    if left == 0:
-                        break
-                    time.sleep(0.05)
-                cpu_at_end = cpu_seconds(sim.procs[1:])
-                if cpu_at_first_claim is not None and cpu_at_end is not None:
-                    workers_cpu = cpu_at_end - cpu_at_first_claim
-                wall = time.monotonic() - started
-                (done, first, last) = conn.execute(
-                    "SELECT count(*), min(started_at), max(finished_at) FROM decks_app_run"
-                    " WHERE status = 'completed'"
-                ).fetchone()
-                ends = [
-                    row[0]
-                    for row in conn.execute(
-                        "SELECT finished_at FROM decks_app_run WHERE status = 'completed'"
-                        " ORDER BY finished_at"
-                    )
-                ]
-        finally:
-            sim.stop()
-        # From the first run claimed to the last finished: worker start-up (1-2 s of Python
-        # and Django per process, all processes on the same 2 cores) is left out.
-        busy = (last - first).total_seconds() if done else wall
-        rates[workers] = done / busy
-        # The sustained rate: runs finished between the 10th and the 90th percentile of the
-        # finish times, over that time. It leaves out each worker's first runs (its first
-        # deck load, its first connections) and the drain at the end, when fewer runs than
-        # slots are left: both weigh more on a shorter span (more workers).
-        low, high = len(ends) // 10, len(ends) - 1 - len(ends) // 10
-        span = (ends[high] - ends[low]).total_seconds() if high > low else 0.0
-        steady[workers] = (high - low) / span if span > 0 else rates[workers]
+    queued = sim.dbname
+    assert queued is not None
+    drains: dict[int, list[tuple[float, float]]] = {n: [] for n in counts}
+    try:
+        for round_ in range(rounds):
+            for workers in counts:
+                copy = f"{queued}_{round_}_{workers}"
+                with psycopg.connect(PG, autocommit=True) as conn:
+                    _copy_database(conn, queued, copy)
+                try:
+                    rate, steady, line = _drain(sim, copy, workers, model_ms)
+                finally:
+                    with psycopg.connect(PG, autocommit=True) as conn:
+                        conn.execute(f'DROP DATABASE IF EXISTS "{copy}" WITH (FORCE)')
+                drains[workers].append((rate, steady))
+                first = drains[counts[0]][-1]
+                print(
+                    "scale-out"
+                    + (f" (round {round_ + 1} of {rounds})" if rounds > 1 else "")
+                    + f": {conversations} conversations, {model_ms} ms model, {line}"
+                    + (
+                        f"; {rate / first[0]:.2f}x {counts[0]} worker"
+                        f" (sustained {steady / first[1]:.2f}x)"
+                        if workers != counts[0]
+                        else ""
+                    ),
+                    flush=True,
+                )
+    finally:
+        with psycopg.connect(PG, autocommit=True) as conn:
+            conn.execute(f'DROP DATABASE IF EXISTS "{queued}" WITH (FORCE)')
+    if rounds > 1:
+        median = {n: [statistics.median(r[i] for r in drains[n]) for i in (0, 1)] for n in counts}
+        base = median[counts[0]]
         print(
-            f"scale-out: {conversations} conversations, {model_ms} ms model, {workers} worker(s) x 8 slots:"
-            f" {done} completed in {busy:.1f} s ({wall:.1f} s with start-up) = {rates[workers]:.1f}/s"
-            f" (model-bound limit {workers * 8 / (model_ms / 1000):.0f}/s)"
-            + (
-                f", workers' CPU {workers_cpu / done * 1000:.1f} ms per run"
-                if workers_cpu is not None and done
-                else ""
+            f"scale-out, medians of {rounds} rounds: "
+            + ", ".join(
+                f"{n} worker(s) {median[n][0]:.1f}/s (sustained {median[n][1]:.1f}/s)"
+                + (
+                    f" = {median[n][0] / base[0]:.2f}x (sustained {median[n][1] / base[1]:.2f}x)"
+                    if n != counts[0]
+                    else ""
+                )
+                for n in counts
             )
-            + (
-                f" ({rates[workers] / rates[counts[0]]:.2f}x {counts[0]} worker)"
-                if workers != counts[0]
-                else ""
-            )
-            + f"; sustained (the middle 80% of runs) {steady[workers]:.1f}/s"
-            + (f" ({steady[workers] / steady[counts[0]]:.2f}x)" if workers != counts[0] else "")
         )
+
+
+def _copy_database(conn: Any, source: str, target: str) -> None:
+    """`target` as a copy of `source` (PostgreSQL refuses while a connection to `source`
+    is still closing: try again for a few seconds)."""
+    import psycopg
+
+    for _ in range(50):
+        try:
+            conn.execute(f'CREATE DATABASE "{target}" TEMPLATE "{source}"')
+            return
+        except psycopg.errors.ObjectInUse:
+            time.sleep(0.1)
+    conn.execute(f'CREATE DATABASE "{target}" TEMPLATE "{source}"')
+
+
+def _drain(sim: Simulator, database: str, workers: int, model_ms: int) -> tuple[float, float, str]:
+    """Start `workers` `gambit worker` processes (8 slots each) on `database`, wait until
+    its queued runs have ended; the whole-span rate, the sustained rate and a line saying so."""
+    import psycopg
+
+    url = PG.rsplit("/", 1)[0] + "/" + database
+    env = dict(sim.env, DATABASE_URL=url)
+    log = open(sim.log.name, "a")  # noqa: SIM115 (closed with the workers)
+    started = time.monotonic()
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", WORKER, "--slots", "8"],
+            cwd=ROOT,
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )  # fmt: skip
+        for _ in range(workers)
+    ]
+    # The workers' CPU from their first claim to the last run's end (start-up left out).
+    cpu_at_first_claim: float | None = None
+    machine_at_first_claim: float | None = None
+    polls = 3  # the loop's, and the two queries after it
+    workers_cpu = machine_cpu = None
+    try:
+        with psycopg.connect(url, autocommit=True) as conn:
+            while True:
+                (left, claimed) = conn.execute(
+                    "SELECT count(*) FILTER (WHERE status IN ('queued', 'running')),"
+                    " count(*) FILTER (WHERE status <> 'queued') FROM decks_app_run"
+                ).fetchone()
+                if claimed and cpu_at_first_claim is None:
+                    cpu_at_first_claim = cpu_seconds(procs)
+                    machine_at_first_claim = machine_cpu_seconds()
+                if left == 0:
+                    break
+                polls += 1
+                if any(proc.poll() is not None for proc in procs):
+                    raise SystemExit("a gambit worker stopped: see " + sim.log.name)
+                time.sleep(0.05)
+            cpu_at_end, machine_at_end = cpu_seconds(procs), machine_cpu_seconds()
+            if cpu_at_first_claim is not None and cpu_at_end is not None:
+                workers_cpu = cpu_at_end - cpu_at_first_claim
+            if machine_at_first_claim is not None and machine_at_end is not None:
+                machine_cpu = machine_at_end - machine_at_first_claim
+            wall = time.monotonic() - started
+            (done, first, last) = conn.execute(
+                "SELECT count(*), min(started_at), max(finished_at) FROM decks_app_run"
+                " WHERE status = 'completed'"
+            ).fetchone()
+            ends = [
+                row[0]
+                for row in conn.execute(
+                    "SELECT finished_at FROM decks_app_run WHERE status = 'completed'"
+                    " ORDER BY finished_at"
+                )
+            ]
+    finally:
+        for proc in procs:
+            proc.terminate()
+        for proc in procs:
+            try:
+                proc.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+        log.close()
+    # The transactions committed in this database (every statement outside a transaction is
+    # one), from PostgreSQL's statistics once the workers have exited (a backend reports its
+    # counts when it exits): the workers' start-up and this bench's polls (one each) are in.
+    time.sleep(0.5)  # their backends exit after their clients
+    with psycopg.connect(PG, autocommit=True) as conn:
+        (commits,) = conn.execute(
+            "SELECT xact_commit FROM pg_stat_database WHERE datname = %s", (database,)
+        ).fetchone()
+    # From the first run claimed to the last finished: worker start-up (1-2 s of Python
+    # and Django per process, all processes on the same 2 cores) is left out.
+    busy = (last - first).total_seconds() if done else wall
+    rate = done / busy
+    # The sustained rate: runs finished between the 10th and the 90th percentile of the
+    # finish times, over that time. It leaves out each worker's first runs (its first
+    # deck load, its first connections) and the drain at the end, when fewer runs than
+    # slots are left: both weigh more on a shorter span (more workers).
+    low, high = len(ends) // 10, len(ends) - 1 - len(ends) // 10
+    span = (ends[high] - ends[low]).total_seconds() if high > low else 0.0
+    steady = (high - low) / span if span > 0 else rate
+    line = (
+        f"{workers} worker(s) x 8 slots: {done} completed in {busy:.1f} s ({wall:.1f} s with"
+        f" start-up) = {rate:.1f}/s (model-bound limit {workers * 8 / (model_ms / 1000):.0f}/s)"
+        + (
+            f", workers' CPU {workers_cpu / done * 1000:.1f} ms per run"
+            + (
+                # PostgreSQL, Redis, the fake model and this bench share the same cores
+                f" (the rest of the machine {(machine_cpu - workers_cpu) / done * 1000:.1f} ms)"
+                if machine_cpu
+                else ""
+            )
+            if workers_cpu and done
+            else ""
+        )
+        + f"; sustained (the middle 80% of runs) {steady:.1f}/s"
+        + (f"; {(commits - polls) / done:.2f} transactions per run" if done else "")
+    )
+    return rate, steady, line
 
 
 def main() -> None:
@@ -443,6 +562,9 @@ def main() -> None:
     parser.add_argument("--workers", type=int, nargs="+", default=[1, 2, 4])
     parser.add_argument("--no-distributed", action="store_true")
     parser.add_argument("--model-ms", type=int, default=100, help="the scale-out model's latency")
+    parser.add_argument(
+        "--rounds", type=int, default=1, help="scale-out: drain with each worker count N times"
+    )
     parser.add_argument(
         "--only", choices=["embedded", "distributed", "scale-out"], help="run one part alone"
     )
@@ -458,7 +580,9 @@ def main() -> None:
         if distributed and args.only in (None, "distributed"):
             streams(fake, Path(folder), args.streams, distributed=True)
         if distributed and args.only in (None, "scale-out"):
-            scaleout(fake, Path(folder), args.conversations, args.workers, args.model_ms)
+            scaleout(
+                fake, Path(folder), args.conversations, args.workers, args.model_ms, args.rounds
+            )
 
 
 if __name__ == "__main__":
