@@ -224,8 +224,25 @@ def _end_run(ending: executor.Ending) -> None:
         return
 
     def mark_task() -> None:
-        row.set_successful(ending.status)  # what the task returns (`_execute_claimed`)
-        transaction.on_commit(_slot_task.recorded)
+        # The fields `DBTaskResult.set_successful` writes, by an UPDATE that may match no
+        # row: that method retries and raises when the row is gone (deleted by hand), which
+        # here would roll back the run's end. A row not marked is left to the worker.
+        from django.tasks import TaskResultStatus
+        from django.utils import timezone
+
+        marked = (
+            type(row)
+            ._default_manager.filter(pk=row.pk, status=TaskResultStatus.RUNNING)
+            .update(
+                status=TaskResultStatus.SUCCESSFUL,
+                return_value=ending.status,  # what the task returns (`_execute_claimed`)
+                finished_at=timezone.now(),
+                exception_class_path="",
+                traceback="",
+            )
+        )
+        if marked:
+            transaction.on_commit(_slot_task.recorded)
 
     executor.end_run(ending, also=mark_task)
 

@@ -218,90 +218,122 @@ async def test_django_tasks_db_worker_threads_drain_the_queue_on_the_run_loop():
     assert not any(t.is_alive() for t in pool.threads)
 
 
-async def test_a_slots_task_row_is_marked_successful_in_its_runs_end(monkeypatch):
-    """The task's row is written with the run's end (one commit fewer per run); a run that
-    ends any other way (here refused) leaves the row to django-tasks-db's worker."""
-    from django.db import transaction
+def _spy_task_rows(monkeypatch, before_end=None, lose_first_end=False):
+    """What marks the task rows: the worker's own `set_successful` calls (their return
+    values), and each run's end with the row's status right after it (in the slot's
+    thread). `before_end(run_id)` runs first; `lose_first_end`: the first end fails after
+    its writes, before its commit (rolled back, as if the database went away)."""
+    from django.db import OperationalError, transaction
+    from django_tasks_db.models import DBTaskResult
+
+    by_worker: list[str] = []
+    ends: list[str] = []
+    real_mark, real_finish = DBTaskResult.set_successful, executor.finish_run
+
+    def mark(self, return_value):
+        by_worker.append(return_value)
+        return real_mark(self, return_value)
+
+    def finish(run_id, *args, **kwargs):
+        if before_end is not None:
+            before_end(run_id)
+        if lose_first_end and not ends:
+            ends.append("rolled back")
+            with transaction.atomic():
+                real_finish(run_id, *args, **kwargs)
+                raise OperationalError("the connection was lost before the commit")
+        real_finish(run_id, *args, **kwargs)
+        row = DBTaskResult.objects.filter(args_kwargs__args=[run_id]).first()
+        ends.append(row.status if row else "gone")
+
+    monkeypatch.setattr(DBTaskResult, "set_successful", mark)
+    monkeypatch.setattr(executor, "finish_run", finish)
+    return by_worker, ends
+
+
+async def _drain_with_one_slot(runs, until):
     from django_tasks_db.models import DBTaskResult
 
     from decks_app.runs import tasks
 
-    marked: list[tuple[str, bool]] = []
-    real = DBTaskResult.set_successful
-
-    def spy(self, return_value):
-        marked.append((return_value, transaction.get_connection().in_atomic_block))
-        return real(self, return_value)
-
-    monkeypatch.setattr(DBTaskResult, "set_successful", spy)
-    completes = (await sync_to_async(_setup)(message="m0"))[1]
-    refused = (await sync_to_async(_setup)(message="m1"))[1]
-    await Run.objects.filter(pk=refused.id).aupdate(params={"message": 42})
-    for run in (completes, refused):
+    for run in runs:
         await sync_to_async(tasks.execute_run.using(backend="database").enqueue)(run.id)
     worker.attach(asyncio.get_running_loop())
     pool = worker.DatabaseWorkers(1, backend="database").start()
     try:
         for _ in range(200):
-            if await DBTaskResult.objects.filter(status="SUCCESSFUL").acount() == 2:
-                break
-            await asyncio.sleep(0.05)
-    finally:
-        pool.stop()
-        await asyncio.to_thread(pool.join, 5)
-    rows = {t.args_kwargs["args"][0]: t async for t in DBTaskResult.objects.all()}
-    assert {run_id: (t.status, t.return_value) for run_id, t in rows.items()} == {
-        completes.id: ("SUCCESSFUL", "completed"),
-        refused.id: ("SUCCESSFUL", "failed"),
-    }
-    assert all(t.finished_at is not None for t in rows.values())
-    # once each: in the run's end transaction, or by the worker after a refusal
-    assert sorted(marked) == [("completed", True), ("failed", False)]
-    assert (await Run.objects.aget(pk=completes.id)).status == "completed"
-
-
-async def test_a_task_row_rolled_back_with_its_runs_end_is_written_by_the_retry(monkeypatch):
-    """The run's end fails once after marking the row (the database went away before the
-    commit): the row's mark is rolled back with it, the retry writes both, and the worker
-    does not write the row a second time."""
-    from django.db import OperationalError, transaction
-    from django_tasks_db.models import DBTaskResult
-
-    from decks_app.runs import tasks
-
-    marked: list[bool] = []
-    real_mark, real_finish = DBTaskResult.set_successful, executor.finish_run
-
-    def spy(self, return_value):
-        marked.append(transaction.get_connection().in_atomic_block)
-        return real_mark(self, return_value)
-
-    def finish_once_lost(*args, **kwargs):
-        if len(marked) == 0:
-            with transaction.atomic():
-                real_finish(*args, **kwargs)
-                raise OperationalError("the connection was lost before the commit")
-        return real_finish(*args, **kwargs)
-
-    monkeypatch.setattr(DBTaskResult, "set_successful", spy)
-    monkeypatch.setattr(executor, "finish_run", finish_once_lost)
-    run = (await sync_to_async(_setup)())[1]
-    await sync_to_async(tasks.execute_run.using(backend="database").enqueue)(run.id)
-    worker.attach(asyncio.get_running_loop())
-    pool = worker.DatabaseWorkers(1, backend="database").start()
-    try:
-        for _ in range(200):
-            if await DBTaskResult.objects.filter(status="SUCCESSFUL").acount() == 1:
+            if await until():
                 break
             await asyncio.sleep(0.05)
         await asyncio.sleep(0.2)  # a second write by the worker would come right after
     finally:
         pool.stop()
         await asyncio.to_thread(pool.join, 5)
-    task = await DBTaskResult.objects.aget()
-    assert (task.status, task.return_value) == ("SUCCESSFUL", "completed")
-    assert marked == [True, True]  # rolled back once, then written with the end
+    return {t.args_kwargs["args"][0]: t async for t in DBTaskResult.objects.all()}
+
+
+async def test_a_slots_task_row_is_marked_successful_in_its_runs_end(monkeypatch):
+    """The task's row is written with the run's end (one commit fewer per run); a run that
+    ends any other way (here refused) leaves the row to django-tasks-db's worker."""
+    from django_tasks_db.models import DBTaskResult
+
+    by_worker, ends = _spy_task_rows(monkeypatch)
+    completes = (await sync_to_async(_setup)(message="m0"))[1]
+    refused = (await sync_to_async(_setup)(message="m1"))[1]
+    await Run.objects.filter(pk=refused.id).aupdate(params={"message": 42})
+
+    async def both_marked():
+        return await DBTaskResult.objects.filter(status="SUCCESSFUL").acount() == 2
+
+    rows = await _drain_with_one_slot([completes, refused], both_marked)
+    assert {run_id: (t.status, t.return_value) for run_id, t in rows.items()} == {
+        completes.id: ("SUCCESSFUL", "completed"),
+        refused.id: ("SUCCESSFUL", "failed"),
+    }
+    assert all(t.finished_at is not None for t in rows.values())
+    # The completed run's row was marked by its end (already SUCCESSFUL when the end
+    # returned, and the worker did not write it); the refused run's by the worker.
+    assert "SUCCESSFUL" in ends and by_worker == ["failed"]
+    assert (await Run.objects.aget(pk=completes.id)).status == "completed"
+
+
+async def test_a_task_row_rolled_back_with_its_runs_end_is_written_by_the_retry(monkeypatch):
+    """The run's end fails once after marking the row (the database went away before the
+    commit): the mark is rolled back with it, the retry writes both, and the worker does
+    not write the row a second time."""
+    from django_tasks_db.models import DBTaskResult
+
+    by_worker, ends = _spy_task_rows(monkeypatch, lose_first_end=True)
+    run = (await sync_to_async(_setup)())[1]
+
+    async def marked():
+        return await DBTaskResult.objects.filter(status="SUCCESSFUL").aexists()
+
+    rows = await _drain_with_one_slot([run], marked)
+    assert (rows[run.id].status, rows[run.id].return_value) == ("SUCCESSFUL", "completed")
+    assert ends == ["rolled back", "SUCCESSFUL"] and by_worker == []
     assert (await Run.objects.aget(pk=run.id)).status == "completed"
+
+
+async def test_a_run_whose_task_row_is_gone_still_records_its_end(monkeypatch):
+    """A task row deleted while its run runs (by hand, in the admin): the end matches no
+    row, is recorded all the same, and the row is left to the worker (which then fails on
+    it, outside the run's end, as it did before the row was written with the end)."""
+    from django_tasks_db.models import DBTaskResult
+
+    def delete_row(run_id):
+        DBTaskResult.objects.filter(args_kwargs__args=[run_id]).delete()
+
+    by_worker, ends = _spy_task_rows(monkeypatch, before_end=delete_row)
+    run = (await sync_to_async(_setup)())[1]
+
+    async def ended():
+        return (await Run.objects.aget(pk=run.id)).status != "queued" and bool(ends)
+
+    await _drain_with_one_slot([run], ended)
+    assert ends == ["gone"] and by_worker == ["completed"]
+    run = await Run.objects.aget(pk=run.id)
+    assert run.status == "completed" and run.result == {"output": "You said: hello <b>"}
 
 
 async def test_a_new_workers_slots_wait_at_most_one_poll_before_their_first_claim(monkeypatch):
