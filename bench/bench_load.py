@@ -384,8 +384,10 @@ def scaleout(
                 )  # fmt: skip
 
         asyncio.run(queue_all(sim.port))
-    finally:
-        sim.stop(keep_database=True)  # the queued runs: every drain starts from a copy
+    except BaseException:
+        sim.stop()
+        raise
+    sim.stop(keep_database=True)  # the queued runs: every drain starts from a copy
     import psycopg
 
     queued = sim.dbname
