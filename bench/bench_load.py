@@ -175,19 +175,24 @@ class Simulator:
         raise RuntimeError("gambit serve did not start: " + Path(self.log.name).read_text())
 
     def stop(self, keep_database: bool = False) -> None:
-        for proc in self.procs:
-            proc.terminate()
-        for proc in self.procs:
-            try:
-                proc.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                proc.kill()
+        stop_processes(self.procs)
         self.log.close()
         if self.dbname and not keep_database:
             import psycopg
 
             with psycopg.connect(PG, autocommit=True) as conn:
                 conn.execute(f'DROP DATABASE IF EXISTS "{self.dbname}" WITH (FORCE)')
+
+
+def stop_processes(procs: list[subprocess.Popen]) -> None:
+    """Ask each process to stop, then wait up to 15 s for it before killing it."""
+    for proc in procs:
+        proc.terminate()
+    for proc in procs:
+        try:
+            proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
 
 
 async def http(
@@ -510,13 +515,7 @@ def _drain(sim: Simulator, database: str, workers: int, model_ms: int) -> tuple[
                 )
             ]
     finally:
-        for proc in procs:
-            proc.terminate()
-        for proc in procs:
-            try:
-                proc.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                proc.kill()
+        stop_processes(procs)
         log.close()
     # The transactions committed in this database (every statement outside a transaction is
     # one), from PostgreSQL's statistics once the workers have exited (a backend reports its
