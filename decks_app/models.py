@@ -53,7 +53,12 @@ class Workspace(models.Model):
 
 class Session(models.Model):
     id = models.CharField(primary_key=True, max_length=40, default=new_session_id)
-    workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="sessions")
+    # Indexed by `Meta.indexes`, not `db_index`: on PostgreSQL a `db_index` on a varchar also
+    # builds a `varchar_pattern_ops` copy for LIKE, which no query uses and every write of
+    # the row pays for (docs/decisions.md, "No index a query does not use").
+    workspace = models.ForeignKey(
+        Workspace, on_delete=models.CASCADE, related_name="sessions", db_index=False
+    )
     deck_path = models.CharField(max_length=1024, help_text="relative to the workspace root")
     deck_label = models.CharField(max_length=200, blank=True)
     model = models.CharField(max_length=200, blank=True, help_text="model override")
@@ -62,7 +67,12 @@ class Session(models.Model):
     # replay, grade, verify, scenario, api, assistant, or a third party's).
     origin = models.CharField(max_length=16, default="manual")
     source = models.ForeignKey(
-        "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="replays"
+        "self",
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="replays",
+        db_index=False,
     )
     created_at = models.DateTimeField(auto_now_add=True, db_index=True)
     updated_at = models.DateTimeField(auto_now=True)
@@ -81,6 +91,10 @@ class Session(models.Model):
 
     class Meta:
         ordering = ["-created_at"]
+        indexes = [
+            models.Index(fields=["workspace"], name="session_workspace"),
+            models.Index(fields=["source"], name="session_source"),
+        ]
 
     def __str__(self) -> str:
         return self.id
@@ -104,10 +118,12 @@ class Run(models.Model):
     ACTIVE = ("queued", "running")
 
     id = models.CharField(primary_key=True, max_length=40, default=new_run_id)
-    session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="runs")
+    session = models.ForeignKey(
+        Session, on_delete=models.CASCADE, related_name="runs", db_index=False
+    )
     # A kind registered in decks_app.runs.registry, which validates params and result.
     kind = models.CharField(max_length=16, default="manual")
-    status = models.CharField(max_length=16, choices=STATUSES, default="queued", db_index=True)
+    status = models.CharField(max_length=16, choices=STATUSES, default="queued")
     params = models.JSONField(default=dict, blank=True, help_text="what the run was asked to do")
     result = models.JSONField(null=True, blank=True, help_text="what the run produced")
     error = models.TextField(blank=True)
@@ -138,6 +154,10 @@ class Run(models.Model):
                 name="one_active_run_per_session",
             )
         ]
+        indexes = [
+            models.Index(fields=["session"], name="run_session"),
+            models.Index(fields=["status"], name="run_status"),
+        ]
 
     def __str__(self) -> str:
         return self.id
@@ -162,8 +182,12 @@ class Run(models.Model):
 
 
 class TraceEvent(models.Model):
-    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="events")
-    session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="events")
+    # No index of their own: `trace_event_run_seq` and `trace_event_session_cursor` lead
+    # with them, and a run's ~20 events a turn each paid for four more index entries.
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="events", db_index=False)
+    session = models.ForeignKey(
+        Session, on_delete=models.CASCADE, related_name="events", db_index=False
+    )
     seq = models.PositiveIntegerField()
     type = models.CharField(max_length=80)
     payload = models.JSONField()
