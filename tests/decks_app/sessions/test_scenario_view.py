@@ -71,6 +71,10 @@ def test_several_runs_are_a_batch(client, workspace):
     batch = client.get(f"/grade/verify/{batch_id}.json").json()
     assert batch["progress"]["run"]["completed"] == 3 and batch["progress"]["grade"]["total"] == 0
     assert all(r["session"] and r["turns"] == 1 for r in batch["runs"])
+    # Its page says what it is: no grader, so not "Verify".
+    html = client.get(f"/grade/verify/{batch_id}").content.decode()
+    assert "<h1>Scenario batch of support/PROMPT.md" in html
+    assert "<title>Scenario batch " in html and "<h1>Verify" not in html
 
 
 @pytest.mark.parametrize(
