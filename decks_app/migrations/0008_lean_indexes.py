@@ -3,7 +3,7 @@
 On PostgreSQL, Django gives every indexed varchar (a string id, a foreign key to one, the
 run's status) a second, `varchar_pattern_ops` index for LIKE 'prefix%'; no query here uses
 one. A trace event's run and session had single-column indexes that `trace_event_run_seq`
-and `trace_event_session_cursor` already lead with. A one-turn run wrote about 20 events and
+and `trace_event_session_cursor` already lead with. A one-turn run wrote about 18 events and
 updated its run twice and its session once: 80 index entries a run fewer on PostgreSQL
 (docs/decisions.md, "No index a query does not use").
 
