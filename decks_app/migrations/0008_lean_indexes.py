@@ -21,10 +21,11 @@ from __future__ import annotations
 import django.db.models.deletion
 from django.db import migrations, models
 
-# The single-column indexes (and, on PostgreSQL, their LIKE copies) that go, by column.
+# The single-column indexes (and, on PostgreSQL, their LIKE copies) that go, by column. A
+# string primary key's own index is unique, so only its LIKE copy matches.
 DROPPED = {
-    "decks_app_run": ("session_id", "status"),
-    "decks_app_session": ("workspace_id", "source_id"),
+    "decks_app_run": ("id", "session_id", "status"),
+    "decks_app_session": ("id", "workspace_id", "source_id"),
     "decks_app_traceevent": ("run_id", "session_id"),
 }
 # What replaces them: (model, index name, field).
@@ -34,9 +35,6 @@ ADDED = (
     ("session", "session_workspace", "workspace"),
     ("session", "session_source", "source"),
 )
-
-# The tables whose string primary key has a LIKE copy no query uses.
-PK_LIKE_TABLES = ("decks_app_run", "decks_app_session")
 
 
 def drop_indexes(apps, schema_editor) -> None:
@@ -57,46 +55,20 @@ def drop_indexes(apps, schema_editor) -> None:
         schema_editor.add_index(
             apps.get_model("decks_app", model), models.Index(fields=[field], name=name)
         )
-    drop_pk_like_indexes(schema_editor)
 
 
 def restore_indexes(apps, schema_editor) -> None:
-    """Back to one plain index per column (not PostgreSQL's LIKE copies of them)."""
+    """Back to one plain index per foreign key and status (not PostgreSQL's LIKE copies)."""
     for _model, name, _field in ADDED:
         schema_editor.execute(f"DROP INDEX IF EXISTS {schema_editor.quote_name(name)}")
     for table, columns in DROPPED.items():
         for column in columns:
+            if column == "id":
+                continue  # its primary key's index stays throughout
             schema_editor.execute(
                 f"CREATE INDEX IF NOT EXISTS {schema_editor.quote_name(f'{table}_{column}')}"
                 f" ON {schema_editor.quote_name(table)} ({schema_editor.quote_name(column)})"
             )
-    restore_pk_like_indexes(schema_editor)
-
-
-def drop_pk_like_indexes(schema_editor) -> None:
-    """PostgreSQL only (no other database gets these copies): each table's
-    `varchar_pattern_ops` index on `id`, whatever its generated name."""
-    if schema_editor.connection.vendor != "postgresql":
-        return
-    with schema_editor.connection.cursor() as cursor:
-        for table in PK_LIKE_TABLES:
-            cursor.execute(
-                "SELECT indexname FROM pg_indexes WHERE schemaname = current_schema()"
-                " AND tablename = %s AND indexdef LIKE %s",
-                [table, "%(id varchar_pattern_ops)%"],
-            )
-            for (name,) in cursor.fetchall():
-                schema_editor.execute(f"DROP INDEX IF EXISTS {schema_editor.quote_name(name)}")
-
-
-def restore_pk_like_indexes(schema_editor) -> None:
-    if schema_editor.connection.vendor != "postgresql":
-        return
-    for table in PK_LIKE_TABLES:
-        schema_editor.execute(
-            f"CREATE INDEX IF NOT EXISTS {schema_editor.quote_name(table + '_id_like')}"
-            f" ON {schema_editor.quote_name(table)} (id varchar_pattern_ops)"
-        )
 
 
 class Migration(migrations.Migration):

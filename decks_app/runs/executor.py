@@ -337,7 +337,7 @@ def refuse(run_id: str, exc: RunRefused) -> None:
 
 def end_run(ending: Ending, *, also: Callable[[], None] | None = None) -> None:
     """Record how the run ended (`finish_run`, one transaction); `also` writes in that
-    transaction too (a slot's task row: `worker.execute`)."""
+    transaction too (a slot's task row: `worker._end_run`)."""
     finish_run(
         ending.run_id,
         ending.status,
