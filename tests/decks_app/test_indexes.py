@@ -35,6 +35,9 @@ def test_on_postgresql_a_run_writes_no_index_that_no_query_uses(probed):
         "btree (session_id, id)",
     ]
     assert "btree (session_id)" in after["decks_app_run"]
+    # One active run per session stays enforced: its partial unique index is on the same
+    # column as a dropped one (a first version of 0008 dropped it too).
+    assert [d for d in after["decks_app_run"] if d.startswith("btree (session_id) WHERE")]
     assert "btree (status)" in after["decks_app_run"]
     assert "btree (workspace_id)" in after["decks_app_session"]
     assert "btree (source_id)" in after["decks_app_session"]
