@@ -25,7 +25,8 @@ Read by the worker (`decks_app`), for operators and the fault tests:
 `GAMBIT_STALE_AFTER_SECONDS` (default 60: a running run without a heartbeat for this long is
 taken for dead and marked interrupted) and `GAMBIT_RECONCILE_SECONDS` (default 30: how often
 live workers look for such runs); `GAMBIT_WORKER_POLL_SECONDS` (default 0.2: how often an idle
-`gambit worker` thread looks at the queue table).
+`gambit worker` thread looks at the queue table; each wait is drawn between half and one and
+a half of it).
 """
 
 from __future__ import annotations

@@ -283,6 +283,7 @@ def work(slots: int, burst: bool, max_runs: int | None) -> None:
         )
         raise SystemExit(1)
     _migrate()
+    worker.warm_up()
     loop = asyncio.new_event_loop()
     threading.Thread(target=loop.run_forever, name="run-loop", daemon=True).start()
     worker.attach(loop)

@@ -348,6 +348,23 @@ async def reconcile_forever(every: float = RECONCILE_SECONDS) -> None:
 # ---------------------------------------------------------------- the database backend's workers
 
 
+def warm_up() -> None:
+    """Import, before this process claims a run, what a run would otherwise import on first
+    use: the channel layer's client (channels_redis and redis-py in the distributed
+    profile), jsonschema (a deck's schemas) and anyio's asyncio backend (httpx's first
+    request). A worker's first runs paid these, about 0.2 s of imports holding the
+    interpreter's lock while every slot had a run claimed (docs/benchmarks.md, "A worker
+    warm before its first claim")."""
+    import anyio
+    import jsonschema  # noqa: F401
+    from channels.layers import get_channel_layer
+
+    from decks_app.runs import tasks  # noqa: F401  (django-tasks-db imports it by its path)
+
+    get_channel_layer()
+    anyio.run(anyio.sleep, 0)  # loads the backend through anyio's public entry point
+
+
 class _SlotTask(threading.local):
     """The django-tasks-db row of the task a slot's thread is executing (None outside one,
     and under any other backend).
@@ -372,6 +389,18 @@ def _slot_worker(base: type) -> type:
     """django-tasks-db's `Worker`, its tasks' rows told to `_slot_task`."""
 
     class SlotWorker(base):
+        @property
+        def interval(self) -> float:
+            """The wait after a poll that found nothing: between half and one and a half of
+            the configured interval, drawn each time. Slots started together drift apart
+            after their first idle poll, so an idle worker's slots look at the queue at
+            different moments and a new run waits a fraction of the interval, not all of it."""
+            return self._interval * (0.5 + random.random())
+
+        @interval.setter
+        def interval(self, value: float) -> None:
+            self._interval = value
+
         def run_task(self, db_task_result: Any) -> None:
             own = db_task_result.set_successful
 
@@ -415,12 +444,10 @@ class DatabaseWorkers:
 
         SlotWorker = _slot_worker(Worker)
         backoff = 0.0
-        # A random first wait, up to one poll, spreads the slots' polls over the interval, so
-        # an idle worker picks a new run up in a fraction of a poll instead of every slot
-        # looking at the same moment. (django-tasks-db's own `startup_delay` waits up to a
-        # whole second, whatever the interval: a new worker's slots came into use over a
-        # second.)
-        time.sleep(POLL_SECONDS * random.random())
+        # No first wait: a new worker's slots all look at the queue at once, so runs already
+        # queued start on every slot together. Their idle waits are drawn at random
+        # (`SlotWorker.interval`), which spreads the slots' later polls over the interval.
+        # (django-tasks-db's own `startup_delay` waits up to a whole second.)
         while self.running:
             worker = SlotWorker(
                 queue_names=["default"],

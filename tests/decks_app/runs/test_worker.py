@@ -464,3 +464,52 @@ async def test_gambit_strict_makes_a_deprecated_deck_fail_its_run(
     assert status == "failed"
     failed = await Run.objects.aget(pk=queued.id)
     assert 'legacy/PROMPT.md: inputSchema: deprecated "inputSchema"' in failed.error
+
+
+async def test_a_new_slot_takes_a_queued_run_before_it_ever_waits(monkeypatch):
+    """A worker started with runs queued puts every slot to work at once: a slot's first act
+    is a claim, not a wait (an idle slot waits only after a poll that found nothing)."""
+    import time
+
+    acts: list[str] = []
+    real_sleep, real_claim = time.sleep, queue.claim_run
+
+    def sleep(seconds):
+        if threading.current_thread().name.startswith("db-worker-"):
+            acts.append("wait")
+        real_sleep(seconds)
+
+    def claim(run_id, worker_id):
+        acts.append("claim")
+        return real_claim(run_id, worker_id)
+
+    monkeypatch.setattr(time, "sleep", sleep)
+    monkeypatch.setattr(queue, "claim_run", claim)
+    run = (await sync_to_async(_setup)())[1]
+
+    async def completed():
+        return (await Run.objects.aget(pk=run.id)).status == "completed"
+
+    await _drain_with_one_slot([run], completed)
+    assert await completed()
+    assert acts[0] == "claim", acts[:5]
+
+
+def test_an_idle_slot_waits_between_half_and_one_and_a_half_polls():
+    """The waits are drawn afresh each time, so slots started together drift apart and an
+    idle worker's slots look at the queue at different moments."""
+    from django_tasks_db.management.commands.db_worker import Worker
+
+    slot = worker._slot_worker(Worker)(
+        queue_names=["default"],
+        interval=0.2,
+        batch=False,
+        backend_name="database",
+        startup_delay=False,
+        max_tasks=None,
+        worker_id="probe/0",
+        excluded_queue_names=[],
+    )
+    waits = [slot.interval for _ in range(500)]
+    assert all(0.1 <= wait <= 0.3 for wait in waits)
+    assert min(waits) < 0.12 and max(waits) > 0.28 and len(set(waits)) > 400
