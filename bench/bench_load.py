@@ -13,7 +13,9 @@
 2. **Scale-out.** M one-turn conversations are queued at once against a model that takes
    100 ms per reply, then drained by 1, 2 and 4 `gambit worker` processes (8 slots each) on
    the distributed profile, each from its own copy of the queued database (PostgreSQL's
-   `CREATE DATABASE ... TEMPLATE`: the conversations are queued once). Throughput
+   `CREATE DATABASE ... TEMPLATE`: the conversations are queued once). The queue is held
+   (the tasks' `run_after` in the future) until every worker has started its slots, then
+   released, so one worker's runs do not share the cores with another's start-up. Throughput
    (conversations per second) should grow with workers; the ratios to one worker are
    printed, and the workers' CPU per run (Linux's /proc, from the first claim to the last
    run's end). `--rounds N` drains with each count N times, alternating, and prints the
@@ -457,6 +459,39 @@ def _copy_database(conn: Any, source: str, target: str) -> None:
     conn.execute(f'CREATE DATABASE "{target}" TEMPLATE "{source}"')
 
 
+TASKS = "django_tasks_database_dbtaskresult"  # django-tasks-db's table (app label django_tasks_database)
+
+
+def _hold_queue(conn: Any) -> Any:
+    """Make the queued tasks wait (django-tasks-db takes a ready task only once its
+    `run_after` has passed); what their `run_after` was, for `_release_queue`."""
+    values = conn.execute(f"SELECT DISTINCT run_after FROM {TASKS} WHERE status = 'READY'")
+    (original,) = values.fetchone()
+    if values.fetchone() is not None:
+        raise SystemExit("the queued tasks differ in run_after: this bench queues them alike")
+    conn.execute(f"UPDATE {TASKS} SET run_after = now() + interval '1 hour' WHERE status = 'READY'")
+    return original
+
+
+def _release_queue(conn: Any, original: Any) -> None:
+    conn.execute(f"UPDATE {TASKS} SET run_after = %s WHERE status = 'READY'", (original,))
+
+
+def _wait_until_up(procs: list[subprocess.Popen], logs: list[Path]) -> None:
+    """Until every worker has said it started its slots (`gambit worker NAME: N slots`)."""
+    deadline = time.monotonic() + 120
+    waiting = set(range(len(procs)))
+    while waiting:
+        for i in list(waiting):
+            if procs[i].poll() is not None:
+                raise SystemExit(f"a gambit worker stopped while starting: see {logs[i]}")
+            if " slots, profile " in logs[i].read_text(errors="replace"):
+                waiting.discard(i)
+        if time.monotonic() > deadline:
+            raise SystemExit(f"gambit worker did not start within 120 s: see {logs[0]}")
+        time.sleep(0.05)
+
+
 def _drain(sim: Simulator, database: str, workers: int, model_ms: int) -> tuple[float, float, str]:
     """Start `workers` `gambit worker` processes (8 slots each) on `database`, wait until
     its queued runs have ended; the whole-span rate, the sustained rate and a line saying so."""
@@ -464,18 +499,33 @@ def _drain(sim: Simulator, database: str, workers: int, model_ms: int) -> tuple[
 
     url = PG.rsplit("/", 1)[0] + "/" + database
     env = dict(sim.env, DATABASE_URL=url)
-    log = open(sim.log.name, "a")  # noqa: SIM115 (closed with the workers)
+    # The queue is held while the workers start, and released once every one of them is
+    # up: with several workers started together, the first one's runs would otherwise
+    # share the cores with the others' start-up (about 1 s of CPU each), which this count
+    # means to leave out.
+    with psycopg.connect(url, autocommit=True) as conn:
+        held = _hold_queue(conn)
+    logs = [Path(sim.log.name).with_name(f"worker-{database}-{i}.log") for i in range(workers)]
     started = time.monotonic()
-    procs = [
-        subprocess.Popen(
-            [sys.executable, "-c", WORKER, "--slots", "8"],
-            cwd=ROOT,
-            env=env,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-        )  # fmt: skip
-        for _ in range(workers)
-    ]
+    procs = []
+    for log in logs:
+        with log.open("w") as out:  # the worker writes to its own copy
+            procs.append(
+                subprocess.Popen(
+                    [sys.executable, "-c", WORKER, "--slots", "8"],
+                    cwd=ROOT,
+                    env=env,
+                    stdout=out,
+                    stderr=subprocess.STDOUT,
+                )  # fmt: skip
+            )
+    try:
+        _wait_until_up(procs, logs)
+        with psycopg.connect(url, autocommit=True) as conn:
+            _release_queue(conn, held)
+    except BaseException:
+        stop_processes(procs)
+        raise
     # The workers' CPU from their first claim to the last run's end (start-up left out).
     cpu_at_first_claim: float | None = None
     machine_at_first_claim: float | None = None
@@ -495,7 +545,7 @@ def _drain(sim: Simulator, database: str, workers: int, model_ms: int) -> tuple[
                     break
                 polls += 1
                 if any(proc.poll() is not None for proc in procs):
-                    raise SystemExit("a gambit worker stopped: see " + sim.log.name)
+                    raise SystemExit(f"a gambit worker stopped: see {logs[0].parent}")
                 time.sleep(0.05)
             cpu_at_end, machine_at_end = cpu_seconds(procs), machine_cpu_seconds()
             if cpu_at_first_claim is not None and cpu_at_end is not None:
@@ -516,7 +566,6 @@ def _drain(sim: Simulator, database: str, workers: int, model_ms: int) -> tuple[
             ]
     finally:
         stop_processes(procs)
-        log.close()
     # The transactions committed in this database (every statement outside a transaction is
     # one), from PostgreSQL's statistics once the workers have exited (a backend reports its
     # counts when it exits): the workers' start-up and this bench's polls (one each) are in.
