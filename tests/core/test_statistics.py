@@ -215,17 +215,21 @@ def test_wilson_intervals_contain_the_rate_and_stay_in_0_1(successes, extra):
     assert 0 <= interval.low <= successes / trials <= interval.high <= 1
 
 
-@settings(max_examples=25, deadline=None)
-@given(st.integers(0, 10_000))
-def test_intervals_narrow_as_the_sample_grows(seed):
-    human, grader = generated_pairs(400, seed, noise=1.5)
-    small = ClusterBootstrap(range(25), resamples=400, seed=seed).estimate(
-        quadratic_kappa(human[:25], grader[:25])
-    )
-    large = ClusterBootstrap(range(400), resamples=400, seed=seed).estimate(
-        quadratic_kappa(human, grader)
-    )
-    assert large.interval.width < small.interval.width
+def test_intervals_narrow_as_the_sample_grows():
+    """Sixteen times the pairs give an interval about four times narrower (1/sqrt(n)). Not
+    for every sample: 25 pairs whose kappa lies near its ceiling of 1 can give a narrower
+    interval than 400 (seed 1908 does), so this holds of the median over 25 samples."""
+    ratios = []
+    for seed in range(25):
+        human, grader = generated_pairs(400, seed, noise=1.5)
+        small = ClusterBootstrap(range(25), resamples=400, seed=seed).estimate(
+            quadratic_kappa(human[:25], grader[:25])
+        )
+        large = ClusterBootstrap(range(400), resamples=400, seed=seed).estimate(
+            quadratic_kappa(human, grader)
+        )
+        ratios.append(small.interval.width / large.interval.width)
+    assert 3 < float(np.median(ratios)) < 5.5
     assert wilson(4 * 16, 10 * 16).width < wilson(4, 10).width
 
 
