@@ -18,6 +18,7 @@ without reloading Django. Environment variables read here:
 | `GAMBIT_ALLOWED_HOSTS` | comma-separated extra host names (localhost names are always allowed) |
 | `GAMBIT_ACCESS_TOKEN` | when set, every page and websocket needs it (`?token=` once, then a cookie); `gambit serve --host` beyond loopback sets one |
 | `GAMBIT_DB_POOL_SIZE` | most PostgreSQL connections one process holds (default 16; distributed); `0`: no pool, one kept connection per thread (what `gambit worker` uses) |
+| `GAMBIT_DB_PREPARED_STATEMENTS` | `0`: kept connections do not prepare statements (for a pooler in transaction mode that does not keep them, such as PgBouncer before 1.21) |
 | `GAMBIT_INPROCESS_WORKERS` | worker slots inside `gambit serve` (default 8 embedded, 0 distributed) |
 | `GAMBIT_DEBUG` | `1` for Django's debug mode |
 
@@ -54,9 +55,10 @@ def profile_name(env: Mapping[str, str]) -> str:
     return "distributed" if env.get("DATABASE_URL") and env.get("REDIS_URL") else "embedded"
 
 
-def database_from_url(url: str, pool_max: int = 16) -> dict[str, Any]:
+def database_from_url(url: str, pool_max: int = 16, prepared: bool = True) -> dict[str, Any]:
     """A Django DATABASES entry from `postgres://user:pass@host:port/name`; `pool_max` 0:
-    no pool, one connection per thread, kept (see below)."""
+    no pool, one connection per thread, kept, which prepares the statements it runs often
+    unless `prepared` is false (see below)."""
     parsed = urlparse(url)
     if parsed.scheme not in ("postgres", "postgresql", "pgsql"):
         raise ValueError(f"DATABASE_URL must be a postgres:// URL, not {parsed.scheme}://")
@@ -70,7 +72,14 @@ def database_from_url(url: str, pool_max: int = 16) -> dict[str, Any]:
             # broken by a database restart fails one query; the worker's threads then drop it
             # (decks_app.runs.worker, decks_app.runs.database) and the next query reconnects.
             "CONN_MAX_AGE": None,
-            "OPTIONS": {},
+            # It also runs the same few statements for every run. With the parameters bound
+            # on the server, psycopg prepares a statement once a connection has run it 5
+            # times, and PostgreSQL stops parsing and planning it on every call (planning
+            # django-tasks-db's locked fetch alone took 0.4 to 0.8 ms): 0.6 to 0.7 ms less of
+            # PostgreSQL's CPU per run (docs/benchmarks.md, "Prepared statements in
+            # `gambit worker`"). Not for the server's pool: its pages run many statements a
+            # few times each.
+            "OPTIONS": {"server_side_binding": True, "prepare_threshold": 5} if prepared else {},
         }
     else:
         connections = {
@@ -157,7 +166,10 @@ def build_settings(env: Mapping[str, str]) -> dict[str, Any]:
     }
     if profile == "distributed":
         pool_max = int(env.get("GAMBIT_DB_POOL_SIZE", "16"))
-        out["DATABASES"] = {"default": database_from_url(env["DATABASE_URL"], pool_max)}
+        prepared = env.get("GAMBIT_DB_PREPARED_STATEMENTS", "1") != "0"
+        out["DATABASES"] = {
+            "default": database_from_url(env["DATABASE_URL"], pool_max, prepared=prepared)
+        }
         out["CHANNEL_LAYERS"] = {
             "default": {
                 "BACKEND": "channels_redis.core.RedisChannelLayer",

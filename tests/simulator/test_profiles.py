@@ -62,6 +62,23 @@ def test_a_pool_size_of_zero_keeps_one_connection_per_thread(tmp_path):
     assert kept["CONN_MAX_AGE"] is None and "pool" not in kept["OPTIONS"]
 
 
+def test_kept_connections_prepare_what_they_run_often(tmp_path):
+    """A `gambit worker`'s kept connections bind parameters on the server and prepare a
+    statement from its fifth run (tests/decks_app/runs/test_rows.py shows PostgreSQL holding
+    them); the server's pool does not; GAMBIT_DB_PREPARED_STATEMENTS=0 turns it off."""
+    env = {
+        "DATABASE_URL": "postgres://u@127.0.0.1:5432/gambit",
+        "REDIS_URL": "redis://127.0.0.1:6379/3",
+        "GAMBIT_SIM_DB": str(tmp_path / "x.sqlite3"),
+    }
+    kept = build_settings({**env, "GAMBIT_DB_POOL_SIZE": "0"})["DATABASES"]["default"]
+    assert kept["OPTIONS"] == {"server_side_binding": True, "prepare_threshold": 5}
+    pooled = build_settings(env)["DATABASES"]["default"]
+    assert "server_side_binding" not in pooled["OPTIONS"]
+    off = {**env, "GAMBIT_DB_POOL_SIZE": "0", "GAMBIT_DB_PREPARED_STATEMENTS": "0"}
+    assert build_settings(off)["DATABASES"]["default"]["OPTIONS"] == {}
+
+
 def test_it_rejects_a_non_postgres_database_url():
     import pytest
 

@@ -98,6 +98,14 @@ def main() -> None:
         "messages": stored.session.messages == run.session.messages,
         "stamped": stored.session.updated_at == run.session.updated_at > stamp,
     }
+    # A statement run five times on this kept connection is prepared (simulator.profiles):
+    # PostgreSQL then holds it for the connection, and the same read still gives the row.
+    for _ in range(5):
+        again = rows.read_run(queued.pk)
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT statement FROM pg_prepared_statements")
+        out["prepared"] = [row[0] for row in cursor.fetchall()]
+    out["read_after_prepared"] = _columns(again) == _columns(rows.read_run(queued.pk))
     print(json.dumps(out))
 
 

@@ -120,6 +120,9 @@ def test_on_postgresql_reads_lock_and_appends_as_the_orm_does(pg_database, tmp_p
     )
     assert out["vendor"] == "postgresql"
     assert out["queries"] == 1
+    # The worker's connection prepared the read it ran over and over.
+    assert any("decks_app_run" in statement for statement in out["prepared"]), out["prepared"]
+    assert out["read_after_prepared"]
     assert out["same_run"] and out["same_session"] and out["same_workspace"]
     assert out["wrong_status"] is None
     # While one transaction holds read_run(lock=True), another can lock neither row.
