@@ -529,7 +529,10 @@ def _drain(sim: Simulator, database: str, workers: int, model_ms: int) -> tuple[
     # The workers' CPU from their first claim to the last run's end (start-up left out).
     cpu_at_first_claim: float | None = None
     machine_at_first_claim: float | None = None
-    polls = 3  # the loop's, and the two queries after it
+    # This bench's own statements, left out of the count below: the loop's last poll (the
+    # others are counted as they happen), the two queries after the loop, and the three that
+    # hold and release the queue.
+    polls = 6
     workers_cpu = machine_cpu = None
     try:
         with psycopg.connect(url, autocommit=True) as conn:
@@ -568,7 +571,8 @@ def _drain(sim: Simulator, database: str, workers: int, model_ms: int) -> tuple[
         stop_processes(procs)
     # The transactions committed in this database (every statement outside a transaction is
     # one), from PostgreSQL's statistics once the workers have exited (a backend reports its
-    # counts when it exits): the workers' start-up and this bench's polls (one each) are in.
+    # counts when it exits): this bench's statements are subtracted (`polls`); the workers'
+    # start-up and their slots' idle polls, while the queue is held and at the end, are in.
     time.sleep(0.5)  # their backends exit after their clients
     with psycopg.connect(PG, autocommit=True) as conn:
         (commits,) = conn.execute(
