@@ -146,21 +146,11 @@ class Migration(migrations.Migration):
                         to="decks_app.session",
                     ),
                 ),
-                migrations.AddIndex(
-                    model_name="run",
-                    index=models.Index(fields=["session"], name="run_session"),
-                ),
-                migrations.AddIndex(
-                    model_name="run",
-                    index=models.Index(fields=["status"], name="run_status"),
-                ),
-                migrations.AddIndex(
-                    model_name="session",
-                    index=models.Index(fields=["workspace"], name="session_workspace"),
-                ),
-                migrations.AddIndex(
-                    model_name="session",
-                    index=models.Index(fields=["source"], name="session_source"),
+                *(
+                    migrations.AddIndex(
+                        model_name=model, index=models.Index(fields=[field], name=name)
+                    )
+                    for model, name, field in ADDED
                 ),
             ],
         ),
