@@ -18,9 +18,10 @@
    released, so one worker's runs do not share the cores with another's start-up. Throughput
    (conversations per second) should grow with workers; the ratios to one worker are
    printed, and the workers' CPU per run (Linux's /proc, from the first claim to the last
-   run's end). `--rounds N` drains with each count N times, alternating, and prints the
-   medians last: on a noisy machine one round's ratio says little. Needs PostgreSQL and
-   Redis.
+   run's end), the rest of the machine's (PostgreSQL, Redis, the kernel, this bench) and, of
+   that, this bench's own (its fake model's threads share the same cores). `--rounds N`
+   drains with each count N times, alternating, and prints the medians last: on a noisy
+   machine one round's ratio says little. Needs PostgreSQL and Redis.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ import asyncio
 import base64
 import os
 import re
+import resource
 import socket
 import statistics
 import struct
@@ -359,6 +361,13 @@ def cpu_seconds(procs: list[subprocess.Popen]) -> float | None:
     return total
 
 
+def own_cpu_seconds() -> float:
+    """User and system CPU this process has used so far: the fake model's threads, and this
+    bench's own polling."""
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
 def scaleout(
     fake: FakeModelServer,
     folder: Path,
@@ -529,6 +538,7 @@ def _drain(sim: Simulator, database: str, workers: int, model_ms: int) -> tuple[
     # The workers' CPU from their first claim to the last run's end (start-up left out).
     cpu_at_first_claim: float | None = None
     machine_at_first_claim: float | None = None
+    own_at_first_claim = own_cpu = 0.0
     # This bench's own statements, left out of the count below: the loop's last poll (the
     # others are counted as they happen), the two queries after the loop, and the three that
     # hold and release the queue.
@@ -544,6 +554,7 @@ def _drain(sim: Simulator, database: str, workers: int, model_ms: int) -> tuple[
                 if claimed and cpu_at_first_claim is None:
                     cpu_at_first_claim = cpu_seconds(procs)
                     machine_at_first_claim = machine_cpu_seconds()
+                    own_at_first_claim = own_cpu_seconds()
                 if left == 0:
                     break
                 polls += 1
@@ -551,6 +562,7 @@ def _drain(sim: Simulator, database: str, workers: int, model_ms: int) -> tuple[
                     raise SystemExit(f"a gambit worker stopped: see {logs[0].parent}")
                 time.sleep(0.05)
             cpu_at_end, machine_at_end = cpu_seconds(procs), machine_cpu_seconds()
+            own_cpu = own_cpu_seconds() - own_at_first_claim
             if cpu_at_first_claim is not None and cpu_at_end is not None:
                 workers_cpu = cpu_at_end - cpu_at_first_claim
             if machine_at_first_claim is not None and machine_at_end is not None:
@@ -596,7 +608,8 @@ def _drain(sim: Simulator, database: str, workers: int, model_ms: int) -> tuple[
             f", workers' CPU {workers_cpu / done * 1000:.1f} ms per run"
             + (
                 # PostgreSQL, Redis, the fake model and this bench share the same cores
-                f" (the rest of the machine {(machine_cpu - workers_cpu) / done * 1000:.1f} ms)"
+                f" (the rest of the machine {(machine_cpu - workers_cpu) / done * 1000:.1f} ms,"
+                f" of which this bench and its fake model {own_cpu / done * 1000:.1f} ms)"
                 if machine_cpu
                 else ""
             )
