@@ -19,7 +19,7 @@ from django.utils import timezone
 
 from decks_app.models import Run, Session, Workspace
 from decks_app.runs.database import db
-from decks_app.runs.executor import RunProgress, finish_run
+from decks_app.runs.ending import RunProgress, finish_run
 from decks_app.runs.writer import EventWriter
 from decks_app.sessions import actions as session_service
 from decks_app.workspaces.served import current_workspace

@@ -23,7 +23,7 @@ from typing import Any, Literal, NamedTuple
 
 from decks_app.models import Session, Workspace
 from decks_app.runs import deck_trees, providers, telemetry, worker
-from decks_app.runs.executor import RunProgress
+from decks_app.runs.ending import RunProgress
 from decks_app.runs.state import session_state_dict
 from decks_app.workspaces.served import DeckInfo, jailed_path, project_root
 from endpoint.encoding import SPEC_ITEM_TYPES, is_namespaced

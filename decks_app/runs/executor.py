@@ -1,7 +1,8 @@
 """Executing a claimed run, whatever its kind: load its session and deck, hand the kind's
 `execute` a `RunContext`, stream the trace (coalesced) and notify the session's sockets,
-watch for Stop and send heartbeats, then record the outcome and the session's SavedState,
-usage and cost (`finish_run`).
+watch for Stop and send heartbeats, then hand how it ended (an `Ending`) to
+decks_app.runs.ending, which records the outcome and the session's SavedState, usage and
+cost (`end_run`).
 
 What a run does is its kind's (decks_app.runs.registry); this module imports no feature.
 """
@@ -12,25 +13,22 @@ import asyncio
 import json
 import logging
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from django.conf import settings
-from django.db import DatabaseError, transaction
-from django.db.models import Max
-from django.utils import timezone
+from django.db import DatabaseError
 
-from decks_app.models import Run, Session, TraceEvent
-from decks_app.runs import deck_trees, outage, providers, recorded, registry, rows, telemetry
+from decks_app.models import Run, Session
+from decks_app.runs import deck_trees, ending, outage, providers, recorded, registry, telemetry
 from decks_app.runs import events as event_log
 from decks_app.runs.database import db, db_patiently, reset_connection
 from decks_app.runs.queue import HEARTBEAT_SECONDS, ClaimedRun, cancel_requested, heartbeat
-from decks_app.runs.recovery import INTERRUPTED, recover_interrupted_turn
+from decks_app.runs.recovery import INTERRUPTED
 from decks_app.runs.registry import JSONObject, Payload, Preparation, RunFailed, RunKind
-from decks_app.runs.state import save_turn_state, session_state_dict, turn_base, with_message_refs
-from decks_app.runs.writer import STATE_FIELDS, EventWriter, Unwritten
+from decks_app.runs.state import session_state_dict, turn_base
+from decks_app.runs.writer import EventWriter
 from decks_app.workspaces.served import jailed_path, project_root
 from gambit.core import (
     CompactionSettings,
@@ -44,26 +42,6 @@ from gambit.core import (
 log = logging.getLogger(__name__)
 
 CANCEL_POLL_SECONDS = 0.25
-
-
-@dataclass
-class RunProgress:
-    """What a run has produced so far, for its end: the conversation's latest state, the
-    usage of its `run_deck` calls, the root deck's `run.start` / `model.result` events (which
-    model answered) and, for a compute deck, the transcript we keep for it."""
-
-    state: Any = None
-    usage: JSONObject | None = None
-    answers: list[JSONObject] = field(default_factory=list)
-    root: str | None = None
-    transcript: list[JSONObject] = field(default_factory=list)
-
-    def note_answer(self, event: JSONObject) -> None:
-        """Keep a root deck's `run.start` / `model.result` (which model answered)."""
-        if event.get("type") in ("run.start", "model.result") and not event.get(
-            "parentActionCallId"
-        ):
-            self.answers.append(recorded.answer_of(event))
 
 
 class RunRefused(Exception):
@@ -92,21 +70,6 @@ class Job:
     jail: ProjectRoot | None = None
 
 
-@dataclass
-class Ending:
-    """How a run ended, as its run loop leaves it for `end_run` (in one transaction): its
-    status, error and result, what it produced, and the trace events not written yet."""
-
-    run_id: str
-    session_id: str
-    status: str
-    error: str
-    result: Payload | None
-    progress: RunProgress
-    started: float | None
-    rest: Unwritten | None
-
-
 def load_job(run_id: str, claimed: ClaimedRun | None = None) -> Job:
     """The run's job: from the run as its claim read it (`queue.claim_run`), or read now."""
     if claimed is not None:
@@ -132,7 +95,7 @@ def load_job(run_id: str, claimed: ClaimedRun | None = None) -> Job:
             run.turn_base = turn_base(session, 0)
             run.save(update_fields=["turn_base"])
     else:
-        next_seq = (TraceEvent.objects.filter(run=run).aggregate(m=Max("seq"))["m"] or 0) + 1
+        next_seq = ending.next_seq(run)
     job = Job(
         run=run,
         session=session,
@@ -185,7 +148,7 @@ class RunContext[P: Payload]:
         self,
         job: Job,
         writer: EventWriter,
-        progress: RunProgress,
+        progress: ending.RunProgress,
         *,
         deck: Any,
         deck_kind: str,
@@ -311,7 +274,7 @@ async def execute_run(
     `claimed`: the run as `queue.claim_run` read it (not read again).
 
     A worker's slot does the same in three steps, the first and last in its own thread
-    (`worker.execute`): `prepare`, `run_job` on the run loop, `end_run`."""
+    (`worker.execute`): `prepare`, `run_job` on the run loop, `ending.end_run`."""
     try:
         # Patiently: the database thread keeps its connection from run to run, and the first
         # query after a database restart finds it broken (it is replaced, and tried again).
@@ -323,38 +286,23 @@ async def execute_run(
     # Loading a deck the first time validates its schemas: off the loop, and off the one
     # database thread the run loop's runs share.
     job = await asyncio.to_thread(load_deck, job)
-    ending = await run_job(job, router=router, routers=routers)
-    await db_patiently(end_run, ending)
-    await event_log.notify(ending.session_id)
-    return ending.status
+    ended = await run_job(job, router=router, routers=routers)
+    await db_patiently(ending.end_run, ended)
+    await event_log.notify(ended.session_id)
+    return ended.status
 
 
 def refuse(run_id: str, exc: RunRefused) -> None:
     """A run this process cannot execute (`RunRefused`) fails with the reason."""
     log.warning("run %s refused: %s", run_id, exc)
-    finish_run(run_id, "failed", str(exc), None, RunProgress(), None)
-
-
-def end_run(ending: Ending, *, also: Callable[[], None] | None = None) -> None:
-    """Record how the run ended (`finish_run`, one transaction); `also` writes in that
-    transaction too (a slot's task row: `worker._end_run`)."""
-    finish_run(
-        ending.run_id,
-        ending.status,
-        ending.error,
-        ending.result,
-        ending.progress,
-        ending.started,
-        ending.rest,
-        also=also,
-    )
+    ending.finish_run(run_id, "failed", str(exc), None, ending.RunProgress(), None)
 
 
 async def run_job(
     job: Job, *, router: Any = None, routers: providers.SharedRouters | None = None
-) -> Ending:
+) -> ending.Ending:
     """On the run loop: execute the prepared run's kind, stream its trace, watch for Stop and
-    send heartbeats; return how it ended, for `end_run`. A run stopped by its process
+    send heartbeats; return how it ended, for `ending.end_run`. A run stopped by its process
     shutting down (cancelled) is recorded as interrupted here, and the cancellation goes on."""
     run, session, kind = job.run, job.session, job.kind
     assert kind.execute is not None
@@ -374,7 +322,7 @@ async def run_job(
             router = own_router = providers.make_router(session.workspace.root)
         provider = resolver = router
         override, _, _ = providers.effective_model(session.model, job.deck_models, router)
-    progress = RunProgress(root=deck.root.path if deck is not job.deck_file else str(deck))
+    progress = ending.RunProgress(root=deck.root.path if deck is not job.deck_file else str(deck))
     ctx: RunContext[Any] = RunContext(
         job,
         writer,
@@ -433,7 +381,7 @@ async def run_job(
         except BaseException:
             pass
         await writer.close(wait=5.0)  # a stopping process has seconds, not minutes
-        await db(finish_run, run.id, "interrupted", INTERRUPTED, None, progress, started)
+        await db(ending.finish_run, run.id, "interrupted", INTERRUPTED, None, progress, started)
         await event_log.notify(session.id)
         raise
     finally:
@@ -446,7 +394,7 @@ async def run_job(
         if shared_router is not None and routers is not None:
             await routers.release(shared_router)
     rest = await writer.hand_over()  # written with the run's end, in one transaction
-    return Ending(run.id, session.id, status, error, result, progress, started, rest)
+    return ending.Ending(run.id, session.id, status, error, result, progress, started, rest)
 
 
 def _checked(
@@ -461,107 +409,3 @@ def _checked(
         f"run kind {kind.name!r} returned {type(result).__name__}, not {expected}",
         None,
     )
-
-
-def finish_run(
-    run_id: str,
-    status: str,
-    error: str,
-    result: Payload | None,
-    progress: RunProgress,
-    started: float | None,
-    rest: Unwritten | None = None,
-    *,
-    also: Callable[[], None] | None = None,
-) -> None:
-    """Save the run's outcome, the trace events its writer had not written yet (`rest`) and
-    the session's new SavedState in one transaction (with `also`'s writes, last)."""
-    with transaction.atomic():
-        # Both rows locked by one statement (the run's first, as everywhere).
-        run = rows.read_run(run_id, lock=True)
-        if run is None:
-            raise Run.DoesNotExist(f"run {run_id} is gone")
-        session = run.session
-        try:
-            kind: RunKind | None = registry.get(run.kind)
-        except registry.UnknownRunKind:
-            kind = None
-        # A run that was marked interrupted by another process (its heartbeat looked stale)
-        # keeps that record; what it did is in its trace.
-        owned = run.status == "running"
-        if not owned:
-            log.warning("run %s ended %s but was already %s", run_id, status, run.status)
-            status, error = run.status, run.error
-        usage = progress.usage or {}
-        run.status = status
-        run.error = error or ""
-        run.finished_at = timezone.now()
-        if started is not None:
-            run.duration_ms = int((time.monotonic() - started) * 1000)
-        run.total_tokens, run.cost = recorded.usage_totals(usage)
-        if kind is not None and not kind.billed:
-            # The replay provider reports the recorded tokens (comparable with the
-            # original), but nothing was billed.
-            usage = {k: v for k, v in usage.items() if k not in recorded.COST_KEYS}
-            run.cost = 0.0
-        run.usage = usage or None
-        answered = recorded.answered_model(
-            progress.answers, recorded.root_matcher(progress.answers, abs_path=progress.root)
-        )
-        if answered is not None:  # the model that answered, not the one planned
-            run.model, run.offline = answered
-        fields = [
-            "status",
-            "error",
-            "finished_at",
-            "duration_ms",
-            "total_tokens",
-            "cost",
-            "usage",
-            "model",
-            "offline",
-        ]
-        if kind is not None and (result is not None or run.result is not None):
-            # (a run of a kind no app registers, or refused, keeps what it had)
-            run.result = result
-            fields.append("result")
-        last_seq = None
-        if rest is not None and rest.events:
-            # Nobody else writes this run's trace while it runs; a process that ended it
-            # meanwhile (holding this lock) may have added its `run.end`: ours go after it.
-            first = rest.first_seq if owned else _next_seq(run)
-            event_log.append_events(run.id, session.id, first, rest.events)
-            last_seq = first + len(rest.events) - 1
-        state = progress.state
-        changed = False
-        if not owned:
-            pass  # stopped or interrupted by someone else meanwhile: their record stands
-        elif state is not None:
-            if save_turn_state(run, session, state, last_seq=last_seq):
-                changed = True
-                fields.append("turn_base")
-        elif progress.transcript:
-            session.messages = (session.messages or []) + progress.transcript
-            session.format = "chat" if not session.items else session.format
-            session.message_refs = with_message_refs(session.messages or [], session.message_refs)
-            session.state_version += 1
-            changed = True
-        if "result" in fields:
-            registry.check_run(run)  # what `Run.save` checks (`save_fields` does not call it)
-        rows.save_fields(run, fields)
-        hooked = kind is not None and kind.finish is not None
-        if kind is not None and kind.finish is not None:
-            kind.finish(run, session)  # it may change the session too: saved whole below
-        if status == "interrupted" and owned:
-            recover_interrupted_turn(run, session)
-            changed = True
-        if hooked:
-            session.save()
-        elif changed:
-            rows.save_fields(session, STATE_FIELDS)
-        if also is not None:
-            also()
-
-
-def _next_seq(run: Run) -> int:
-    return (TraceEvent.objects.filter(run=run).aggregate(m=Max("seq"))["m"] or 0) + 1

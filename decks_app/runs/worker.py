@@ -37,6 +37,7 @@ from django.db import DatabaseError, close_old_connections, transaction
 from decks_app.runs import events as event_log
 from decks_app.runs import executor, outage, queue
 from decks_app.runs.database import close_connections, db, patiently
+from decks_app.runs.ending import Ending, end_run
 from decks_app.runs.providers import SharedRouters
 
 log = logging.getLogger(__name__)
@@ -215,12 +216,12 @@ def _settled(
     return None
 
 
-def _end_run(ending: executor.Ending) -> None:
-    """`executor.end_run`; in a slot of the database backend, with the slot's task row
+def _end_run(ending: Ending) -> None:
+    """`ending.end_run`; in a slot of the database backend, with the slot's task row
     marked successful in the same transaction (`_SlotTask`)."""
     row = _slot_task.row
     if row is None:
-        executor.end_run(ending)
+        end_run(ending)
         return
 
     def mark_task() -> None:
@@ -244,7 +245,7 @@ def _end_run(ending: executor.Ending) -> None:
         if marked:
             transaction.on_commit(_slot_task.recorded)
 
-    executor.end_run(ending, also=mark_task)
+    end_run(ending, also=mark_task)
 
 
 _notifying: set[asyncio.Task] = set()
@@ -257,7 +258,7 @@ def _notify(session_id: str) -> None:
     task.add_done_callback(_notifying.discard)
 
 
-async def _hosted_run(job: executor.Job) -> executor.Ending | str:
+async def _hosted_run(job: executor.Job) -> Ending | str:
     """On the run loop: the prepared run's `run_job`, counted in `in_flight`."""
     task = asyncio.current_task()
     assert task is not None

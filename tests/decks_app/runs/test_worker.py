@@ -10,7 +10,7 @@ import pytest
 from asgiref.sync import sync_to_async
 
 from decks_app.models import Run, TraceEvent
-from decks_app.runs import executor, queue, worker
+from decks_app.runs import ending, executor, queue, worker
 from decks_app.runs.events import coalesce
 from decks_app.sessions.actions import create_session, send_message
 from decks_app.workspaces.served import current_workspace
@@ -153,14 +153,14 @@ async def test_a_slot_prepares_and_ends_its_run_in_its_own_thread(fake_server, m
     _, run = await sync_to_async(_setup)(model="openresponses/fake")
     worker.attach(asyncio.get_running_loop())
     threads: dict[str, str] = {}
-    for name in ("load_job", "finish_run"):
-        real = getattr(executor, name)
+    for module, name in ((executor, "load_job"), (ending, "finish_run")):
+        real = getattr(module, name)
 
         def spy(*args, _real=real, _name=name, **kwargs):
             threads[_name] = threading.current_thread().name
             return _real(*args, **kwargs)
 
-        monkeypatch.setattr(executor, name, spy)
+        monkeypatch.setattr(module, name, spy)
 
     def slot() -> str:
         threads["slot"] = threading.current_thread().name
@@ -228,7 +228,7 @@ def _spy_task_rows(monkeypatch, before_end=None, lose_first_end=False):
 
     by_worker: list[str] = []
     ends: list[str] = []
-    real_mark, real_finish = DBTaskResult.set_successful, executor.finish_run
+    real_mark, real_finish = DBTaskResult.set_successful, ending.finish_run
 
     def mark(self, return_value):
         by_worker.append(return_value)
@@ -247,7 +247,7 @@ def _spy_task_rows(monkeypatch, before_end=None, lose_first_end=False):
         ends.append(row.status if row else "gone")
 
     monkeypatch.setattr(DBTaskResult, "set_successful", mark)
-    monkeypatch.setattr(executor, "finish_run", finish)
+    monkeypatch.setattr(ending, "finish_run", finish)
     return by_worker, ends
 
 
