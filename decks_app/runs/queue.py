@@ -52,7 +52,7 @@ def claim_run(run_id: str, worker_id: str) -> ClaimedRun | None:
     }
     if claimed.turn_base is None:  # a run's first start: nothing of it is written yet
         fields["turn_base"] = turn_base(claimed.session, 0)
-    if not Run.objects.filter(pk=run_id, status="queued").update(**fields):
+    if not rows.update_if(Run, run_id, {"status": "queued"}, fields):
         return None
     for name, value in fields.items():
         setattr(claimed, name, value)

@@ -1,6 +1,7 @@
 """A run read with its session (and workspace) in one statement written once, as the worker
-reads it when it claims the run and when it ends it; and a model's chosen fields saved the
-same way (`save_fields`), as it ends the run.
+reads it when it claims the run and when it ends it; a model's chosen fields saved the same
+way (`save_fields`), as it ends the run; and a row updated only while it is as expected
+(`update_if`), as the worker claims a run and marks its task row done.
 
 Django's ORM compiles a `select_related` query anew on every call; for this three-table read
 that was most of the statement's cost, four to eight times what the same statement costs
@@ -168,3 +169,45 @@ def save_fields(obj: Model, fields: list[str]) -> None:
         if cursor.rowcount != 1:
             missing: type[Exception] = cast(Any, model).DoesNotExist  # every model has one
             raise missing(f"{model.__name__} {obj.pk} is gone")
+
+
+def update_if(model: type[Model], pk: Any, when: dict[str, Any], values: dict[str, Any]) -> int:
+    """`model.objects.filter(pk=pk, **when).update(**values)` as one UPDATE whose text is built
+    once per thread; the number of rows it changed (0 when the row is not, or no longer, as
+    `when` says). Each value is prepared by its field as the ORM's `update` prepares it
+    (`get_db_prep_save`); an `auto_now` field not among `values` is not stamped, as `update`
+    does not stamp it. `when`'s values are compared with `=`, so None is refused (the ORM
+    would have written `IS NULL`)."""
+    if any(value is None for value in when.values()):
+        raise ValueError("update_if compares with '=': a None in `when` would match no row")
+    alias = router.db_for_write(model)
+    connection = connections[alias]
+    key = (alias, model, tuple(values), tuple(when))
+    statements: dict[tuple[Any, ...], tuple[str, list[Field], list[Field]]]
+    statements = _local.__dict__.setdefault("conditional_updates", {})
+    known = statements.get(key)
+    if known is None:
+        quote = connection.ops.quote_name
+        by_name = {f.name: f for f in model._meta.concrete_fields}
+        key_field = model._meta.pk
+        assert key_field is not None
+        setting = [by_name[name] for name in values]
+        matching = [key_field, *(by_name[name] for name in when)]
+        sql = (
+            f"UPDATE {quote(model._meta.db_table)}"
+            f" SET {', '.join(f'{quote(_column(f))} = %s' for f in setting)}"
+            f" WHERE {' AND '.join(f'{quote(_column(f))} = %s' for f in matching)}"
+        )
+        known = statements[key] = (sql, setting, matching)
+    sql, setting, matching = known
+    params = [
+        f.get_db_prep_save(value, connection)
+        for f, value in zip(setting, values.values(), strict=True)
+    ]
+    params += [
+        f.get_db_prep_value(value, connection, prepared=False)
+        for f, value in zip(matching, (pk, *when.values()), strict=True)
+    ]
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        return cursor.rowcount

@@ -35,7 +35,7 @@ from typing import Any
 from django.db import DatabaseError, close_old_connections, transaction
 
 from decks_app.runs import events as event_log
-from decks_app.runs import executor, outage, queue
+from decks_app.runs import executor, outage, queue, rows
 from decks_app.runs.database import close_connections, db, patiently
 from decks_app.runs.ending import Ending, end_run
 from decks_app.runs.providers import SharedRouters
@@ -231,16 +231,17 @@ def _end_run(ending: Ending) -> None:
         from django.tasks import TaskResultStatus
         from django.utils import timezone
 
-        marked = (
-            type(row)
-            ._default_manager.filter(pk=row.pk, status=TaskResultStatus.RUNNING)
-            .update(
-                status=TaskResultStatus.SUCCESSFUL,
-                return_value=ending.status,  # what the task returns (`_execute_claimed`)
-                finished_at=timezone.now(),
-                exception_class_path="",
-                traceback="",
-            )
+        marked = rows.update_if(
+            type(row),
+            row.pk,
+            {"status": TaskResultStatus.RUNNING},
+            {
+                "status": TaskResultStatus.SUCCESSFUL,
+                "return_value": ending.status,  # what the task returns (`_execute_claimed`)
+                "finished_at": timezone.now(),
+                "exception_class_path": "",
+                "traceback": "",
+            },
         )
         if marked:
             transaction.on_commit(_slot_task.recorded)

@@ -98,6 +98,40 @@ def main() -> None:
         "messages": stored.session.messages == run.session.messages,
         "stamped": stored.session.updated_at == run.session.updated_at > stamp,
     }
+    # A conditional update (a claim; a task row marked done) writes what the ORM's `update`
+    # writes, a task status (a TextChoices member) and JSON included, and matches only the
+    # row as expected.
+    from django.tasks import TaskResultStatus
+    from django.utils import timezone
+    from django_tasks_db.models import DBTaskResult
+
+    twin = send_message(create_session(current_workspace(), "support/PROMPT.md"), "twin")
+    now = timezone.now()
+    values = {"status": "running", "worker_id": "w ✓", "started_at": now, "turn_base": {"m": 1}}
+    claimed = rows.update_if(Run, twin.pk, {"status": "queued"}, values)
+    again = rows.update_if(Run, twin.pk, {"status": "queued"}, {"worker_id": "another"})
+    stored = Run.objects.get(pk=twin.pk)
+    task = DBTaskResult.objects.order_by("enqueued_at").first()
+    DBTaskResult.objects.filter(pk=task.pk).update(status=TaskResultStatus.RUNNING)
+    done = {
+        "status": TaskResultStatus.SUCCESSFUL,
+        "return_value": "completed",
+        "finished_at": now,
+        "exception_class_path": "",
+        "traceback": "",
+    }
+    marked = rows.update_if(DBTaskResult, task.pk, {"status": TaskResultStatus.RUNNING}, done)
+    task.refresh_from_db()
+    out["update_if"] = {
+        "changed": [claimed, again],
+        "run": [getattr(stored, name) == value for name, value in values.items()],
+        "task_marked": marked,
+        "task": [
+            task.status == "SUCCESSFUL",
+            task.return_value == "completed",
+            task.finished_at == now,
+        ],
+    }
     # A statement run five times on this kept connection is prepared (simulator.profiles):
     # PostgreSQL then holds it for the connection, and the same read still gives the row.
     for _ in range(5):

@@ -1,13 +1,14 @@
-"""The worker's one-statement reads, saves and appends (`decks_app.runs.rows.read_run`,
-`rows.save_fields`, `events.append_events`) give what the ORM gives: on SQLite here, and on the real PostgreSQL
-(127.0.0.1:5432), where they take their own SQL path, in a process of its own
-(`pg_rows_probe`)."""
+"""The worker's one-statement reads, saves, updates and appends (`decks_app.runs.rows.read_run`,
+`rows.save_fields`, `rows.update_if`, `events.append_events`) give what the ORM gives: on
+SQLite here, and on the real PostgreSQL (127.0.0.1:5432), where they take their own SQL
+path, in a process of its own (`pg_rows_probe`)."""
 
 from __future__ import annotations
 
 import pytest
 from django.db import connection, transaction
 from django.test.utils import CaptureQueriesContext
+from django.utils import timezone
 
 from decks_app.models import Run, TraceEvent
 from decks_app.runs import rows
@@ -90,6 +91,31 @@ def test_save_fields_writes_what_an_orm_save_of_those_fields_writes():
         rows.save_fields(run, ["status"])
 
 
+def test_update_if_writes_what_the_orms_update_writes_and_only_while_the_row_is_as_expected():
+    run = _queued_run()
+    orm_twin = _queued_run()
+    stamp = timezone.now()
+    values = {"status": "running", "worker_id": "w ✓", "started_at": stamp, "turn_base": {"m": 1}}
+    with CaptureQueriesContext(connection) as queries:
+        assert rows.update_if(Run, run.pk, {"status": "queued"}, values) == 1
+    assert len(queries) == 1
+    assert Run.objects.filter(pk=orm_twin.pk, status="queued").update(**values) == 1
+    mine, orm = Run.objects.get(pk=run.pk), Run.objects.get(pk=orm_twin.pk)
+    assert (mine.status, mine.worker_id, mine.started_at, mine.turn_base) == (
+        "running",
+        "w ✓",
+        stamp,
+        {"m": 1},
+    )
+    assert [getattr(mine, name) for name in values] == [getattr(orm, name) for name in values]
+    # Claimed already: nothing changes, and the caller is told.
+    assert rows.update_if(Run, run.pk, {"status": "queued"}, {"worker_id": "another"}) == 0
+    assert rows.update_if(Run, "run-0000000000000000", {"status": "queued"}, values) == 0
+    assert Run.objects.get(pk=run.pk).worker_id == "w ✓"
+    with pytest.raises(ValueError, match="None"):
+        rows.update_if(Run, run.pk, {"started_at": None}, {"error": "x"})
+
+
 def test_append_events_numbers_types_and_keeps_every_payload():
     run = _queued_run()
     events = [
@@ -136,3 +162,9 @@ def test_on_postgresql_reads_lock_and_appends_as_the_orm_does(pg_database, tmp_p
     assert out["duplicate_seq"] == "IntegrityError"
     assert out["empty_batch_rows"] == 4
     assert out["saved_fields"] == {"same_run": True, "messages": True, "stamped": True}
+    assert out["update_if"] == {
+        "changed": [1, 0],
+        "run": [True, True, True, True],
+        "task_marked": 1,
+        "task": [True, True, True],
+    }
