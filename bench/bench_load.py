@@ -19,7 +19,8 @@
    (conversations per second) should grow with workers; the ratios to one worker are
    printed, and the workers' CPU per run (Linux's /proc, from the first claim to the last
    run's end), the rest of the machine's (PostgreSQL, Redis, the kernel, this bench) and, of
-   that, this bench's own (its fake model's threads share the same cores). `--rounds N`
+   that, this bench's own (its fake model's threads share the same cores), and how busy each
+   worker kept its core and the machine its cores over that span. `--rounds N`
    drains with each count N times, alternating, and prints the medians last: on a noisy
    machine one round's ratio says little. Needs PostgreSQL and Redis.
 """
@@ -538,7 +539,7 @@ def _drain(sim: Simulator, database: str, workers: int, model_ms: int) -> tuple[
     # The workers' CPU from their first claim to the last run's end (start-up left out).
     cpu_at_first_claim: float | None = None
     machine_at_first_claim: float | None = None
-    own_at_first_claim = own_cpu = 0.0
+    own_at_first_claim = own_cpu = clock_at_first_claim = measured = 0.0
     # This bench's own statements, left out of the count below: the loop's last poll (the
     # others are counted as they happen), the two queries after the loop, and the three that
     # hold and release the queue.
@@ -555,6 +556,7 @@ def _drain(sim: Simulator, database: str, workers: int, model_ms: int) -> tuple[
                     cpu_at_first_claim = cpu_seconds(procs)
                     machine_at_first_claim = machine_cpu_seconds()
                     own_at_first_claim = own_cpu_seconds()
+                    clock_at_first_claim = time.monotonic()
                 if left == 0:
                     break
                 polls += 1
@@ -563,6 +565,7 @@ def _drain(sim: Simulator, database: str, workers: int, model_ms: int) -> tuple[
                 time.sleep(0.05)
             cpu_at_end, machine_at_end = cpu_seconds(procs), machine_cpu_seconds()
             own_cpu = own_cpu_seconds() - own_at_first_claim
+            measured = time.monotonic() - clock_at_first_claim
             if cpu_at_first_claim is not None and cpu_at_end is not None:
                 workers_cpu = cpu_at_end - cpu_at_first_claim
             if machine_at_first_claim is not None and machine_at_end is not None:
@@ -601,6 +604,7 @@ def _drain(sim: Simulator, database: str, workers: int, model_ms: int) -> tuple[
     low, high = len(ends) // 10, len(ends) - 1 - len(ends) // 10
     span = (ends[high] - ends[low]).total_seconds() if high > low else 0.0
     steady = (high - low) / span if span > 0 else rate
+    cores = os.cpu_count()
     line = (
         f"{workers} worker(s) x 8 slots: {done} completed in {busy:.1f} s ({wall:.1f} s with"
         f" start-up) = {rate:.1f}/s (model-bound limit {workers * 8 / (model_ms / 1000):.0f}/s)"
@@ -611,6 +615,18 @@ def _drain(sim: Simulator, database: str, workers: int, model_ms: int) -> tuple[
                 f" (the rest of the machine {(machine_cpu - workers_cpu) / done * 1000:.1f} ms,"
                 f" of which this bench and its fake model {own_cpu / done * 1000:.1f} ms)"
                 if machine_cpu
+                else ""
+            )
+            + (
+                # Over the same span: how busy a worker kept its core, and the machine all of
+                # its cores (docs/benchmarks.md, "Before and after the queue's rework").
+                f"; each worker kept {workers_cpu / measured / workers:.0%} of a core busy"
+                + (
+                    f", the machine {machine_cpu / measured / cores:.0%} of its {cores} cores"
+                    if machine_cpu and cores
+                    else ""
+                )
+                if measured > 0
                 else ""
             )
             if workers_cpu and done
