@@ -136,6 +136,38 @@ def read_run(
     return run
 
 
+@dataclass(frozen=True)
+class _Update:
+    sql: str
+    setting: list[Field]  # the fields of the SET list, in order
+    matching: list[Field]  # the primary key, then the fields `when` compares
+
+
+def _update(
+    alias: str, model: type[Model], fields: tuple[str, ...], when: tuple[str, ...]
+) -> _Update:
+    """`UPDATE table SET field = %s, ... WHERE pk = %s [AND field = %s ...]`, built once per
+    thread (and connection alias) for each model and set of fields."""
+    key = (alias, model, fields, when)
+    updates: dict[tuple[Any, ...], _Update] = _local.__dict__.setdefault("updates", {})
+    known = updates.get(key)
+    if known is not None:
+        return known
+    quote = connections[alias].ops.quote_name
+    by_name = {f.name: f for f in model._meta.concrete_fields}
+    key_field = model._meta.pk
+    assert key_field is not None
+    setting = [by_name[name] for name in fields]
+    matching = [key_field, *(by_name[name] for name in when)]
+    sql = (
+        f"UPDATE {quote(model._meta.db_table)}"
+        f" SET {', '.join(f'{quote(_column(f))} = %s' for f in setting)}"
+        f" WHERE {' AND '.join(f'{quote(_column(f))} = %s' for f in matching)}"
+    )
+    made = updates[key] = _Update(sql, setting, matching)
+    return made
+
+
 def save_fields(obj: Model, fields: list[str]) -> None:
     """`obj.save(update_fields=fields)` as one UPDATE whose text is built once per thread:
     each field's `pre_save` (an `auto_now` stamp) and `get_db_prep_save` as the ORM applies
@@ -145,27 +177,11 @@ def save_fields(obj: Model, fields: list[str]) -> None:
     model = type(obj)
     alias = router.db_for_write(model)
     connection = connections[alias]
-    key = (alias, model, tuple(fields))
-    updates: dict[tuple[str, type[Model], tuple[str, ...]], tuple[str, list[Field]]]
-    updates = _local.__dict__.setdefault("updates", {})
-    known = updates.get(key)
-    if known is None:
-        quote = connection.ops.quote_name
-        by_name = {f.name: f for f in model._meta.concrete_fields}
-        columns = [by_name[name] for name in fields]
-        key_field = model._meta.pk
-        assert key_field is not None
-        sql = (
-            f"UPDATE {quote(model._meta.db_table)}"
-            f" SET {', '.join(f'{quote(_column(f))} = %s' for f in columns)}"
-            f" WHERE {quote(_column(key_field))} = %s"
-        )
-        known = updates[key] = (sql, columns)
-    sql, columns = known
-    params = [f.get_db_prep_save(f.pre_save(obj, False), connection) for f in columns]
+    update = _update(alias, model, tuple(fields), ())
+    params = [f.get_db_prep_save(f.pre_save(obj, False), connection) for f in update.setting]
     params.append(obj.pk)
     with connection.cursor() as cursor:
-        cursor.execute(sql, params)
+        cursor.execute(update.sql, params)
         if cursor.rowcount != 1:
             missing: type[Exception] = cast(Any, model).DoesNotExist  # every model has one
             raise missing(f"{model.__name__} {obj.pk} is gone")
@@ -182,32 +198,15 @@ def update_if(model: type[Model], pk: Any, when: dict[str, Any], values: dict[st
         raise ValueError("update_if compares with '=': a None in `when` would match no row")
     alias = router.db_for_write(model)
     connection = connections[alias]
-    key = (alias, model, tuple(values), tuple(when))
-    statements: dict[tuple[Any, ...], tuple[str, list[Field], list[Field]]]
-    statements = _local.__dict__.setdefault("conditional_updates", {})
-    known = statements.get(key)
-    if known is None:
-        quote = connection.ops.quote_name
-        by_name = {f.name: f for f in model._meta.concrete_fields}
-        key_field = model._meta.pk
-        assert key_field is not None
-        setting = [by_name[name] for name in values]
-        matching = [key_field, *(by_name[name] for name in when)]
-        sql = (
-            f"UPDATE {quote(model._meta.db_table)}"
-            f" SET {', '.join(f'{quote(_column(f))} = %s' for f in setting)}"
-            f" WHERE {' AND '.join(f'{quote(_column(f))} = %s' for f in matching)}"
-        )
-        known = statements[key] = (sql, setting, matching)
-    sql, setting, matching = known
+    update = _update(alias, model, tuple(values), tuple(when))
     params = [
         f.get_db_prep_save(value, connection)
-        for f, value in zip(setting, values.values(), strict=True)
+        for f, value in zip(update.setting, values.values(), strict=True)
     ]
     params += [
         f.get_db_prep_value(value, connection, prepared=False)
-        for f, value in zip(matching, (pk, *when.values()), strict=True)
+        for f, value in zip(update.matching, (pk, *when.values()), strict=True)
     ]
     with connection.cursor() as cursor:
-        cursor.execute(sql, params)
+        cursor.execute(update.sql, params)
         return cursor.rowcount

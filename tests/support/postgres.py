@@ -50,7 +50,9 @@ def run_probe(module: str, database_url: str, tmp_path: Path, **env: str) -> dic
         env={
             **os.environ,
             "DATABASE_URL": database_url,
-            "REDIS_URL": "redis://127.0.0.1:6379/5",  # the distributed profile; not connected to
+            # The distributed profile; only a probe whose run notifies sockets connects to it
+            # (warm_up_probe, whose test skips when Redis does not answer).
+            "REDIS_URL": "redis://127.0.0.1:6379/5",
             "GAMBIT_SIM_DB": str(tmp_path / "unused.sqlite3"),
             "DJANGO_SETTINGS_MODULE": "simulator.settings",
             **env,
