@@ -575,6 +575,14 @@ def _drain(sim: Simulator, database: str, workers: int, model_ms: int) -> tuple[
                 "SELECT count(*), min(started_at), max(finished_at) FROM decks_app_run"
                 " WHERE status = 'completed'"
             ).fetchone()
+            # When each run started: how long the slots took to all have one (below).
+            starts = [
+                row[0]
+                for row in conn.execute(
+                    "SELECT started_at FROM decks_app_run WHERE status = 'completed'"
+                    " ORDER BY started_at"
+                )
+            ]
             ends = [
                 row[0]
                 for row in conn.execute(
@@ -604,6 +612,10 @@ def _drain(sim: Simulator, database: str, workers: int, model_ms: int) -> tuple[
     low, high = len(ends) // 10, len(ends) - 1 - len(ends) // 10
     span = (ends[high] - ends[low]).total_seconds() if high > low else 0.0
     steady = (high - low) / span if span > 0 else rate
+    slots = workers * 8
+    ramp_ms = (
+        (starts[slots - 1] - starts[0]).total_seconds() * 1000 if len(starts) >= slots else None
+    )
     cores = os.cpu_count()
     line = (
         f"{workers} worker(s) x 8 slots: {done} completed in {busy:.1f} s ({wall:.1f} s with"
@@ -633,6 +645,14 @@ def _drain(sim: Simulator, database: str, workers: int, model_ms: int) -> tuple[
             else ""
         )
         + f"; sustained (the middle 80% of runs) {steady:.1f}/s"
+        + (
+            # From the first run's start to the start of the run that filled the last slot:
+            # how fast idle slots take runs queued together (docs/decisions.md, "An idle
+            # slot woken by a sibling").
+            f"; all {workers * 8} slots busy {ramp_ms:.0f} ms after the first claim"
+            if ramp_ms is not None
+            else ""
+        )
         + (f"; {(commits - polls) / done:.2f} transactions per run" if done else "")
     )
     return rate, steady, line

@@ -218,6 +218,7 @@ def serve(
     from twisted.internet import defer, reactor
 
     from decks_app.runs import worker
+    from decks_app.runs.slots import DatabaseWorkers
 
     # Runs execute on Daphne's loop; the jobs backend's threads hand them over (decks_app.runs.worker).
     worker.attach(daphne.server.twisted_loop)
@@ -230,7 +231,7 @@ def serve(
         if distributed:
             state["reconcile"] = asyncio.ensure_future(worker.reconcile_forever())
             if slots > 0:
-                state["pool"] = worker.DatabaseWorkers(slots).start()
+                state["pool"] = DatabaseWorkers(slots).start()
         elif slots > 0:
             # The in-memory queue of the embedded backend did not survive the last server.
             worker.enqueue_queued_runs()
@@ -274,6 +275,7 @@ def work(slots: int, burst: bool, max_runs: int | None) -> None:
 
     from decks_app.models import Run
     from decks_app.runs import worker
+    from decks_app.runs.slots import DatabaseWorkers, warm_up
 
     if settings.GAMBIT_PROFILE != "distributed":
         print(
@@ -283,12 +285,12 @@ def work(slots: int, burst: bool, max_runs: int | None) -> None:
         )
         raise SystemExit(1)
     _migrate()
-    worker.warm_up()
+    warm_up()
     loop = asyncio.new_event_loop()
     threading.Thread(target=loop.run_forever, name="run-loop", daemon=True).start()
     worker.attach(loop)
     reconcile = asyncio.run_coroutine_threadsafe(worker.reconcile_forever(), loop)
-    pool = worker.DatabaseWorkers(slots).start()
+    pool = DatabaseWorkers(slots).start()
     _echo(
         f"gambit worker {pool.name}: {slots} slots, profile {settings.GAMBIT_PROFILE}, "
         "jobs: django-tasks-db"

@@ -7,7 +7,7 @@ below). The configured backend (simulator.profiles) decides which thread picks i
   slot (`GAMBIT_INPROCESS_WORKERS`); queued runs are enqueued again when the server starts,
   since that queue lives in memory;
 - distributed: django-tasks-db's `DatabaseBackend`; `gambit worker` runs that backend's own
-  `Worker` in one thread per slot (`DatabaseWorkers`), on any number of machines sharing the
+  `Worker` in one thread per slot (`slots.DatabaseWorkers`), on any number of machines sharing the
   PostgreSQL database. The task is written in the transaction that creates the run, so a run
   is never queued without its task.
 
@@ -25,10 +25,8 @@ import asyncio
 import concurrent.futures
 import logging
 import os
-import random
 import socket
 import threading
-import time
 from collections.abc import Awaitable
 from typing import Any
 
@@ -39,13 +37,12 @@ from decks_app.runs import executor, outage, queue, rows
 from decks_app.runs.database import close_connections, db, patiently
 from decks_app.runs.ending import Ending, end_run
 from decks_app.runs.providers import SharedRouters
+from decks_app.runs.slots import slot_task
 
 log = logging.getLogger(__name__)
 
 # How often a worker looks for runs whose worker stopped sending heartbeats.
 RECONCILE_SECONDS = float(os.environ.get("GAMBIT_RECONCILE_SECONDS", "30"))
-# How often an idle database worker thread looks at the queue table.
-POLL_SECONDS = float(os.environ.get("GAMBIT_WORKER_POLL_SECONDS", "0.2"))
 
 _loop: asyncio.AbstractEventLoop | None = None
 _accepting = True
@@ -218,8 +215,8 @@ def _settled(
 
 def _end_run(ending: Ending) -> None:
     """`ending.end_run`; in a slot of the database backend, with the slot's task row
-    marked successful in the same transaction (`_SlotTask`)."""
-    row = _slot_task.row
+    marked successful in the same transaction (`slots.slot_task`)."""
+    row = slot_task.row
     if row is None:
         end_run(ending)
         return
@@ -244,7 +241,7 @@ def _end_run(ending: Ending) -> None:
             },
         )
         if marked:
-            transaction.on_commit(_slot_task.recorded)
+            transaction.on_commit(slot_task.recorded)
 
     end_run(ending, also=mark_task)
 
@@ -345,145 +342,3 @@ async def reconcile_forever(every: float = RECONCILE_SECONDS) -> None:
             outage.failed("the database", exc)
             await db(close_connections)
         await asyncio.sleep(every)
-
-
-# ---------------------------------------------------------------- the database backend's workers
-
-
-def warm_up() -> None:
-    """Import, before this process claims a run, what a run would otherwise import on first
-    use: the channel layer's client (channels_redis and redis-py in the distributed
-    profile), jsonschema (a deck's schemas) and anyio's asyncio backend (httpx's first
-    request). A worker's first runs paid these, about 0.2 s of imports holding the
-    interpreter's lock while every slot had a run claimed (docs/benchmarks.md, "A worker
-    warm before its first claim")."""
-    import anyio
-    import jsonschema  # noqa: F401
-    from channels.layers import get_channel_layer
-
-    from decks_app.runs import tasks  # noqa: F401  (django-tasks-db imports it by its path)
-
-    get_channel_layer()
-    anyio.run(anyio.sleep, 0)  # loads the backend through anyio's public entry point
-
-
-class _SlotTask(threading.local):
-    """The django-tasks-db row of the task a slot's thread is executing (None outside one,
-    and under any other backend).
-
-    The backend's `Worker` marks a task successful in a transaction of its own once the
-    task returns. A run's end is a transaction already: the row is marked there
-    (`_end_run`), and the worker's own write is then skipped, one statement and one commit
-    fewer per run (docs/benchmarks.md, "The task's end in the run's end"). A run that ends
-    any other way (refused, crashed, lost) leaves it to the worker, as before."""
-
-    row: Any = None
-    written = False
-
-    def recorded(self) -> None:
-        self.written = True
-
-
-_slot_task = _SlotTask()
-
-
-def _slot_worker(base: type) -> type:
-    """django-tasks-db's `Worker`, its tasks' rows told to `_slot_task`."""
-
-    class SlotWorker(base):
-        @property
-        def interval(self) -> float:
-            """The wait after a poll that found nothing: between half and one and a half of
-            the configured interval, drawn each time. Slots started together drift apart
-            after their first idle poll, so an idle worker's slots look at the queue at
-            different moments and a new run waits a fraction of the interval, not all of it."""
-            return self._interval * (0.5 + random.random())
-
-        @interval.setter
-        def interval(self, value: float) -> None:
-            self._interval = value
-
-        def run_task(self, db_task_result: Any) -> None:
-            own = db_task_result.set_successful
-
-            def set_successful(return_value: Any) -> None:
-                if not _slot_task.written:  # not written with the run's end
-                    own(return_value)
-
-            db_task_result.set_successful = set_successful
-            _slot_task.row, _slot_task.written = db_task_result, False
-            try:
-                super().run_task(db_task_result)
-            finally:
-                _slot_task.row, _slot_task.written = None, False
-
-    return SlotWorker
-
-
-class DatabaseWorkers:
-    """`slots` threads, each running django-tasks-db's `Worker`, kept alive through database
-    outages (its worker exits on a connection error; this restarts it with backoff)."""
-
-    def __init__(self, slots: int, *, name: str | None = None, backend: str = "default"):
-        self.slots = max(1, slots)
-        self.name = (name or f"{socket.gethostname()}:{os.getpid()}")[:56]
-        self.backend = backend
-        self.running = True
-        self.threads: list[threading.Thread] = []
-        self.workers: dict[int, Any] = {}
-
-    def start(self) -> DatabaseWorkers:
-        for index in range(self.slots):
-            thread = threading.Thread(
-                target=self._supervise, args=(index,), name=f"db-worker-{index}", daemon=True
-            )
-            thread.start()
-            self.threads.append(thread)
-        return self
-
-    def _supervise(self, index: int) -> None:
-        from django_tasks_db.management.commands.db_worker import Worker
-
-        SlotWorker = _slot_worker(Worker)
-        backoff = 0.0
-        # No first wait: a new worker's slots all look at the queue at once, so runs already
-        # queued start on every slot together. Their idle waits are drawn at random
-        # (`SlotWorker.interval`), which spreads the slots' later polls over the interval.
-        # (django-tasks-db's own `startup_delay` waits up to a whole second.)
-        while self.running:
-            worker = SlotWorker(
-                queue_names=["default"],
-                interval=POLL_SECONDS,
-                batch=False,
-                backend_name=self.backend,
-                startup_delay=False,
-                max_tasks=None,
-                worker_id=f"{self.name}/{index}",
-                excluded_queue_names=[],
-            )
-            self.workers[index] = worker
-            if not self.running:
-                return
-            try:
-                worker.run()
-                return  # stopped
-            except DatabaseError as exc:
-                outage.failed("the database", exc)
-            except Exception:
-                log.exception("database worker %s/%s stopped; starting it again", self.name, index)
-            close_connections()
-            backoff = min(5.0, backoff * 2 or 0.25)
-            deadline = time.monotonic() + backoff
-            while self.running and time.monotonic() < deadline:
-                time.sleep(0.05)
-
-    def stop(self) -> None:
-        """Stop taking tasks; each thread ends after its current run (see `stop_runs`)."""
-        self.running = False
-        for worker in list(self.workers.values()):
-            worker.running = False
-
-    def join(self, timeout: float) -> None:
-        deadline = time.monotonic() + timeout
-        for thread in self.threads:
-            thread.join(max(0.0, deadline - time.monotonic()))

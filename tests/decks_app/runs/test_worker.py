@@ -10,7 +10,7 @@ import pytest
 from asgiref.sync import sync_to_async
 
 from decks_app.models import Run, TraceEvent
-from decks_app.runs import ending, executor, queue, worker
+from decks_app.runs import ending, executor, queue, slots, worker
 from decks_app.runs.events import coalesce
 from decks_app.sessions.actions import create_session, send_message
 from decks_app.workspaces.served import current_workspace
@@ -197,7 +197,7 @@ async def test_django_tasks_db_worker_threads_drain_the_queue_on_the_run_loop():
     for run in runs:  # the distributed profile's backend, here on SQLite
         await sync_to_async(tasks.execute_run.using(backend="database").enqueue)(run.id)
     worker.attach(asyncio.get_running_loop())
-    pool = worker.DatabaseWorkers(2, backend="database").start()
+    pool = slots.DatabaseWorkers(2, backend="database").start()
     try:
         for _ in range(200):
             done = await Run.objects.filter(status="completed").acount()
@@ -259,7 +259,7 @@ async def _drain_with_one_slot(runs, until):
     for run in runs:
         await sync_to_async(tasks.execute_run.using(backend="database").enqueue)(run.id)
     worker.attach(asyncio.get_running_loop())
-    pool = worker.DatabaseWorkers(1, backend="database").start()
+    pool = slots.DatabaseWorkers(1, backend="database").start()
     try:
         for _ in range(200):
             if await until():
@@ -350,7 +350,7 @@ async def test_a_new_workers_slots_wait_at_most_one_poll_before_their_first_clai
     await sync_to_async(tasks.execute_run.using(backend="database").enqueue)(run.id)
     worker.attach(asyncio.get_running_loop())
     began = timezone.now()
-    pool = worker.DatabaseWorkers(2, backend="database").start()
+    pool = slots.DatabaseWorkers(2, backend="database").start()
     try:
         for _ in range(200):
             run = await Run.objects.aget(pk=run.id)
@@ -493,23 +493,3 @@ async def test_a_new_slot_takes_a_queued_run_before_it_ever_waits(monkeypatch):
     await _drain_with_one_slot([run], completed)
     assert await completed()
     assert acts[0] == "claim", acts[:5]
-
-
-def test_an_idle_slot_waits_between_half_and_one_and_a_half_polls():
-    """The waits are drawn afresh each time, so slots started together drift apart and an
-    idle worker's slots look at the queue at different moments."""
-    from django_tasks_db.management.commands.db_worker import Worker
-
-    slot = worker._slot_worker(Worker)(
-        queue_names=["default"],
-        interval=0.2,
-        batch=False,
-        backend_name="database",
-        startup_delay=False,
-        max_tasks=None,
-        worker_id="probe/0",
-        excluded_queue_names=[],
-    )
-    waits = [slot.interval for _ in range(500)]
-    assert all(0.1 <= wait <= 0.3 for wait in waits)
-    assert min(waits) < 0.12 and max(waits) > 0.28 and len(set(waits)) > 400

@@ -1,4 +1,4 @@
-"""`worker.warm_up()`: a `gambit worker` imports, before it claims a run, the packages its
+"""`slots.warm_up()`: a `gambit worker` imports, before it claims a run, the packages its
 first run would otherwise import while it holds a slot (docs/benchmarks.md, "A worker warm
 before its first claim"). Probed on the distributed profile (real PostgreSQL and Redis), a
 run queued by one process and executed by another, each a process of its own since a

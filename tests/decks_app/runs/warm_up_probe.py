@@ -1,7 +1,7 @@
 """Run by test_worker_warm_up.py in processes of their own, on the distributed profile's
 settings (DATABASE_URL, REDIS_URL), as a server and a `gambit worker` are: STEP=queue
 migrates and queues a one-turn run (as `gambit serve` does); STEP=run executes the queued
-run, with `worker.warm_up()` called before its claim (WARM=1) or not (WARM=0), and reports
+run, with `slots.warm_up()` called before its claim (WARM=1) or not (WARM=0), and reports
 the packages the run imported. The run streams from the fake model server over HTTP and
 notifies its session's sockets through Redis. Prints one JSON object of what it saw."""
 
@@ -18,7 +18,7 @@ import django
 def main() -> None:
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "simulator.settings")
     django.setup()
-    from decks_app.runs import executor, queue, worker
+    from decks_app.runs import executor, queue, slots
 
     if os.environ["STEP"] == "queue":
         from django.core.management import call_command
@@ -38,7 +38,7 @@ def main() -> None:
         os.environ.update(fake.env())
         fake.default_reply = Reply(text="ok")
         if os.environ["WARM"] == "1":
-            worker.warm_up()
+            slots.warm_up()
         before = set(sys.modules)
         run_id = queue.claim_next_run("probe")
         status = asyncio.run(executor.execute_run(run_id)) if run_id else None
