@@ -72,7 +72,7 @@ class IdleSlots:
 
     A slot that claims a task wakes one idle sibling (`wake_one`), which polls at once: if it
     finds a task too it wakes the next, and the chain stops at the first sibling that finds
-    the queue empty. Runs queued together so fill a worker's 8 slots in about 50 ms rather
+    the queue empty. Runs queued together so fill a worker's 8 slots in about 60 ms rather
     than over a poll interval (the woken slots take the interpreter's lock in turn), and a
     single run costs one extra poll. A wake that
     finds no slot waiting is kept (one, not counted) for the next slot that goes idle, so a
