@@ -74,9 +74,9 @@ class IdleSlots:
     finds a task too it wakes the next, and the chain stops at the first sibling that finds
     the queue empty. Runs queued together so fill a worker's 8 slots in about 60 ms rather
     than over a poll interval (the woken slots take the interpreter's lock in turn), and a
-    single run costs one extra poll. A wake that
-    finds no slot waiting is kept (one, not counted) for the next slot that goes idle, so a
-    chain is not lost to a sibling that was between its poll and its wait."""
+    single run costs one extra poll. A wake that finds no slot waiting is kept (one, not
+    counted) for the next slot that goes idle, so a chain is not lost to a sibling that was
+    between its poll and its wait (docs/decisions.md, "An idle slot woken by a sibling")."""
 
     def __init__(self) -> None:
         self._changed = threading.Condition()
