@@ -83,11 +83,13 @@ class IdleSlots:
         self._woken = False
         self._closed = False
 
-    def wait(self, seconds: float) -> None:
-        """Up to `seconds`, or until a sibling wakes this slot or the pool stops."""
+    def wait(self, seconds: float) -> bool:
+        """Up to `seconds`, or until a sibling wakes this slot or the pool stops: False when
+        the whole wait passed."""
         with self._changed:
-            self._changed.wait_for(lambda: self._woken or self._closed, timeout=seconds)
+            cut_short = self._changed.wait_for(lambda: self._woken or self._closed, seconds)
             self._woken = False
+            return cut_short
 
     def wake_one(self) -> None:
         with self._changed:
