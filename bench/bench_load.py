@@ -50,6 +50,7 @@ from tests.support.fake_model_server import FakeModelServer, Reply  # noqa: E402
 from tests.support.machine import reachable  # noqa: E402
 
 SERVE = "import sys; from gambit.cli._serve import serve_command; serve_command(sys.argv[1:])"
+SLOTS = 8  # each scale-out worker's, as `gambit worker` starts by default
 WORKER = "import sys; from gambit.cli._serve import worker_command; worker_command(sys.argv[1:])"
 PG = os.environ.get("GAMBIT_TEST_PG", "postgres://postgres@127.0.0.1:5432/postgres")
 REDIS = os.environ.get("GAMBIT_TEST_REDIS", "redis://127.0.0.1:6379/6")
@@ -522,7 +523,7 @@ def _drain(sim: Simulator, database: str, workers: int, model_ms: int) -> tuple[
         with log.open("w") as out:  # the worker writes to its own copy
             procs.append(
                 subprocess.Popen(
-                    [sys.executable, "-c", WORKER, "--slots", "8"],
+                    [sys.executable, "-c", WORKER, "--slots", str(SLOTS)],
                     cwd=ROOT,
                     env=env,
                     stdout=out,
@@ -541,9 +542,9 @@ def _drain(sim: Simulator, database: str, workers: int, model_ms: int) -> tuple[
     machine_at_first_claim: float | None = None
     own_at_first_claim = own_cpu = clock_at_first_claim = measured = 0.0
     # This bench's own statements, left out of the count below: the loop's last poll (the
-    # others are counted as they happen), the two queries after the loop, and the three that
-    # hold and release the queue.
-    polls = 6
+    # others are counted as they happen), the query after the loop, and the three that hold
+    # and release the queue.
+    polls = 5
     workers_cpu = machine_cpu = None
     try:
         with psycopg.connect(url, autocommit=True) as conn:
@@ -571,25 +572,9 @@ def _drain(sim: Simulator, database: str, workers: int, model_ms: int) -> tuple[
             if machine_at_first_claim is not None and machine_at_end is not None:
                 machine_cpu = machine_at_end - machine_at_first_claim
             wall = time.monotonic() - started
-            (done, first, last) = conn.execute(
-                "SELECT count(*), min(started_at), max(finished_at) FROM decks_app_run"
-                " WHERE status = 'completed'"
-            ).fetchone()
-            # When each run started: how long the slots took to all have one (below).
-            starts = [
-                row[0]
-                for row in conn.execute(
-                    "SELECT started_at FROM decks_app_run WHERE status = 'completed'"
-                    " ORDER BY started_at"
-                )
-            ]
-            ends = [
-                row[0]
-                for row in conn.execute(
-                    "SELECT finished_at FROM decks_app_run WHERE status = 'completed'"
-                    " ORDER BY finished_at"
-                )
-            ]
+            completed = conn.execute(
+                "SELECT started_at, finished_at FROM decks_app_run WHERE status = 'completed'"
+            ).fetchall()
     finally:
         stop_processes(procs)
     # The transactions committed in this database (every statement outside a transaction is
@@ -601,9 +586,13 @@ def _drain(sim: Simulator, database: str, workers: int, model_ms: int) -> tuple[
         (commits,) = conn.execute(
             "SELECT xact_commit FROM pg_stat_database WHERE datname = %s", (database,)
         ).fetchone()
+    # When each run started (how long the slots took to all have one, below) and ended.
+    starts = sorted(started for started, _ in completed)
+    ends = sorted(finished for _, finished in completed)
+    done = len(completed)
     # From the first run claimed to the last finished: worker start-up (1-2 s of Python
     # and Django per process, all processes on the same 2 cores) is left out.
-    busy = (last - first).total_seconds() if done else wall
+    busy = (ends[-1] - starts[0]).total_seconds() if done else wall
     rate = done / busy
     # The sustained rate: runs finished between the 10th and the 90th percentile of the
     # finish times, over that time. It leaves out each worker's first runs (its first
@@ -612,14 +601,14 @@ def _drain(sim: Simulator, database: str, workers: int, model_ms: int) -> tuple[
     low, high = len(ends) // 10, len(ends) - 1 - len(ends) // 10
     span = (ends[high] - ends[low]).total_seconds() if high > low else 0.0
     steady = (high - low) / span if span > 0 else rate
-    slots = workers * 8
+    slots = workers * SLOTS
     ramp_ms = (
         (starts[slots - 1] - starts[0]).total_seconds() * 1000 if len(starts) >= slots else None
     )
     cores = os.cpu_count()
     line = (
-        f"{workers} worker(s) x 8 slots: {done} completed in {busy:.1f} s ({wall:.1f} s with"
-        f" start-up) = {rate:.1f}/s (model-bound limit {workers * 8 / (model_ms / 1000):.0f}/s)"
+        f"{workers} worker(s) x {SLOTS} slots: {done} completed in {busy:.1f} s ({wall:.1f} s"
+        f" with start-up) = {rate:.1f}/s (model-bound limit {slots / (model_ms / 1000):.0f}/s)"
         + (
             f", workers' CPU {workers_cpu / done * 1000:.1f} ms per run"
             + (
@@ -649,7 +638,7 @@ def _drain(sim: Simulator, database: str, workers: int, model_ms: int) -> tuple[
             # From the first run's start to the start of the run that filled the last slot:
             # how fast idle slots take runs queued together (docs/decisions.md, "An idle
             # slot woken by a sibling").
-            f"; all {workers * 8} slots busy {ramp_ms:.0f} ms after the first claim"
+            f"; all {slots} slots busy {ramp_ms:.0f} ms after the first claim"
             if ramp_ms is not None
             else ""
         )
