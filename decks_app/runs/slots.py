@@ -106,7 +106,7 @@ class IdleSlots:
 def _slot_worker(base: type, idle: IdleSlots | None = None) -> type:
     """django-tasks-db's `Worker`, its tasks' rows told to `slot_task`, its idle waits on
     `idle` (a fresh `IdleSlots` when None)."""
-    slots = idle if idle is not None else IdleSlots()
+    idle_slots = idle if idle is not None else IdleSlots()
 
     class SlotWorker(base):
         def draw_wait(self) -> float:
@@ -122,7 +122,7 @@ def _slot_worker(base: type, idle: IdleSlots | None = None) -> type:
             reads it nowhere else with `startup_delay` off): the wait happens here, on
             `idle`, where a sibling can cut it short, and the loop's own sleep is then 0.
             tests/decks_app/runs/test_slots.py fails if the backend stops reading it so."""
-            slots.wait(self.draw_wait())
+            idle_slots.wait(self.draw_wait())
             return 0.0
 
         @interval.setter
@@ -130,7 +130,7 @@ def _slot_worker(base: type, idle: IdleSlots | None = None) -> type:
             self._interval = value
 
         def run_task(self, db_task_result: Any) -> None:
-            slots.wake_one()  # this slot found a task: a sibling looks for the next one
+            idle_slots.wake_one()  # this slot found a task: a sibling looks for the next one
             own = db_task_result.set_successful
 
             def set_successful(return_value: Any) -> None:
