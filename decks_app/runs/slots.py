@@ -2,11 +2,13 @@
 worker` (and of `gambit serve` on PostgreSQL), each thread a slot that executes one run at a
 time (`worker.execute`).
 
-Three things are ours on top of the backend's worker:
+Four things are ours on top of the backend's worker:
+- a slot claims its next task in one statement on PostgreSQL (`claim_next_task`);
 - a slot marks its task row successful in the transaction of its run's end (`slot_task`);
 - an idle slot waits on its pool's `IdleSlots` between polls, so a slot that finds a task
   wakes one idle sibling at once instead of leaving the queue to the siblings' next polls;
 - the pool restarts a slot whose worker stopped on a database outage.
+The backend's own `run_task` executes each task and records how it ended.
 """
 
 from __future__ import annotations
@@ -17,9 +19,11 @@ import random
 import socket
 import threading
 import time
+from collections.abc import Sequence
+from functools import cache
 from typing import Any
 
-from django.db import DatabaseError
+from django.db import DatabaseError, OperationalError, close_old_connections, connections, router
 
 from decks_app.runs import outage
 from decks_app.runs.database import close_connections
@@ -103,9 +107,73 @@ class IdleSlots:
             self._changed.notify_all()
 
 
+@cache
+def _claim_statement(table: str) -> str:
+    # The subquery locks the first ready row in the backend's own order (`DBTaskResult.Meta.
+    # ordering`, which its partial index serves), skipping rows other slots hold; the UPDATE
+    # marks it as the backend's `claim` does, and returns it.
+    return (
+        f'UPDATE "{table}" SET "status" = %s, "started_at" = %s,'
+        ' "worker_ids" = "worker_ids" || jsonb_build_array(%s::text)'
+        f' WHERE "id" = (SELECT "id" FROM "{table}"'
+        ' WHERE "status" = %s AND ("run_after" = %s OR "run_after" <= %s)'
+        ' AND "backend_name" = %s AND "queue_name" = ANY(%s)'
+        ' ORDER BY "priority" DESC, "run_after" ASC, "enqueued_at" ASC'
+        " LIMIT 1 FOR UPDATE SKIP LOCKED) RETURNING *"
+    )
+
+
+def claim_next_task(backend: str, queues: Sequence[str], worker_id: str) -> Any:
+    """The next ready task of `backend` in `queues`, marked running for `worker_id` (a
+    django-tasks-db `DBTaskResult`), or None when there is none.
+
+    On PostgreSQL one statement in autocommit. The backend's loop takes a transaction for the
+    same (BEGIN, a locked read, an UPDATE by `save`, COMMIT) and compiles its ORM queries at
+    every poll, empty ones included: 15% of a worker's CPU (docs/decisions.md, "A slot's claim
+    in one statement"). Elsewhere (SQLite, in tests) as the backend claims: its
+    locked read and `claim` in its transaction, a locked database counting as an empty poll."""
+    from django.utils import timezone
+    from django_tasks_db.models import DBTaskResult, get_date_max
+
+    alias = router.db_for_write(DBTaskResult)
+    if connections[alias].vendor != "postgresql":
+        return _claim_as_the_backend_does(alias, backend, queues, worker_id)
+    from django.tasks import TaskResultStatus
+
+    now = timezone.now()
+    statement = _claim_statement(DBTaskResult._meta.db_table)
+    params = [
+        TaskResultStatus.RUNNING, now, worker_id,
+        TaskResultStatus.READY, get_date_max(), now, backend, list(queues),
+    ]  # fmt: skip
+    claimed = list(DBTaskResult.objects.db_manager(alias).raw(statement, params))
+    return claimed[0] if claimed else None
+
+
+def _claim_as_the_backend_does(
+    alias: str, backend: str, queues: Sequence[str], worker_id: str
+) -> Any:
+    from django_tasks_db.models import DBTaskResult
+    from django_tasks_db.utils import exclusive_transaction, is_locked_database_exception
+
+    ready = DBTaskResult.objects.using(alias).ready()
+    ready = ready.filter(backend_name=backend, queue_name__in=list(queues))
+    try:
+        with exclusive_transaction(alias):
+            row = ready.get_locked()
+            if row is not None:
+                row.claim(worker_id)
+            return row
+    except OperationalError as exc:
+        if is_locked_database_exception(exc):
+            return None  # the backend's loop, too, tries again at its next poll
+        raise
+
+
 def _slot_worker(base: type, idle: IdleSlots | None = None) -> type:
-    """django-tasks-db's `Worker`, its tasks' rows told to `slot_task`, its idle waits on
-    `idle` (a fresh `IdleSlots` when None)."""
+    """django-tasks-db's `Worker` with the slot's own loop: its claim in one statement
+    (`claim_next_task`), its idle waits on `idle` (a fresh `IdleSlots` when None), its tasks'
+    rows told to `slot_task`. The backend's `run_task` executes each task."""
     idle_slots = idle if idle is not None else IdleSlots()
 
     class SlotWorker(base):
@@ -114,20 +182,20 @@ def _slot_worker(base: type, idle: IdleSlots | None = None) -> type:
             the configured interval, drawn each time. Slots started together drift apart
             after their first idle poll, so an idle worker's slots look at the queue at
             different moments and a new run waits a fraction of the interval, not all of it."""
-            return self._interval * (0.5 + random.random())
+            return float(self.interval) * (0.5 + random.random())
 
-        @property
-        def interval(self) -> float:
-            """The backend's loop sleeps `self.interval` after a poll that found nothing (and
-            reads it nowhere else with `startup_delay` off): the wait happens here, on
-            `idle`, where a sibling can cut it short, and the loop's own sleep is then 0.
-            tests/decks_app/runs/test_slots.py fails if the backend stops reading it so."""
-            idle_slots.wait(self.draw_wait())
-            return 0.0
-
-        @interval.setter
-        def interval(self, value: float) -> None:
-            self._interval = value
+        def run(self) -> None:
+            """The backend's `Worker.run`, but for its claim and its wait, until `running`
+            is cleared. Without its start-up delay, batch mode and task limit: the pool asks
+            for none of them (`gambit worker --burst`/`--max-runs` count runs themselves)."""
+            while self.running:
+                close_old_connections()  # a connection the database dropped is replaced
+                row = claim_next_task(self.backend_name, self.queue_names, self.worker_id)
+                if row is not None:
+                    self.run_task(row)
+                close_old_connections()
+                if self.running and row is None:
+                    idle_slots.wait(self.draw_wait())
 
         def run_task(self, db_task_result: Any) -> None:
             idle_slots.wake_one()  # this slot found a task: a sibling looks for the next one

@@ -4,6 +4,7 @@ short by a sibling that found a task, and the pool's stop reaching idle slots at
 from __future__ import annotations
 
 import asyncio
+import datetime
 import threading
 import time
 
@@ -11,6 +12,7 @@ import pytest
 from asgiref.sync import sync_to_async
 
 from decks_app.runs import slots, worker
+from tests.support.postgres import run_probe
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -18,12 +20,12 @@ pytestmark = pytest.mark.django_db(transaction=True)
 LONG_POLL = 60.0
 
 
-def _slot(idle=None):
+def _slot(idle=None, interval=0.2):
     from django_tasks_db.management.commands.db_worker import Worker
 
     return slots._slot_worker(Worker, idle)(
         queue_names=["default"],
-        interval=0.2,
+        interval=interval,
         batch=False,
         backend_name="database",
         startup_delay=False,
@@ -42,12 +44,83 @@ def test_an_idle_slot_waits_between_half_and_one_and_a_half_polls():
     assert min(waits) < 0.12 and max(waits) > 0.28 and len(set(waits)) > 400
 
 
-def test_the_backends_sleep_is_the_wait_on_the_idle_slots():
-    """The backend's loop sleeps `interval`: the wait has happened when it is read, and the
-    loop's own sleep is 0."""
+def test_an_idle_slot_polls_again_when_woken_and_ends_when_the_pool_closes(monkeypatch):
+    """The slot's loop waits on its pool's idle slots after a poll that found nothing: a
+    wake makes it poll at once (its interval is a minute), and closing the pool ends it."""
+    polls: list[float] = []
+    real_claim = slots.claim_next_task
+
+    def counted(*args):
+        polls.append(time.monotonic())
+        return real_claim(*args)
+
+    monkeypatch.setattr(slots, "claim_next_task", counted)
     idle = slots.IdleSlots()
-    idle.wake_one()  # kept for the next slot that goes idle
-    assert _slot(idle).interval == 0.0
+    slot = _slot(idle, interval=LONG_POLL)
+    thread = threading.Thread(target=slot.run)
+    thread.start()
+    try:
+        deadline = time.monotonic() + 5
+        while not polls and time.monotonic() < deadline:
+            time.sleep(0.01)
+        time.sleep(0.1)
+        assert len(polls) == 1  # then it waits
+        idle.wake_one()
+        deadline = time.monotonic() + 5
+        while len(polls) < 2 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert len(polls) == 2
+    finally:
+        slot.running = False
+        idle.close()
+        thread.join(5)
+    assert not thread.is_alive()
+
+
+def test_a_slot_claims_in_the_backends_order_and_skips_other_queues_and_later_tasks():
+    """On SQLite (the test database) the claim is the backend's own; on PostgreSQL it is one
+    statement, checked against the same order below."""
+    from django.utils import timezone
+    from django_tasks_db.models import DBTaskResult
+
+    from decks_app.runs import tasks
+
+    def enqueue(name: str, **using) -> str:
+        return tasks.execute_run.using(backend="database", **using).enqueue(name).id
+
+    first = enqueue("first")
+    urgent = enqueue("urgent", priority=10)
+    enqueue("later", run_after=timezone.now() + datetime.timedelta(hours=1))
+    # A queue the backend is not configured for cannot be enqueued to: moved there.
+    DBTaskResult.objects.filter(pk=enqueue("elsewhere")).update(queue_name="other")
+    claimed = []
+    while (row := slots.claim_next_task("database", ["default"], "probe/0")) is not None:
+        claimed.append(str(row.pk))
+    assert claimed == [urgent, first]
+    stored = DBTaskResult.objects.get(pk=first)
+    assert stored.status == "RUNNING" and stored.worker_ids == ["probe/0"] and stored.started_at
+
+
+def test_on_postgresql_a_slot_claims_in_one_statement_in_the_backends_order(pg_database, tmp_path):
+    out = run_probe("tests.decks_app.runs.pg_claim_probe", pg_database, tmp_path)
+    assert out["vendor"] == "postgresql"
+    assert out["queries_per_claim"] == 1
+    assert out["backends_order"] == out["expected_order"]
+    assert [c["id"] for c in out["claimed"]] == out["expected_order"]
+    for claim in out["claimed"]:
+        assert claim["as_stored"] and claim["status"] == "RUNNING" and claim["started"]
+    assert [c["worker_ids"] for c in out["claimed"]] == [
+        ["probe/0"],
+        ["probe/0"],
+        ["an earlier worker", "probe/0"],
+    ]
+    assert [c["args"] for c in out["claimed"]] == [["urgent"], ["first"], ["second"]]
+    assert out["later_still_ready"] is True
+    assert len(out["other_queue"]) == 1
+    skipped_to, free = out["skipped_held"]
+    assert skipped_to == free  # the row another transaction held was skipped, not waited for
+    assert out["held_after"] is True
+    assert out["concurrent"] == {"taken": 40, "distinct": 40, "all": True}
 
 
 def test_a_wake_cuts_one_wait_short_and_is_kept_when_nobody_waits():
