@@ -109,14 +109,19 @@ class IdleSlots:
 
 @cache
 def _claim_statement(table: str) -> str:
+    from django.tasks import TaskResultStatus
+
     # The subquery locks the first ready row in the backend's own order (`DBTaskResult.Meta.
     # ordering`, which its partial index serves), skipping rows other slots hold; the UPDATE
-    # marks it as the backend's `claim` does, and returns it.
+    # marks it as the backend's `claim` does, and returns it. The statuses are in the text,
+    # not bound: the prepared statement's generic plan then knows that the partial index
+    # (`WHERE status = 'READY'`) applies. With the status bound, PostgreSQL planned the claim
+    # afresh at every execution (docs/decisions.md, "A slot's claim in one statement").
     return (
-        f'UPDATE "{table}" SET "status" = %s, "started_at" = %s,'
+        f'UPDATE "{table}" SET "status" = \'{TaskResultStatus.RUNNING}\', "started_at" = %s,'
         ' "worker_ids" = "worker_ids" || jsonb_build_array(%s::text)'
         f' WHERE "id" = (SELECT "id" FROM "{table}"'
-        ' WHERE "status" = %s AND ("run_after" = %s OR "run_after" <= %s)'
+        f' WHERE "status" = \'{TaskResultStatus.READY}\' AND ("run_after" = %s OR "run_after" <= %s)'
         ' AND "backend_name" = %s AND "queue_name" = ANY(%s)'
         ' ORDER BY "priority" DESC, "run_after" ASC, "enqueued_at" ASC'
         " LIMIT 1 FOR UPDATE SKIP LOCKED) RETURNING *"
@@ -138,14 +143,9 @@ def claim_next_task(backend: str, queues: Sequence[str], worker_id: str) -> Any:
     alias = router.db_for_write(DBTaskResult)
     if connections[alias].vendor != "postgresql":
         return _claim_as_the_backend_does(alias, backend, queues, worker_id)
-    from django.tasks import TaskResultStatus
-
     now = timezone.now()
     statement = _claim_statement(DBTaskResult._meta.db_table)
-    params = [
-        TaskResultStatus.RUNNING, now, worker_id,
-        TaskResultStatus.READY, get_date_max(), now, backend, list(queues),
-    ]  # fmt: skip
+    params = [now, worker_id, get_date_max(), now, backend, list(queues)]
     claimed = list(DBTaskResult.objects.db_manager(alias).raw(statement, params))
     return claimed[0] if claimed else None
 
