@@ -6,9 +6,9 @@ below). The configured backend (simulator.profiles) decides which thread picks i
 - embedded: django-tasks-local's `ThreadPoolBackend` inside `gambit serve`, one thread per
   slot (`GAMBIT_INPROCESS_WORKERS`); queued runs are enqueued again when the server starts,
   since that queue lives in memory;
-- distributed: django-tasks-db's `DatabaseBackend`; `gambit worker` runs that backend's own
-  `Worker` in one thread per slot (`slots.DatabaseWorkers`), on any number of machines sharing the
-  PostgreSQL database. The task is written in the transaction that creates the run, so a run
+- distributed: django-tasks-db's `DatabaseBackend`; `gambit worker` runs that backend's
+  `Worker`, with the slot's own claim and idle wait, in one thread per slot
+  (`slots.DatabaseWorkers`), on any number of machines sharing the PostgreSQL database. The task is written in the transaction that creates the run, so a run
   is never queued without its task.
 
 The task's thread claims the run (queued -> running, so a run executes once whatever the

@@ -13,9 +13,7 @@ import threading
 import django
 import psycopg
 
-
-def _columns(obj) -> dict:
-    return {f.attname: getattr(obj, f.attname) for f in type(obj)._meta.concrete_fields}
+from tests.support.rows import columns
 
 
 def main() -> None:
@@ -60,7 +58,7 @@ def main() -> None:
         claimed.append(
             {
                 "id": str(row.pk),
-                "as_stored": _columns(row) == _columns(stored),
+                "as_stored": columns(row) == columns(stored),
                 "status": stored.status,
                 "started": stored.started_at is not None,
                 "worker_ids": stored.worker_ids,

@@ -11,9 +11,7 @@ import os
 import django
 import psycopg
 
-
-def _columns(obj) -> dict:
-    return {f.attname: getattr(obj, f.attname) for f in type(obj)._meta.concrete_fields}
+from tests.support.rows import columns
 
 
 def _lockable(sql: str, key: str) -> bool:
@@ -51,9 +49,9 @@ def main() -> None:
         run = rows.read_run(queued.pk, status="queued", workspace=True)
         workspace = run.session.workspace
     out["queries"] = len(queries)
-    out["same_run"] = _columns(run) == _columns(orm)
-    out["same_session"] = _columns(run.session) == _columns(orm.session)
-    out["same_workspace"] = _columns(workspace) == _columns(orm.session.workspace)
+    out["same_run"] = columns(run) == columns(orm)
+    out["same_session"] = columns(run.session) == columns(orm.session)
+    out["same_workspace"] = columns(workspace) == columns(orm.session.workspace)
     out["wrong_status"] = rows.read_run(queued.pk, status="running")
 
     run_sql = "SELECT id FROM decks_app_run WHERE id = %s"
@@ -94,7 +92,7 @@ def main() -> None:
     rows.save_fields(run.session, ["messages", "updated_at"])
     stored = Run.objects.select_related("session").get(pk=queued.pk)
     out["saved_fields"] = {
-        "same_run": _columns(stored) == _columns(run),
+        "same_run": columns(stored) == columns(run),
         "messages": stored.session.messages == run.session.messages,
         "stamped": stored.session.updated_at == run.session.updated_at > stamp,
     }
@@ -139,7 +137,7 @@ def main() -> None:
     with connection.cursor() as cursor:
         cursor.execute("SELECT statement FROM pg_prepared_statements")
         out["prepared"] = [row[0] for row in cursor.fetchall()]
-    out["read_after_prepared"] = _columns(again) == _columns(rows.read_run(queued.pk))
+    out["read_after_prepared"] = columns(again) == columns(rows.read_run(queued.pk))
     print(json.dumps(out))
 
 

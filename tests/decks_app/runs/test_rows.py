@@ -16,6 +16,7 @@ from decks_app.runs.events import append_events
 from decks_app.sessions.actions import create_session, send_message
 from decks_app.workspaces.served import current_workspace
 from tests.support.postgres import run_probe
+from tests.support.rows import columns
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -27,10 +28,6 @@ def _queued_run() -> Run:
     return send_message(session, "where is my order?")
 
 
-def _columns(obj) -> dict:
-    return {f.attname: getattr(obj, f.attname) for f in type(obj)._meta.concrete_fields}
-
-
 def test_read_run_gives_the_orms_run_session_and_workspace_in_one_query():
     queued = _queued_run()
     orm = Run.objects.select_related("session__workspace").get(pk=queued.pk)
@@ -39,9 +36,9 @@ def test_read_run_gives_the_orms_run_session_and_workspace_in_one_query():
         assert run is not None
         workspace = run.session.workspace  # loaded with it: no second query
     assert len(queries) == 1
-    assert _columns(run) == _columns(orm)
-    assert _columns(run.session) == _columns(orm.session)
-    assert _columns(workspace) == _columns(orm.session.workspace)
+    assert columns(run) == columns(orm)
+    assert columns(run.session) == columns(orm.session)
+    assert columns(workspace) == columns(orm.session.workspace)
     assert run._state.adding is False and run._state.db == "default"
     assert run.session.messages == [{"role": "user", "content": "earlier ✓"}]
 
@@ -81,7 +78,7 @@ def test_save_fields_writes_what_an_orm_save_of_those_fields_writes():
         rows.save_fields(session, ["messages", "updated_at"])
     assert len(queries) == 2
     stored = Run.objects.select_related("session").get(pk=run.pk)
-    assert _columns(stored) == _columns(run)
+    assert columns(stored) == columns(run)
     assert stored.session.messages == [{"role": "user", "content": "✓ 👋"}]
     assert stored.session.deck_label != "not written"
     # `auto_now` is stamped as `save` stamps it, on the object too.
