@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from django.db import transaction
+from django.db import router, transaction
 from django.db.models import Max
 from django.utils import timezone
 
@@ -64,9 +64,9 @@ class Ending:
     rest: Unwritten | None
 
 
-def end_run(ending: Ending, *, also: Callable[[], None] | None = None) -> None:
-    """Record how the run ended (`finish_run`, one transaction); `also` writes in that
-    transaction too (a slot's task row: `worker._end_run`)."""
+def end_run(ending: Ending, *, also: Callable[[rows.Writes], None] | None = None) -> None:
+    """Record how the run ended (`finish_run`, one transaction); `also` adds writes to it
+    (a slot's task row: `worker._end_run`)."""
     finish_run(
         ending.run_id,
         ending.status,
@@ -88,10 +88,15 @@ def finish_run(
     started: float | None,
     rest: Unwritten | None = None,
     *,
-    also: Callable[[], None] | None = None,
+    also: Callable[[rows.Writes], None] | None = None,
 ) -> None:
     """Save the run's outcome, the trace events its writer had not written yet (`rest`) and
-    the session's new SavedState in one transaction (with `also`'s writes, last)."""
+    the session's new SavedState in one transaction, with the writes `also` adds last.
+
+    After the locked read, the writes are collected and sent together, just before the
+    commit (`rows.Writes`: one statement on PostgreSQL). What was collected before a kind's
+    `finish` hook is sent before it runs (the hook may read the run's end); the hook's own
+    writes go at once."""
     with transaction.atomic():
         # Both rows locked by one statement (the run's first, as everywhere).
         run = rows.read_run(run_id, lock=True)
@@ -109,6 +114,7 @@ def finish_run(
             log.warning("run %s ended %s but was already %s", run_id, status, run.status)
             status, error = run.status, run.error
         usage = progress.usage or {}
+        writes = rows.Writes(router.db_for_write(Run))
         run.status = status
         run.error = error or ""
         run.finished_at = timezone.now()
@@ -146,7 +152,7 @@ def finish_run(
             # Nobody else writes this run's trace while it runs; a process that ended it
             # meanwhile (holding this lock) may have added its `run.end`: ours go after it.
             first = rest.first_seq if owned else next_seq(run)
-            event_log.append_events(run.id, session.id, first, rest.events)
+            event_log.append_events(run.id, session.id, first, rest.events, writes=writes)
             last_seq = first + len(rest.events) - 1
         state = progress.state
         changed = False
@@ -164,19 +170,22 @@ def finish_run(
             changed = True
         if "result" in fields:
             registry.check_run(run)  # what `Run.save` checks (`save_fields` does not call it)
-        rows.save_fields(run, fields)
+        writes.save_fields(run, fields)
         hooked = kind is not None and kind.finish is not None
         if kind is not None and kind.finish is not None:
+            writes.send()  # the hook may read the run's end
             kind.finish(run, session)  # it may change the session too: saved whole below
         if status == "interrupted" and owned:
+            writes.send()  # it reads the run's trace, the events just added too
             recover_interrupted_turn(run, session)
             changed = True
         if hooked:
             session.save()
         elif changed:
-            rows.save_fields(session, STATE_FIELDS)
+            writes.save_fields(session, STATE_FIELDS)
         if also is not None:
-            also()
+            also(writes)
+        writes.send()
 
 
 def next_seq(run: Run) -> int:

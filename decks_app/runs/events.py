@@ -21,6 +21,7 @@ from django.db.models import Func, JSONField
 
 from decks_app.models import TraceEvent
 from decks_app.runs import outage
+from decks_app.runs.rows import Writes
 
 log = logging.getLogger(__name__)
 
@@ -53,10 +54,17 @@ def coalesce(events: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def append_events(
-    run_id: str, session_id: str, first_seq: int, events: list[dict[str, Any]]
+    run_id: str,
+    session_id: str,
+    first_seq: int,
+    events: list[dict[str, Any]],
+    *,
+    writes: Writes | None = None,
 ) -> None:
     """Store events with seq first_seq, first_seq+1, ... in one statement (inside the
-    caller's transaction it needs no savepoint of its own)."""
+    caller's transaction it needs no savepoint of its own). With `writes`, on PostgreSQL,
+    that statement goes with the transaction's other writes (`rows.Writes`); elsewhere they
+    are stored at once, as without it."""
     if not events:
         return
     rows = [(str(event.get("type", "unknown"))[:80], int(event.get("ts") or 0)) for event in events]
@@ -66,10 +74,13 @@ def append_events(
         # `bulk_create` built a model per event and quoted every array element in Python,
         # eight times the CPU (docs/benchmarks.md, "A run's statements, written once").
         batch = [[kind, ts, event] for (kind, ts), event in zip(rows, events, strict=True)]
+        sql = _append_sql(connection.alias)
+        params: list[Any] = [run_id, session_id, first_seq, json.dumps(batch)]
+        if writes is not None:
+            writes.add(sql, params)
+            return
         with connection.cursor() as cursor:
-            cursor.execute(
-                _append_sql(connection.alias), [run_id, session_id, first_seq, json.dumps(batch)]
-            )
+            cursor.execute(sql, params)
         return
     with transaction.atomic(using=connection.alias, savepoint=False):
         TraceEvent.objects.bulk_create(

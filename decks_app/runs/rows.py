@@ -1,7 +1,8 @@
 """A run read with its session (and workspace) in one statement written once, as the worker
 reads it when it claims the run and when it ends it; a model's chosen fields saved the same
-way (`save_fields`), as it ends the run; and a row updated only while it is as expected
-(`update_if`), as the worker claims a run and marks its task row done.
+way (`save_fields`), as it ends the run; a row updated only while it is as expected
+(`update_if`), as the worker claims a run and marks its task row done; and the writes that
+end a run sent as one statement (`Writes`).
 
 Django's ORM compiles a `select_related` query anew on every call; for this three-table read
 that was most of the statement's cost, four to eight times what the same statement costs
@@ -168,32 +169,37 @@ def _update(
     return made
 
 
-def save_fields(obj: Model, fields: list[str]) -> None:
-    """`obj.save(update_fields=fields)` as one UPDATE whose text is built once per thread:
-    each field's `pre_save` (an `auto_now` stamp) and `get_db_prep_save` as the ORM applies
-    them, without its per-call compilation (docs/benchmarks.md, "A run's start and end in its
-    slot's thread"). No `pre_save`/`post_save` signal is sent and the model's own `save` is not
-    called: its caller validates what `save` would (`registry.check_run`)."""
+def _save_fields_statement(obj: Model, fields: list[str]) -> tuple[str, list[Any]]:
     model = type(obj)
     alias = router.db_for_write(model)
     connection = connections[alias]
     update = _update(alias, model, tuple(fields), ())
     params = [f.get_db_prep_save(f.pre_save(obj, False), connection) for f in update.setting]
     params.append(obj.pk)
-    with connection.cursor() as cursor:
-        cursor.execute(update.sql, params)
+    return update.sql, params
+
+
+def _gone(obj: Model) -> Exception:
+    missing: type[Exception] = cast(Any, type(obj)).DoesNotExist  # every model has one
+    return missing(f"{type(obj).__name__} {obj.pk} is gone")
+
+
+def save_fields(obj: Model, fields: list[str]) -> None:
+    """`obj.save(update_fields=fields)` as one UPDATE whose text is built once per thread:
+    each field's `pre_save` (an `auto_now` stamp) and `get_db_prep_save` as the ORM applies
+    them, without its per-call compilation (docs/benchmarks.md, "A run's start and end in its
+    slot's thread"). No `pre_save`/`post_save` signal is sent and the model's own `save` is not
+    called: its caller validates what `save` would (`registry.check_run`)."""
+    sql, params = _save_fields_statement(obj, fields)
+    with connections[router.db_for_write(type(obj))].cursor() as cursor:
+        cursor.execute(sql, params)
         if cursor.rowcount != 1:
-            missing: type[Exception] = cast(Any, model).DoesNotExist  # every model has one
-            raise missing(f"{model.__name__} {obj.pk} is gone")
+            raise _gone(obj)
 
 
-def update_if(model: type[Model], pk: Any, when: dict[str, Any], values: dict[str, Any]) -> int:
-    """`model.objects.filter(pk=pk, **when).update(**values)` as one UPDATE whose text is built
-    once per thread; the number of rows it changed (0 when the row is not, or no longer, as
-    `when` says). Each value is prepared by its field as the ORM's `update` prepares it
-    (`get_db_prep_save`); an `auto_now` field not among `values` is not stamped, as `update`
-    does not stamp it. `when`'s values are compared with `=`, so None is refused (the ORM
-    would have written `IS NULL`)."""
+def _update_if_statement(
+    model: type[Model], pk: Any, when: dict[str, Any], values: dict[str, Any]
+) -> tuple[str, list[Any]]:
     if any(value is None for value in when.values()):
         raise ValueError("update_if compares with '=': a None in `when` would match no row")
     alias = router.db_for_write(model)
@@ -207,6 +213,96 @@ def update_if(model: type[Model], pk: Any, when: dict[str, Any], values: dict[st
         f.get_db_prep_value(value, connection, prepared=False)
         for f, value in zip(update.matching, (pk, *when.values()), strict=True)
     ]
-    with connection.cursor() as cursor:
-        cursor.execute(update.sql, params)
+    return update.sql, params
+
+
+def update_if(model: type[Model], pk: Any, when: dict[str, Any], values: dict[str, Any]) -> int:
+    """`model.objects.filter(pk=pk, **when).update(**values)` as one UPDATE whose text is built
+    once per thread; the number of rows it changed (0 when the row is not, or no longer, as
+    `when` says). Each value is prepared by its field as the ORM's `update` prepares it
+    (`get_db_prep_save`); an `auto_now` field not among `values` is not stamped, as `update`
+    does not stamp it. `when`'s values are compared with `=`, so None is refused (the ORM
+    would have written `IS NULL`)."""
+    sql, params = _update_if_statement(model, pk, when, values)
+    with connections[router.db_for_write(model)].cursor() as cursor:
+        cursor.execute(sql, params)
         return cursor.rowcount
+
+
+@dataclass
+class _Write:
+    sql: str
+    params: list[Any]
+    then: Callable[[int], None] | None  # given the number of rows the write changed
+
+
+class Writes:
+    """Writes of one transaction, sent together when it is about to commit: on PostgreSQL as
+    one statement (each write a data-modifying `WITH` query), elsewhere one by one in the
+    order they were added. A run's end is four writes (its last trace events, the run, its
+    session, its task row): one round trip instead of four (docs/benchmarks.md, "A run's
+    end in one statement").
+
+    All the writes of one statement see the rows as they were before it, so no write may
+    depend on another's effect: each must change rows no other write of the batch touches.
+    """
+
+    def __init__(self, alias: str):
+        self.alias = alias
+        self.pending: list[_Write] = []
+
+    def add(self, sql: str, params: list[Any], then: Callable[[int], None] | None = None) -> None:
+        """One INSERT, UPDATE or DELETE (no RETURNING of its own); `then(rows changed)` once
+        sent."""
+        self.pending.append(_Write(sql, params, then))
+
+    def save_fields(self, obj: Model, fields: list[str]) -> None:
+        """`rows.save_fields(obj, fields)` when sent (a row that is gone raises then)."""
+
+        def check(changed: int) -> None:
+            if changed != 1:
+                raise _gone(obj)
+
+        sql, params = _save_fields_statement(obj, fields)
+        self.add(sql, params, check)
+
+    def update_if(
+        self,
+        model: type[Model],
+        pk: Any,
+        when: dict[str, Any],
+        values: dict[str, Any],
+        then: Callable[[int], None] | None = None,
+    ) -> None:
+        """`rows.update_if(...)` when sent; `then` is given the number of rows it changed."""
+        sql, params = _update_if_statement(model, pk, when, values)
+        self.add(sql, params, then)
+
+    def send(self) -> None:
+        """Send what was added (and forget it), then hand each write's count to its `then`."""
+        pending, self.pending = self.pending, []
+        if not pending:
+            return
+        connection = connections[self.alias]
+        with connection.cursor() as cursor:
+            if connection.vendor == "postgresql" and len(pending) > 1:
+                names = [f"w{i}" for i in range(len(pending))]
+                sql = (
+                    "WITH "
+                    + ", ".join(
+                        f"{name} AS ({write.sql} RETURNING 1)"
+                        for name, write in zip(names, pending, strict=True)
+                    )
+                    + " SELECT "
+                    + ", ".join(f"(SELECT count(*) FROM {name})" for name in names)
+                )
+                cursor.execute(sql, [param for write in pending for param in write.params])
+                counts = list(cursor.fetchone())
+            else:
+                counts = []
+                for write in pending:
+                    cursor.execute(write.sql, write.params)
+                    counts.append(cursor.rowcount)
+        for write, changed in zip(pending, counts, strict=True):
+            if write.then is not None:
+                write.then(changed)

@@ -221,14 +221,18 @@ def _end_run(ending: Ending) -> None:
         end_run(ending)
         return
 
-    def mark_task() -> None:
+    def mark_task(writes: rows.Writes) -> None:
         # The fields `DBTaskResult.set_successful` writes, by an UPDATE that may match no
         # row: that method retries and raises when the row is gone (deleted by hand), which
         # here would roll back the run's end. A row not marked is left to the worker.
         from django.tasks import TaskResultStatus
         from django.utils import timezone
 
-        marked = rows.update_if(
+        def marked(changed: int) -> None:
+            if changed:
+                transaction.on_commit(slot_task.recorded)
+
+        writes.update_if(
             type(row),
             row.pk,
             {"status": TaskResultStatus.RUNNING},
@@ -239,9 +243,8 @@ def _end_run(ending: Ending) -> None:
                 "exception_class_path": "",
                 "traceback": "",
             },
+            then=marked,
         )
-        if marked:
-            transaction.on_commit(slot_task.recorded)
 
     end_run(ending, also=mark_task)
 

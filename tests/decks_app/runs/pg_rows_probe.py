@@ -138,6 +138,46 @@ def main() -> None:
         cursor.execute("SELECT statement FROM pg_prepared_statements")
         out["prepared"] = [row[0] for row in cursor.fetchall()]
     out["read_after_prepared"] = columns(again) == columns(rows.read_run(queued.pk))
+
+    # The writes that end a run, sent together: one statement, every write stored, each
+    # count handed to its `then`; a save that matches no row raises, and nothing of that
+    # statement stays.
+    third = rows.read_run(send_message(session, "third").pk)
+    third.status, third.error = "completed", "✓ done"
+    third.session.messages = [{"role": "assistant", "content": "ok 👋"}]
+    counts: list[int] = []
+    with transaction.atomic():
+        writes = rows.Writes(connection.alias)
+        append_events(third.pk, session.pk, 1, [{"type": "run.end", "ts": 9}], writes=writes)
+        writes.save_fields(third, ["status", "error"])
+        writes.save_fields(third.session, ["messages", "updated_at"])
+        writes.update_if(Run, twin.pk, {"status": "running"}, {"error": "twin ✓"}, counts.append)
+        writes.update_if(Run, twin.pk, {"status": "queued"}, {"error": "no"}, counts.append)
+        unsent = TraceEvent.objects.filter(run_id=third.pk).count()
+        with CaptureQueriesContext(connection) as sent:
+            writes.send()
+    stored = Run.objects.select_related("session").get(pk=third.pk)
+    out["writes"] = {
+        "unsent_events": unsent,
+        "statements": [q["sql"].split(" AS (")[0] for q in sent.captured_queries],
+        "events": list(TraceEvent.objects.filter(run_id=third.pk).values_list("seq", "type")),
+        "run": [stored.status, stored.error],
+        "messages": stored.session.messages == third.session.messages,
+        "twin": Run.objects.get(pk=twin.pk).error,
+        "counts": counts,
+    }
+    gone = rows.read_run(send_message(session, "fourth").pk)
+    try:
+        with transaction.atomic():
+            writes = rows.Writes(connection.alias)
+            writes.update_if(Run, twin.pk, {"status": "running"}, {"error": "rolled back"})
+            writes.save_fields(gone, ["status"])
+            Run.objects.filter(pk=gone.pk).delete()
+            writes.send()
+        out["writes"]["gone"] = "saved"
+    except Run.DoesNotExist as exc:
+        out["writes"]["gone"] = str(exc) == f"Run {gone.pk} is gone"
+    out["writes"]["twin_after_gone"] = Run.objects.get(pk=twin.pk).error
     print(json.dumps(out))
 
 

@@ -9,7 +9,7 @@ import time
 import pytest
 
 from decks_app.models import Run, TraceEvent
-from decks_app.runs import ending, queue
+from decks_app.runs import ending, queue, rows
 from decks_app.runs.writer import Unwritten
 from decks_app.sessions.actions import create_session, send_message
 from decks_app.workspaces.served import current_workspace
@@ -31,12 +31,15 @@ def _event(kind: str) -> dict:
 def test_the_end_its_last_events_and_the_callers_writes_commit_together():
     run = _claimed_run()
     rest = Unwritten(first_seq=1, events=[_event("run.start"), _event("run.end")])
-    marked: list[str] = []
+    other = _claimed_run()  # a row the caller's write changes (as a slot's task row)
+    counts: list[int] = []
+
+    def also(writes: rows.Writes) -> None:
+        writes.update_if(Run, other.id, {"status": "running"}, {"error": "marked"}, counts.append)
 
     ending.finish_run(
-        run.id, "completed", "", None, ending.RunProgress(), time.monotonic(), rest,
-        also=lambda: marked.append(Run.objects.get(pk=run.id).status),
-    )  # fmt: skip
+        run.id, "completed", "", None, ending.RunProgress(), time.monotonic(), rest, also=also
+    )
 
     run.refresh_from_db()
     assert run.status == "completed" and run.finished_at is not None
@@ -44,15 +47,15 @@ def test_the_end_its_last_events_and_the_callers_writes_commit_together():
         (1, "run.start"),
         (2, "run.end"),
     ]
-    # `also` runs last, inside the transaction: it sees the run's end already written.
-    assert marked == ["completed"]
+    # The caller's write went with the end, and was told how many rows it changed.
+    assert Run.objects.get(pk=other.id).error == "marked" and counts == [1]
 
 
 def test_a_failure_in_the_callers_writes_leaves_the_run_running_and_its_trace_unwritten():
     run = _claimed_run()
     rest = Unwritten(first_seq=1, events=[_event("run.start"), _event("run.end")])
 
-    def lost_connection() -> None:
+    def lost_connection(writes: rows.Writes) -> None:
         raise RuntimeError("the task row could not be marked")
 
     with pytest.raises(RuntimeError):
@@ -63,6 +66,26 @@ def test_a_failure_in_the_callers_writes_leaves_the_run_running_and_its_trace_un
     run.refresh_from_db()
     assert run.status == "running" and run.finished_at is None
     assert not TraceEvent.objects.filter(run=run).exists()
+
+
+def test_a_run_gone_when_its_writes_are_sent_leaves_nothing_written():
+    run = _claimed_run()
+    rest = Unwritten(first_seq=1, events=[_event("run.start"), _event("run.end")])
+    other = _claimed_run()
+
+    def delete_the_run(writes: rows.Writes) -> None:
+        # Deleted after the locked read (as no other process can): its save, sent with the
+        # rest, matches no row, and the whole end is rolled back.
+        writes.update_if(Run, other.id, {"status": "running"}, {"error": "marked"})
+        Run.objects.filter(pk=run.id).delete()
+
+    with pytest.raises(Run.DoesNotExist, match=f"Run {run.id} is gone"):
+        ending.finish_run(
+            run.id, "completed", "", None, ending.RunProgress(), None, rest, also=delete_the_run
+        )
+    assert Run.objects.get(pk=run.id).status == "running"
+    assert Run.objects.get(pk=other.id).error == ""
+    assert not TraceEvent.objects.filter(run_id=run.id).exists()
 
 
 def test_the_next_event_goes_after_the_last_one_written():

@@ -159,6 +159,17 @@ def test_on_postgresql_reads_lock_and_appends_as_the_orm_does(pg_database, tmp_p
     assert out["duplicate_seq"] == "IntegrityError"
     assert out["empty_batch_rows"] == 4
     assert out["saved_fields"] == {"same_run": True, "messages": True, "stamped": True}
+    assert out["writes"] == {
+        "unsent_events": 0,
+        "statements": ["WITH w0"],  # the four writes, one statement
+        "events": [[1, "run.end"]],  # (JSON)
+        "run": ["completed", "✓ done"],
+        "messages": True,
+        "twin": "twin ✓",
+        "counts": [1, 0],
+        "gone": True,
+        "twin_after_gone": "twin ✓",
+    }
     assert out["update_if"] == {
         "changed": [1, 0],
         "run": [True, True, True, True],
