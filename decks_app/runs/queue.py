@@ -8,7 +8,7 @@ import os
 from dataclasses import dataclass
 from typing import Any
 
-from django.db import transaction
+from django.db import connections, router, transaction
 from django.utils import timezone
 
 from decks_app.models import Run, Session
@@ -37,16 +37,21 @@ def claim_run(run_id: str, worker_id: str) -> ClaimedRun | None:
     loaded and its turn base written; None when the run is no longer queued (cancelled, or
     claimed already: a run executes once however often its task is delivered).
 
-    Two statements: the run is read first, then claimed by an update that only a queued run
-    matches, which also writes where its turn starts (the session cannot change turns
-    meanwhile: it has one active run at most, this one)."""
+    One statement on PostgreSQL (`rows.claim_queued_run`). Elsewhere two: the run is read
+    first, then claimed by an update that only a queued run matches, which also writes where
+    its turn starts (the session cannot change turns meanwhile: it has one active run at
+    most, this one)."""
+    worker_id = worker_id[:100]
+    if connections[router.db_for_write(Run)].vendor == "postgresql":
+        done = rows.claim_queued_run(run_id, worker_id, timezone.now())
+        return None if done is None else ClaimedRun(*done)
     claimed = rows.read_run(run_id, status="queued", workspace=True)
     if claimed is None:
         return None
     now = timezone.now()
     fields: dict[str, Any] = {
         "status": "running",
-        "worker_id": worker_id[:100],
+        "worker_id": worker_id,
         "started_at": now,
         "heartbeat_at": now,
     }

@@ -56,14 +56,9 @@ def _column(field: Field) -> str:
     return field.column
 
 
-def _statement(alias: str, *, status: bool, lock: bool, workspace: bool) -> _Statement:
-    key = (alias, status, lock, workspace)
-    statements: dict[tuple[str, bool, bool, bool], _Statement] = _local.__dict__.setdefault(
-        "statements", {}
-    )
-    known = statements.get(key)
-    if known is not None:
-        return known
+def _selected(alias: str, workspace: bool) -> tuple[list[str], list[_Table]]:
+    """The columns of a run, its session (and their workspace), qualified by `r`, `s` and
+    `w`, and how each table's part of a row becomes its model."""
     connection = connections[alias]
     quote = connection.ops.quote_name
     joined: list[tuple[type[Model], str]] = [(Run, "r"), (Session, "s")]
@@ -79,34 +74,67 @@ def _statement(alias: str, *, status: bool, lock: bool, workspace: bool) -> _Sta
             converters.append((found, column))
             columns.append(f"{short}.{quote(_column(field))}")
         tables.append(_Table(model, [f.attname for f in fields], converters))
+    return columns, tables
 
-    def table(model: type[Model]) -> str:
-        return quote(model._meta.db_table)
 
-    def pk(model: type[Model]) -> str:
-        key = model._meta.pk
-        assert key is not None
-        return quote(_column(key))
+def _table(alias: str, model: type[Model]) -> str:
+    return connections[alias].ops.quote_name(model._meta.db_table)
 
-    def column_of(model: type[Model], name: str) -> str:
-        return quote(_column(next(f for f in model._meta.concrete_fields if f.name == name)))
 
+def _pk(alias: str, model: type[Model]) -> str:
+    key = model._meta.pk
+    assert key is not None
+    return connections[alias].ops.quote_name(_column(key))
+
+
+def _column_of(alias: str, model: type[Model], name: str) -> str:
+    field = next(f for f in model._meta.concrete_fields if f.name == name)
+    return connections[alias].ops.quote_name(_column(field))
+
+
+def _statement(alias: str, *, status: bool, lock: bool, workspace: bool) -> _Statement:
+    key = (alias, status, lock, workspace)
+    statements: dict[tuple[str, bool, bool, bool], _Statement] = _local.__dict__.setdefault(
+        "statements", {}
+    )
+    known = statements.get(key)
+    if known is not None:
+        return known
+    connection = connections[alias]
+    columns, tables = _selected(alias, workspace)
     sql = (
-        f"SELECT {', '.join(columns)} FROM {table(Run)} r"
-        f" JOIN {table(Session)} s ON s.{pk(Session)} = r.{column_of(Run, 'session')}"
+        f"SELECT {', '.join(columns)} FROM {_table(alias, Run)} r"
+        f" JOIN {_table(alias, Session)} s"
+        f" ON s.{_pk(alias, Session)} = r.{_column_of(alias, Run, 'session')}"
     )
     if workspace:
         sql += (
-            f" JOIN {table(Workspace)} w ON w.{pk(Workspace)} = s.{column_of(Session, 'workspace')}"
+            f" JOIN {_table(alias, Workspace)} w"
+            f" ON w.{_pk(alias, Workspace)} = s.{_column_of(alias, Session, 'workspace')}"
         )
-    sql += f" WHERE r.{pk(Run)} = %s"
+    sql += f" WHERE r.{_pk(alias, Run)} = %s"
     if status:
-        sql += f" AND r.{column_of(Run, 'status')} = %s"
+        sql += f" AND r.{_column_of(alias, Run, 'status')} = %s"
     if lock and connection.features.has_select_for_update:
         sql += " FOR UPDATE"  # both rows, the run's first (as `select_for_update` locks them)
     made = _Statement(sql, tables)
     statements[key] = made
     return made
+
+
+def _rows_to_run(alias: str, statement: _Statement, row: Any, workspace: bool) -> Run:
+    connection = connections[alias]
+    objects, start = [], 0
+    for table in statement.tables:
+        end = start + len(table.attnames)
+        objects.append(table.build(alias, row[start:end], connection))
+        start = end
+    run, session = objects[0], objects[1]
+    Run._meta.get_field("session").set_cached_value(run, session)
+    if workspace:
+        Session._meta.get_field("workspace").set_cached_value(session, objects[2])
+    assert isinstance(run, Run)
+    return run
 
 
 def read_run(
@@ -122,19 +150,65 @@ def read_run(
     with connection.cursor() as cursor:
         cursor.execute(statement.sql, params)
         row = cursor.fetchone()
+    return None if row is None else _rows_to_run(alias, statement, row, workspace)
+
+
+def _claim_statement(alias: str) -> _Statement:
+    """`claim_queued_run`'s UPDATE, built once per thread."""
+    statements: dict[str, _Statement] = _local.__dict__.setdefault("claims", {})
+    known = statements.get(alias)
+    if known is not None:
+        return known
+    columns, tables = _selected(alias, workspace=True)
+    run, session = _table(alias, Run), _table(alias, Session)
+    run_pk = _pk(alias, Run)
+
+    def column(name: str) -> str:
+        return _column_of(alias, Run, name)
+
+    def length(name: str) -> str:  # Python's len(session.<name> or [])
+        json = f"s.{_column_of(alias, Session, name)}"
+        return f"CASE jsonb_typeof({json}) WHEN 'array' THEN jsonb_array_length({json}) ELSE 0 END"
+
+    # `state.turn_base(session, 0)`, for a run that has none yet (its first start).
+    base = (
+        f"jsonb_build_object('stateVersion', s.{_column_of(alias, Session, 'state_version')},"
+        f" 'messages', {length('messages')}, 'items', {length('items')},"
+        f" 'refs', {length('message_refs')}, 'savedMessages', {length('messages')},"
+        f" 'savedItems', {length('items')}, 'checkpointSeq', 0)"
+    )
+    turn_base = column("turn_base")
+    sql = (
+        f"UPDATE {run} r SET {column('status')} = 'running', {column('worker_id')} = %s,"
+        f" {column('started_at')} = %s, {column('heartbeat_at')} = %s,"
+        f" {turn_base} = COALESCE(r.{turn_base}, {base})"
+        f" FROM {session} s JOIN {_table(alias, Workspace)} w"
+        f" ON w.{_pk(alias, Workspace)} = s.{_column_of(alias, Session, 'workspace')},"
+        # The row as it was: whether this start wrote its turn base (RETURNING shows the new).
+        f" (SELECT r0.{turn_base} IS NULL FROM {run} r0 WHERE r0.{run_pk} = %s) AS before(first)"
+        f" WHERE r.{run_pk} = %s AND r.{column('status')} = 'queued'"
+        f" AND s.{_pk(alias, Session)} = r.{column('session')}"
+        f" RETURNING {', '.join(columns)}, before.first"
+    )
+    made = statements[alias] = _Statement(sql, tables)
+    return made
+
+
+def claim_queued_run(run_id: str, worker_id: str, now: Any) -> tuple[Run, bool] | None:
+    """On PostgreSQL: the queued run `run_id` claimed for `worker_id` (running, started and
+    beating at `now`, its turn base written on its first start) and read with its session and
+    workspace, in one statement; with whether this was its first start. None when it is not
+    queued (any more). What `queue.claim_run` does in two statements elsewhere."""
+    alias = router.db_for_write(Run)
+    connection = connections[alias]
+    statement = _claim_statement(alias)
+    stamp = Run._meta.get_field("started_at").get_db_prep_save(now, connection)
+    with connection.cursor() as cursor:
+        cursor.execute(statement.sql, [worker_id, stamp, stamp, run_id, run_id])
+        row = cursor.fetchone()
     if row is None:
         return None
-    objects, start = [], 0
-    for table in statement.tables:
-        end = start + len(table.attnames)
-        objects.append(table.build(alias, row[start:end], connection))
-        start = end
-    run, session = objects[0], objects[1]
-    Run._meta.get_field("session").set_cached_value(run, session)
-    if workspace:
-        Session._meta.get_field("workspace").set_cached_value(session, objects[2])
-    assert isinstance(run, Run)
-    return run
+    return _rows_to_run(alias, statement, row[:-1], workspace=True), bool(row[-1])
 
 
 @dataclass(frozen=True)

@@ -32,7 +32,7 @@ def main() -> None:
     from django.db import IntegrityError, connection, transaction
     from django.test.utils import CaptureQueriesContext
 
-    from decks_app.models import Run, TraceEvent
+    from decks_app.models import Run, Session, TraceEvent
     from decks_app.runs import rows
     from decks_app.runs.events import append_events
     from decks_app.sessions.actions import create_session, send_message
@@ -178,6 +178,51 @@ def main() -> None:
     except Run.DoesNotExist as exc:
         out["writes"]["gone"] = str(exc) == f"Run {gone.pk} is gone"
     out["writes"]["twin_after_gone"] = Run.objects.get(pk=twin.pk).error
+
+    # A run's claim in one statement: what the read and the conditional update wrote and
+    # read before, its turn base as `state.turn_base` computes it, whatever the session holds.
+    from decks_app.runs import queue
+    from decks_app.runs.state import turn_base
+
+    claims = []
+    for messages, items, refs in (
+        ([{"role": "user", "content": "a"}, {"role": "assistant", "content": "b"}], None, [1]),
+        (None, [], None),
+        ([], [{"type": "message"}] * 3, [1, 2]),
+    ):
+        fresh = create_session(current_workspace(), "support/PROMPT.md", model="offline/echo")
+        fresh.messages, fresh.items, fresh.message_refs = messages, items, refs
+        fresh.state_version = 3
+        fresh.save()
+        queued = send_message(fresh, "claim me")
+        expected = turn_base(Run.objects.select_related("session").get(pk=queued.pk).session, 0)
+        with CaptureQueriesContext(connection) as queries:
+            claimed = queue.claim_run(queued.pk, "w" * 120)
+        stored = Run.objects.select_related("session__workspace").get(pk=queued.pk)
+        claims.append(
+            {
+                "queries": len(queries),
+                "first_start": claimed.first_start,
+                "turn_base": claimed.run.turn_base == expected == stored.turn_base,
+                "same_run": columns(claimed.run) == columns(stored),
+                "same_session": columns(claimed.run.session) == columns(stored.session),
+                "same_workspace": columns(claimed.run.session.workspace)
+                == columns(stored.session.workspace),
+                "running": [stored.status, len(stored.worker_id)],
+                "beat_at_start": stored.started_at == stored.heartbeat_at is not None,
+                "again": queue.claim_run(queued.pk, "another"),
+            }
+        )
+    # Queued again (as a retried run is): its turn base stays the one of its first start.
+    Run.objects.filter(pk=queued.pk).update(status="queued")
+    Session.objects.filter(pk=fresh.pk).update(messages=[{"role": "user", "content": "later"}])
+    again = queue.claim_run(queued.pk, "w2")
+    out["claims"] = claims
+    out["claimed_again"] = {
+        "first_start": again.first_start,
+        "turn_base_kept": again.run.turn_base == stored.turn_base,
+        "worker": again.run.worker_id,
+    }
     print(json.dumps(out))
 
 

@@ -159,6 +159,19 @@ def test_on_postgresql_reads_lock_and_appends_as_the_orm_does(pg_database, tmp_p
     assert out["duplicate_seq"] == "IntegrityError"
     assert out["empty_batch_rows"] == 4
     assert out["saved_fields"] == {"same_run": True, "messages": True, "stamped": True}
+    one_claim = {
+        "queries": 1,
+        "first_start": True,
+        "turn_base": True,
+        "same_run": True,
+        "same_session": True,
+        "same_workspace": True,
+        "running": ["running", 100],
+        "beat_at_start": True,
+        "again": None,
+    }
+    assert out["claims"] == [one_claim] * 3
+    assert out["claimed_again"] == {"first_start": False, "turn_base_kept": True, "worker": "w2"}
     assert out["writes"] == {
         "unsent_events": 0,
         "statements": ["WITH w0"],  # the four writes, one statement
