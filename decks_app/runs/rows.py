@@ -1,5 +1,6 @@
 """A run read with its session (and workspace) in one statement written once, as the worker
-reads it when it claims the run and when it ends it; a model's chosen fields saved the same
+reads it when it claims the run (on PostgreSQL read and claimed in one statement:
+`claim_queued_run`) and when it ends it; a model's chosen fields saved the same
 way (`save_fields`), as it ends the run; a row updated only while it is as expected
 (`update_if`), as the worker claims a run and marks its task row done; and the writes that
 end a run sent as one statement (`Writes`).
