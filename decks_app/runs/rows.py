@@ -265,11 +265,9 @@ def save_fields(obj: Model, fields: list[str]) -> None:
     them, without its per-call compilation (docs/benchmarks.md, "A run's start and end in its
     slot's thread"). No `pre_save`/`post_save` signal is sent and the model's own `save` is not
     called: its caller validates what `save` would (`registry.check_run`)."""
-    sql, params = _save_fields_statement(obj, fields)
-    with connections[router.db_for_write(type(obj))].cursor() as cursor:
-        cursor.execute(sql, params)
-        if cursor.rowcount != 1:
-            raise _gone(obj)
+    writes = Writes(router.db_for_write(type(obj)))
+    writes.save_fields(obj, fields)
+    writes.send()
 
 
 def _update_if_statement(
@@ -298,10 +296,11 @@ def update_if(model: type[Model], pk: Any, when: dict[str, Any], values: dict[st
     (`get_db_prep_save`); an `auto_now` field not among `values` is not stamped, as `update`
     does not stamp it. `when`'s values are compared with `=`, so None is refused (the ORM
     would have written `IS NULL`)."""
-    sql, params = _update_if_statement(model, pk, when, values)
-    with connections[router.db_for_write(model)].cursor() as cursor:
-        cursor.execute(sql, params)
-        return cursor.rowcount
+    changed: list[int] = []
+    writes = Writes(router.db_for_write(model))
+    writes.update_if(model, pk, when, values, changed.append)
+    writes.send()
+    return changed[0]
 
 
 @dataclass
