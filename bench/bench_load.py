@@ -467,8 +467,8 @@ def _reading(fill: float) -> str:
     """What the ratios above can say, from how busy one worker kept its core (the median of
     the rounds). A worker whose runs queue for its own CPU holds the ratio near 1.6x
     whatever a run costs: since the queue's rework, the slow phases of this machine measured
-    71 to 81% of a core, the fast ones 43 to 64% (docs/benchmarks.md, "Scale-out beside the commit the
-    issue was filed against")."""
+    71 to 81% of a core, the fast ones 43 to 64% (docs/benchmarks.md, "Scale-out beside the
+    commit the issue was filed against")."""
     if fill >= 0.70:
         return (
             f"one worker kept {fill:.0%} of its core busy: its runs queued for its own CPU (a"
@@ -650,13 +650,13 @@ def _drain(
             + (
                 # Over the same span: how busy a worker kept its core, and the machine all of
                 # its cores (docs/benchmarks.md, "Before and after the queue's rework").
-                f"; each worker kept {workers_cpu / measured / workers:.0%} of a core busy"
+                f"; each worker kept {core_fill:.0%} of a core busy"
                 + (
                     f", the machine {machine_cpu / measured / cores:.0%} of its {cores} cores"
                     if machine_cpu and cores
                     else ""
                 )
-                if measured > 0
+                if core_fill is not None
                 else ""
             )
             if workers_cpu and done
