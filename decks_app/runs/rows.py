@@ -15,7 +15,7 @@ column's converters as the ORM applies them, so no caller can tell the differenc
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass
 from typing import Any, cast
 
@@ -50,6 +50,14 @@ class _Statement:
 
 # Per thread: a connection (and the backend converters bound to it) belongs to its thread.
 _local = threading.local()
+
+
+def _per_thread[T](cache: str, key: Hashable, build: Callable[[], T]) -> T:
+    """`build()`, once per thread for each `key` of the named cache."""
+    made: dict[Hashable, Any] = _local.__dict__.setdefault(cache, {})
+    if key not in made:
+        made[key] = build()
+    return made[key]
 
 
 def _column(field: Field) -> str:
@@ -94,13 +102,14 @@ def _column_of(alias: str, model: type[Model], name: str) -> str:
 
 
 def _statement(alias: str, *, status: bool, lock: bool, workspace: bool) -> _Statement:
-    key = (alias, status, lock, workspace)
-    statements: dict[tuple[str, bool, bool, bool], _Statement] = _local.__dict__.setdefault(
-        "statements", {}
+    return _per_thread(
+        "statements",
+        (alias, status, lock, workspace),
+        lambda: _build_statement(alias, status=status, lock=lock, workspace=workspace),
     )
-    known = statements.get(key)
-    if known is not None:
-        return known
+
+
+def _build_statement(alias: str, *, status: bool, lock: bool, workspace: bool) -> _Statement:
     connection = connections[alias]
     columns, tables = _selected(alias, workspace)
     sql = (
@@ -118,9 +127,7 @@ def _statement(alias: str, *, status: bool, lock: bool, workspace: bool) -> _Sta
         sql += f" AND r.{_column_of(alias, Run, 'status')} = %s"
     if lock and connection.features.has_select_for_update:
         sql += " FOR UPDATE"  # both rows, the run's first (as `select_for_update` locks them)
-    made = _Statement(sql, tables)
-    statements[key] = made
-    return made
+    return _Statement(sql, tables)
 
 
 def _rows_to_run(alias: str, statement: _Statement, row: Any, workspace: bool) -> Run:
@@ -156,10 +163,10 @@ def read_run(
 
 def _claim_statement(alias: str) -> _Statement:
     """`claim_queued_run`'s UPDATE, built once per thread."""
-    statements: dict[str, _Statement] = _local.__dict__.setdefault("claims", {})
-    known = statements.get(alias)
-    if known is not None:
-        return known
+    return _per_thread("claims", alias, lambda: _build_claim_statement(alias))
+
+
+def _build_claim_statement(alias: str) -> _Statement:
     columns, tables = _selected(alias, workspace=True)
     run, session = _table(alias, Run), _table(alias, Session)
     run_pk = _pk(alias, Run)
@@ -191,8 +198,7 @@ def _claim_statement(alias: str) -> _Statement:
         f" AND s.{_pk(alias, Session)} = r.{column('session')}"
         f" RETURNING {', '.join(columns)}, before.first"
     )
-    made = statements[alias] = _Statement(sql, tables)
-    return made
+    return _Statement(sql, tables)
 
 
 def claim_queued_run(run_id: str, worker_id: str, now: Any) -> tuple[Run, bool] | None:
@@ -224,11 +230,14 @@ def _update(
 ) -> _Update:
     """`UPDATE table SET field = %s, ... WHERE pk = %s [AND field = %s ...]`, built once per
     thread (and connection alias) for each model and set of fields."""
-    key = (alias, model, fields, when)
-    updates: dict[tuple[Any, ...], _Update] = _local.__dict__.setdefault("updates", {})
-    known = updates.get(key)
-    if known is not None:
-        return known
+    return _per_thread(
+        "updates", (alias, model, fields, when), lambda: _build_update(alias, model, fields, when)
+    )
+
+
+def _build_update(
+    alias: str, model: type[Model], fields: tuple[str, ...], when: tuple[str, ...]
+) -> _Update:
     quote = connections[alias].ops.quote_name
     by_name = {f.name: f for f in model._meta.concrete_fields}
     key_field = model._meta.pk
@@ -240,8 +249,7 @@ def _update(
         f" SET {', '.join(f'{quote(_column(f))} = %s' for f in setting)}"
         f" WHERE {' AND '.join(f'{quote(_column(f))} = %s' for f in matching)}"
     )
-    made = updates[key] = _Update(sql, setting, matching)
-    return made
+    return _Update(sql, setting, matching)
 
 
 def _save_fields_statement(obj: Model, fields: list[str]) -> tuple[str, list[Any]]:
@@ -296,11 +304,9 @@ def update_if(model: type[Model], pk: Any, when: dict[str, Any], values: dict[st
     (`get_db_prep_save`); an `auto_now` field not among `values` is not stamped, as `update`
     does not stamp it. `when`'s values are compared with `=`, so None is refused (the ORM
     would have written `IS NULL`)."""
-    changed: list[int] = []
     writes = Writes(router.db_for_write(model))
-    writes.update_if(model, pk, when, values, changed.append)
-    writes.send()
-    return changed[0]
+    writes.update_if(model, pk, when, values)
+    return writes.send()[0]
 
 
 @dataclass
@@ -352,11 +358,12 @@ class Writes:
         sql, params = _update_if_statement(model, pk, when, values)
         self.add(sql, params, then)
 
-    def send(self) -> None:
-        """Send what was added (and forget it), then hand each write's count to its `then`."""
+    def send(self) -> list[int]:
+        """Send what was added (and forget it), hand each write's count to its `then`, and
+        return the counts in the order the writes were added."""
         pending, self.pending = self.pending, []
         if not pending:
-            return
+            return []
         connection = connections[self.alias]
         with connection.cursor() as cursor:
             if connection.vendor == "postgresql" and len(pending) > 1:
@@ -380,3 +387,4 @@ class Writes:
         for write, changed in zip(pending, counts, strict=True):
             if write.then is not None:
                 write.then(changed)
+        return counts
